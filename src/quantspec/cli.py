@@ -1,0 +1,130 @@
+"""The ``quantspec`` command.
+
+::
+
+    quantspec quantize INPUT OUTPUT --spec {onnx,tf,litert} [options]   # .npy / .npz / .safetensors
+    quantspec dequantize INPUT OUTPUT --spec ... [options]
+    quantspec check MODEL.tflite [--json]
+    quantspec run MODEL.tflite --input FILE.npy [--compare-litert]
+    quantspec bench [--quick]
+    quantspec demo
+
+``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx
+--help`` lists them.  Each spec package holds its own command-line half in a ``_cli`` module with
+``add_arguments(parser, direction)`` and ``run(args, direction, tensors) -> (tensors, notes)``; this
+module only dispatches, reads and writes files, and turns quantspec errors into a message and an
+exit status (2 for bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import QuantSpecError
+
+SPECS = {
+    "onnx": ("quantspec.onnx._cli", "ONNX QuantizeLinear / DequantizeLinear (every opset)"),
+    "tf": ("quantspec.tf._cli", "TensorFlow QuantizeV2 / Dequantize"),
+    "litert": ("quantspec.litert._cli", "LiteRT (TFLite) int8 QUANTIZE / DEQUANTIZE"),
+}
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _spec_module(name: str):
+    return importlib.import_module(SPECS[name][0])
+
+
+def _elementwise_parser(direction: str, spec: str | None) -> argparse.ArgumentParser:
+    verb = "Quantize" if direction == "quantize" else "Dequantize"
+    p = argparse.ArgumentParser(
+        prog=f"quantspec {direction}",
+        description=f"{verb} every tensor of INPUT and write the results to OUTPUT. "
+        "Files: .npy (one tensor), .npz or .safetensors (several; each is processed). "
+        "OUTPUT is written atomically (a temporary file renamed into place).",
+        epilog="Run with --spec SPEC --help to see the options of one spec.",
+    )
+    p.add_argument("input", metavar="INPUT", help="tensor file: .npy, .npz or .safetensors")
+    p.add_argument("output", metavar="OUTPUT", help="where to write the result (.npy, .npz or .safetensors)")
+    p.add_argument("--spec", required=True, choices=sorted(SPECS),
+                   help="which specification to follow: " + "; ".join(f"{k}: {v[1]}" for k, v in SPECS.items()))
+    p.add_argument("--tensor", action="append", metavar="NAME",
+                   help="process only this tensor of a multi-tensor file (repeatable); default: all")
+    if spec is not None:
+        group = p.add_argument_group(f"{spec} options")
+        _spec_module(spec).add_arguments(group, direction)
+    return p
+
+
+def _elementwise(direction: str, argv: Sequence[str]) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--spec", choices=sorted(SPECS))
+    known, _ = pre.parse_known_args(argv)
+    parser = _elementwise_parser(direction, known.spec)
+    args = parser.parse_args(argv)
+    from ._core.tensorio import read_tensors, write_tensors
+
+    tensors = read_tensors(args.input)
+    if args.tensor:
+        missing = [n for n in args.tensor if n not in tensors]
+        if missing:
+            raise QuantSpecError("--tensor", "names a tensor the input does not hold", missing[0] if len(missing) == 1 else missing,
+                                 detail=f"it holds: {', '.join(tensors)}")
+        tensors = {n: tensors[n] for n in args.tensor}
+    outputs, notes = _spec_module(args.spec).run(args, direction, tensors)
+    for note in notes + write_tensors(args.output, outputs):
+        print(note, file=sys.stderr)
+    return EXIT_OK
+
+
+def _delegate(module: str, func: str, argv: Sequence[str]) -> int:
+    return int(getattr(importlib.import_module(module), func)(list(argv)) or 0)
+
+
+COMMANDS = {
+    "quantize": ("quantize tensors (see quantize --spec SPEC --help)", lambda a: _elementwise("quantize", a)),
+    "dequantize": ("dequantize tensors (see dequantize --spec SPEC --help)", lambda a: _elementwise("dequantize", a)),
+    "check": ("check a .tflite model against the LiteRT int8 spec",
+              lambda a: _delegate("quantspec.litert._cli", "check_main", a)),
+    "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
+    "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
+    "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
+             lambda a: _delegate("quantspec.demo", "main", a)),
+}
+
+
+def _usage() -> str:
+    lines = [f"quantspec {__version__}: bit-exact TensorFlow, ONNX and LiteRT quantization", "",
+             "usage: quantspec COMMAND [options]   (quantspec COMMAND --help for details)", "", "commands:"]
+    lines += [f"  {name:<11} {text}" for name, (text, _) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return EXIT_OK if argv else EXIT_BAD_INPUT
+    if argv[0] in ("-V", "--version"):
+        print(__version__)
+        return EXIT_OK
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in COMMANDS:
+        print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return COMMANDS[cmd][1](rest)
+    except QuantSpecError as e:
+        print(f"quantspec {cmd}: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"quantspec {cmd}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
