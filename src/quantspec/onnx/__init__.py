@@ -1,0 +1,46 @@
+"""ONNX QuantizeLinear / DequantizeLinear, every opset (10, 13, 19, 21, 23, 24, 25, 28), bit-exact.
+
+``compat="spec"`` (default) follows the operator text; ``"reference"`` reproduces onnx.reference
+1.23 on x86-64; ``"onnxruntime"`` reproduces onnxruntime 1.31 CPU.  See ``docs/onnx.md`` for the
+semantics and the divergence table, and :mod:`quantspec.onnx.kernels` for the arithmetic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import kernels, opsets
+from .packing import pack, unpack
+from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
+
+__all__ = ["quantize_linear", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
+           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets"]
+
+
+def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
+                    output_dtype: Any = None, saturate: bool = True, precision: Any = None, opset: int | None = None,
+                    compat: str = "spec", out: np.ndarray | None = None) -> np.ndarray:
+    """ONNX QuantizeLinear: ``y = saturate(x / y_scale + y_zero_point)``.
+
+    ``x``: float32, float16, bfloat16 or int32 array (Python numbers become float32).
+    ``y_scale``: scalar (per-tensor), 1-D of length ``x.shape[axis]`` (per-axis) or x's shape with
+    ``ceil(x.shape[axis] / block_size)`` on ``axis`` (blocked).  ``y_zero_point``: same shape as the
+    scale; its type is the output type.  ``output_dtype`` / ``precision``: an ONNX type number, a type
+    name or a dtype.  ``opset``: None = the newest; older opsets reject what they did not have.
+    ``out``: a preallocated result array (shape of x, the output type).
+    """
+    plan = plan_quantize(x, y_scale, y_zero_point, axis=axis, block_size=block_size, output_dtype=output_dtype,
+                         saturate=saturate, precision=precision, opset=opset, compat=compat)
+    return kernels.quantize(plan, np.asarray(x, dtype=plan.x_type.dtype), out)
+
+
+def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
+                      output_dtype: Any = None, opset: int | None = None, compat: str = "spec",
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
+    (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
+    plan = plan_dequantize(x, x_scale, x_zero_point, axis=axis, block_size=block_size, output_dtype=output_dtype,
+                           opset=opset, compat=compat)
+    return kernels.dequantize(plan, np.asarray(x), out)

@@ -1,0 +1,267 @@
+"""Compute step of ONNX QuantizeLinear / DequantizeLinear: the readable reference path.
+
+One function per (operator, compat mode), each a few numpy lines over a prepared plan
+(:mod:`quantspec.onnx.plan`).  Semantics, with the notes/onnx.md sections they come from:
+
+``spec`` (the operator text; where it is silent, DESIGN.md's choices)
+    Q: ``q = x / scale`` as one IEEE division in the precision P (``precision``, else the scale's
+    type; an e8m0 scale is a power of two and divides exactly in float32; an int32 scale divides in
+    float64, which is exact for int32 operands); both operands are first converted to P.  Integer
+    outputs: ``clamp(rint(q) + zero_point)`` with rint half-to-even, the zero point added after
+    rounding, the clamp in float so ±inf and huge values saturate; NaN -> qmin.  float8: the zero
+    point is ignored, ``saturate`` per the Cast-28 table.  float4/float6: the zero point, when given,
+    is added in float (float64) before one RNE rounding that saturates; NaN -> +max (onnx
+    docs/technical/float4.md, float6.md).
+    DQ: ``(x - zero_point) * scale`` with the subtraction exact, the product in float32, rounded
+    once to the output type (§2.6).
+
+``reference`` (onnx.reference 1.23.2 on x86-64, §3)
+    The same numpy operations in the same order and dtypes (numpy type promotion included), with the
+    x86 conversion of NaN, ±inf and out-of-range values to INT32_MIN emulated explicitly so the
+    result does not depend on the platform quantspec runs on, and the int32 wrap of ``xi += zp``.
+
+``onnxruntime`` (onnxruntime 1.31.1 CPU, §2.2, §2.4, §5; the paths were measured)
+    The quotient is always float32 (``precision`` ignored).  Integer outputs take one of two paths
+    per element: MLAS (clamp in float to [qmin-zp, qmax-zp], then round, then add zp: +inf -> qmax,
+    NaN -> qmin) or a plain loop (``int32(nearbyint(q)) + zp`` with the x86 cast and int32 wrap, then
+    clamp).  Which path: f16 input and 2-bit outputs always take the plain loop; 8/16-bit outputs
+    take MLAS except blocked quantization along a non-last axis; 4-bit outputs take MLAS for the
+    even-aligned middle of each slice (the whole tensor, a per-axis channel slice, or a block along
+    the last axis) and the plain loop for an odd-aligned head and tail element, and the plain loop
+    for blocked quantization along a non-last axis.  float8: RNE like ml_dtypes, except E4M3FN
+    saturate=0 maps [480, 496) to ±448, E5M2 saturate=0 maps [61440, 65536) to NaN, and E5M2 NaN is
+    0x7f/0xff.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.narrowfloat import max_finite, to_narrow_float
+from ..dtypes import QType, qtype
+from ..errors import ShapeError
+from .plan import DequantizePlan, QuantizePlan
+
+__all__ = ["quantize", "dequantize"]
+
+INT32_MIN = np.int64(-(2 ** 31))
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+# -- shared helpers -----------------------------------------------------------------------------
+def x86_int32(r: np.ndarray) -> np.ndarray:
+    """C ``static_cast<int32_t>`` of (already rounded) floats as x86's cvttss2si/cvttsd2si does it:
+    NaN, ±inf and values outside [-2^31, 2^31) become INT32_MIN.  Returned as int64."""
+    r = np.asarray(r, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~((r >= -2.0 ** 31) & (r < 2.0 ** 31))
+    return np.where(bad, INT32_MIN, np.where(bad, 0, r).astype(np.int64))
+
+
+def wrap_int32(v: np.ndarray) -> np.ndarray:
+    """Two's-complement wrap of int64 values to the int32 range (C int32 overflow on x86)."""
+    return ((np.asarray(v, dtype=np.int64) + 2 ** 31) & 0xFFFFFFFF) - 2 ** 31
+
+
+def _int_out(values: np.ndarray, t: QType) -> np.ndarray:
+    """int64/float values already in t's range -> an array of type t."""
+    return np.asarray(values).astype(np.int64).astype(t.storage).astype(t.dtype)
+
+
+def _division_dtype(plan: QuantizePlan) -> np.dtype:
+    """The precision P of the spec's division (see the module docstring)."""
+    p = plan.precision or qtype(plan.scale.dtype)
+    if p.name == "int32":
+        return _F64
+    if p.name == "float8e8m0":
+        return _F32
+    return p.dtype
+
+
+def _deliver(y: np.ndarray, out: np.ndarray | None, argument: str = "out") -> np.ndarray:
+    y = np.asarray(y)
+    if out is None:
+        return y
+    if not isinstance(out, np.ndarray) or out.shape != y.shape or out.dtype != y.dtype:
+        got = (getattr(out, "shape", None), str(getattr(out, "dtype", type(out).__name__)))
+        raise ShapeError(argument, f"must be an array of shape {y.shape} and dtype {y.dtype}", got)
+    np.copyto(out, y)
+    return out
+
+
+# -- QuantizeLinear -----------------------------------------------------------------------------
+def _q_spec(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
+    P = _division_dtype(plan)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.asarray(x).astype(P) / plan.expand(plan.scale).astype(P)
+        q = np.asarray(q, dtype=P).astype(_F64)            # exact widening
+        t = plan.out
+        if t.is_int:
+            r = np.rint(q)
+            if plan.zero_point is not None:
+                r = r + plan.expand(plan.zero_point).astype(_F64)
+            r = np.clip(r, t.qmin, t.qmax)
+            r = np.where(np.isnan(r), t.qmin, r)
+            return _int_out(r, t)
+        if t.bits == 8:                                         # float8: zero point ignored
+            return to_narrow_float(q, t, plan.saturate)
+        if plan.zero_point is not None:                         # float4 / float6
+            q = q + plan.expand(plan.zero_point).astype(_F64)
+        q = np.where(np.isnan(q), max_finite(t), q)
+        return to_narrow_float(q, t, True)
+
+
+def _reference_param(plan, value: np.ndarray | None):
+    """A parameter as onnx.reference's ``reshape_input`` hands it to numpy."""
+    if value is None:
+        return None
+    if value.ndim == 0:
+        return value
+    if value.size == 1:
+        return value[0]
+    if plan.granularity == "axis":
+        return value.reshape([value.size if i == plan.axis else 1 for i in range(len(plan.shape))])
+    return plan.expand(value)
+
+
+def _q_reference(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
+    scale = _reference_param(plan, plan.scale)
+    zp = _reference_param(plan, plan.zero_point)
+    t = plan.out
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if plan.precision is not None:
+            q = x.astype(plan.precision.dtype) / scale.astype(plan.precision.dtype)
+        else:
+            q = x / scale
+        if t.is_int:
+            xi = x86_int32(np.asarray(np.rint(q)).astype(_F64))
+            if zp is not None:
+                xi = wrap_int32(xi + np.asarray(zp).astype(np.int64))
+            return _int_out(np.clip(xi, t.qmin, t.qmax), t)
+        if t.bits == 8:
+            if plan.saturate:
+                import ml_dtypes
+
+                fi = ml_dtypes.finfo(t.dtype)
+                q = np.clip(q, fi.min, fi.max)
+            return np.asarray(q).astype(t.dtype)
+        if zp is not None:
+            q = q + zp
+        return np.asarray(q).astype(t.dtype)
+
+
+def _ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
+    """Which elements onnxruntime computes in its plain loop (True) rather than with MLAS."""
+    t = plan.out
+    if plan.x_type.name == "float16" or t.bits == 2:
+        return True
+    last = len(plan.shape) - 1
+    if plan.granularity == "block" and plan.axis != last:
+        return True
+    if t.bits != 4:
+        return False
+    n = int(np.prod(plan.shape, dtype=np.int64))
+    i = np.arange(n, dtype=np.int64)
+    if plan.granularity == "tensor":
+        start, end = np.zeros_like(i), np.full_like(i, n)
+    elif plan.granularity == "axis":
+        inner = int(np.prod(plan.shape[plan.axis + 1:], dtype=np.int64))
+        start = (i // inner) * inner
+        end = start + inner
+    else:  # blocks along the last axis
+        d, b = plan.shape[last], plan.block_size
+        row0 = (i // d) * d
+        start = row0 + ((i - row0) // b) * b
+        end = np.minimum(start + b, row0 + d)
+    head = (start % 2 == 1) & (i == start)
+    tail = (end % 2 == 1) & (i == end - 1)
+    return (head | tail).reshape(plan.shape)
+
+
+def _q_ort(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
+    t = plan.out
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.asarray(x).astype(_F32) / plan.expand(plan.scale).astype(_F32)
+        q = np.asarray(q, dtype=_F32)
+        if t.is_int:
+            zp = (plan.expand(plan.zero_point).astype(np.int64) if plan.zero_point is not None
+                  else np.int64(0))
+            plain = _ort_plain_mask(plan)
+            # MLAS: clamp in float to [qmin - zp, qmax - zp] (NaN -> the lower bound), round, add zp
+            lo = (t.qmin - zp).astype(_F32) if isinstance(zp, np.ndarray) else _F32.type(t.qmin - zp)
+            hi = (t.qmax - zp).astype(_F32) if isinstance(zp, np.ndarray) else _F32.type(t.qmax - zp)
+            clamped = np.minimum(np.where(np.isnan(q), lo, np.maximum(q, lo)), hi)
+            mlas = np.rint(clamped).astype(np.int64) + zp
+            # plain loop: x86 int32 cast of nearbyint(q), int32 wrap when adding zp, clamp
+            loop = np.clip(wrap_int32(x86_int32(np.rint(q)) + zp), t.qmin, t.qmax)
+            return _int_out(np.where(plain, loop, mlas), t)
+        y = to_narrow_float(q, t, plan.saturate)
+        bits = y.view(np.uint8)
+        sign = np.where(np.signbit(q), np.uint8(0x80), np.uint8(0))
+        a = np.abs(q)
+        if t.name == "float8e5m2":
+            bits = np.where(np.isnan(q), sign | np.uint8(0x7F), bits)
+            if not plan.saturate:
+                bits = np.where((a >= 61440.0) & (a < 65536.0), sign | np.uint8(0x7F), bits)
+        elif t.name == "float8e4m3fn" and not plan.saturate:
+            bits = np.where((a >= 480.0) & (a < 496.0), sign | np.uint8(0x7E), bits)
+        return np.asarray(bits, dtype=np.uint8).view(t.dtype)
+
+
+# -- DequantizeLinear ---------------------------------------------------------------------------
+def _dq_spec(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
+    t = plan.x_type
+    if t.is_int:
+        d = x.astype(np.int64)
+        if plan.zero_point is not None:
+            d = d - plan.expand(plan.zero_point).astype(np.int64)
+        d = d.astype(_F32)
+    else:
+        d = x.astype(_F32)
+        if plan.zero_point is not None:
+            d = d - plan.expand(plan.zero_point).astype(_F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = d * plan.expand(plan.scale).astype(_F32)
+    return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
+
+
+def _dq_reference(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
+    t = plan.x_type
+    zp = _reference_param(plan, plan.zero_point)
+    if zp is not None and not (t.is_float and t.bits == 8) and t.name != "float4e2m1":
+        dx = x.astype(_F32) - zp
+    else:
+        dx = x.astype(_F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = dx * _reference_param(plan, plan.scale)
+    return np.asarray(y).astype(plan.out.dtype)
+
+
+def _dq_ort(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
+    if plan.x_type.is_int:
+        d = x.astype(np.int64)
+        if plan.zero_point is not None:
+            d = wrap_int32(d - plan.expand(plan.zero_point).astype(np.int64))
+        d = d.astype(_F32)
+    else:
+        d = x.astype(_F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = d * plan.expand(plan.scale).astype(_F32)
+    return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
+
+
+_Q = {"spec": _q_spec, "reference": _q_reference, "onnxruntime": _q_ort}
+_DQ = {"spec": _dq_spec, "reference": _dq_reference, "onnxruntime": _dq_ort}
+
+
+def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Run QuantizeLinear on ``x`` as ``plan`` prescribes."""
+    y = _Q[plan.compat](plan, x)
+    return _deliver(np.asarray(y, dtype=plan.out.dtype).reshape(plan.shape), out)
+
+
+def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Run DequantizeLinear on ``x`` as ``plan`` prescribes."""
+    y = _DQ[plan.compat](plan, x)
+    return _deliver(np.asarray(y).reshape(plan.shape), out)

@@ -1,0 +1,341 @@
+"""Prepare step of ONNX QuantizeLinear / DequantizeLinear: every check, and the resolved parameters.
+
+:func:`plan_quantize` and :func:`plan_dequantize` turn the user's arguments into a frozen plan —
+the output type, the division precision, the granularity with its normalised axis and block size,
+the scale and zero point as typed arrays — or raise a :mod:`quantspec.errors` exception that names
+the argument, the rule and the value.  The compute step (:mod:`quantspec.onnx.kernels`) is then
+plain array arithmetic on the plan.
+
+The rules come from the operator text (``shared/specs/onnx-quantizelinear.txt``), the opset table
+(:mod:`quantspec.onnx.opsets`) and notes/onnx.md §2.3.  ``compat="spec"`` and ``"onnxruntime"``
+enforce the strict shape rules (they agree: notes §2.3); ``"reference"`` accepts what onnx.reference
+1.23 accepts (a scalar zero point with a per-axis scale, an over-long blocked scale, a size-1 scale of
+any rank) and fails where it fails.  ``"onnxruntime"`` also refuses what onnxruntime 1.31 has no
+kernel for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._core.arrays import as_array, as_bool, as_int
+from .._core.granularity import block_count, expand_blocks, normalize_axis, per_axis_view
+from ..dtypes import QType, qtype
+from ..errors import (AxisError, DTypeError, InvalidArgumentError, OpsetError, RangeError,
+                      RuntimeUnsupportedError, ShapeError)
+from . import opsets
+
+__all__ = ["COMPAT_MODES", "QuantizePlan", "DequantizePlan", "plan_quantize", "plan_dequantize", "ORT"]
+
+COMPAT_MODES = ("spec", "reference", "onnxruntime")
+
+
+@dataclass(frozen=True)
+class OrtSupport:
+    """What onnxruntime 1.31.1's CPU kernels accept (notes/onnx.md §5), as data."""
+
+    max_version: int = 25                     # ORT refuses opsets above 26; Q/DQ 25 is the last version
+    q_x: tuple[str, ...] = ("float", "float16")
+    q_out: tuple[str, ...] = ("uint8", "int8", "uint16", "int16", "uint4", "int4", "uint2", "int2",
+                              "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
+    dq_x: tuple[str, ...] = ("uint8", "int8", "uint16", "int16", "int32", "uint4", "int4", "uint2", "int2",
+                             "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
+    dq_scale: tuple[str, ...] = ("float", "float16")
+
+
+ORT = OrtSupport()
+
+
+@dataclass(frozen=True, eq=False)
+class _Common:
+    compat: str
+    version: int                   # operator version in force (10, 13, 19, 21, 23, 24, 25, 28)
+    shape: tuple[int, ...]         # x's shape
+    granularity: str               # "tensor", "axis" or "block"
+    axis: int | None               # normalised axis (per-axis and blocked)
+    block_size: int
+    scale: np.ndarray              # as given (typed), compact: 0-d, (D,) or blocked shape
+    zero_point: np.ndarray | None  # as given (typed), compact like scale; None when absent
+
+    def expand(self, param: np.ndarray) -> np.ndarray:
+        """``param`` (compact, like ``scale``) shaped to broadcast against x."""
+        if self.granularity == "tensor":
+            return param.reshape(())
+        if self.granularity == "axis":
+            return per_axis_view(param, len(self.shape), self.axis)
+        return expand_blocks(param, self.shape, self.axis, self.block_size)
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizePlan(_Common):
+    x_type: QType = None
+    out: QType = None              # the quantized output type
+    precision: QType | None = None # the precision the division is done in (spec), or the attribute
+    saturate: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class DequantizePlan(_Common):
+    x_type: QType = None
+    out: QType = None              # the float output type
+
+
+# ---------------------------------------------------------------------------------------------
+def _compat(compat: str) -> str:
+    if compat not in COMPAT_MODES:
+        raise InvalidArgumentError("compat", "must be one of " + ", ".join(map(repr, COMPAT_MODES)), compat)
+    return compat
+
+
+def _version(opset: int | None, compat: str) -> int:
+    version = opsets.version_for(opset)
+    if compat == "onnxruntime":
+        if opset is not None and opset > 26:
+            raise RuntimeUnsupportedError("opset", "onnxruntime 1.31 supports the ai.onnx domain up to opset 26",
+                                          opset)
+        version = min(version, ORT.max_version)
+    return version
+
+
+def _check_attr(op: str, name: str, value: Any, default: Any, version: int) -> None:
+    """An attribute the operator version did not have may only keep its default value."""
+    row = opsets.row(version)
+    attrs = row.q_attrs if op == "q" else row.dq_attrs
+    if name not in attrs and value != default:
+        since = opsets.ATTRIBUTE_SINCE[name][0 if op == "q" else 1]
+        opname = "QuantizeLinear" if op == "q" else "DequantizeLinear"
+        raise OpsetError(name, f"{opname}-{version} has no attribute {name!r} (it arrived in opset {since})", value)
+
+
+def _allowed(kind: str, t: QType, allowed: tuple[str, ...], version: int, argument: str, op: str) -> None:
+    if t.name not in allowed:
+        opname = "QuantizeLinear" if op == "q" else "DequantizeLinear"
+        raise DTypeError(argument, f"{opname}-{version} accepts {kind} of type " + ", ".join(allowed), t.name)
+
+
+def _unset(value: Any) -> bool:
+    """ONNX writes an absent output_dtype / precision as 0."""
+    return value is None or (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value == 0)
+
+
+def _ort_refuse(argument: str, what: str, value: Any) -> None:
+    raise RuntimeUnsupportedError(argument, f"onnxruntime 1.31 has no CPU kernel for {what}", value)
+
+
+def _scalar_to(value: Any, argument: str, t: QType | str) -> np.ndarray:
+    """Arrays keep their type; Python scalars and lists take ``t``."""
+    return as_array(value, argument, None if isinstance(value, (np.ndarray, np.generic)) else t)
+
+
+def _granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | None, axis: Any, block_size: int,
+                 compat: str, version: int, scale_name: str, zp_name: str):
+    """(granularity, axis, block_size) after checking every shape rule; see notes/onnx.md §2.3."""
+    ndim = len(x_shape)
+    if block_size < 0:
+        raise RangeError("block_size", "must be >= 0 (0 means per-tensor or per-axis)", block_size)
+    per_tensor = scale.size == 1 and scale.ndim <= 1
+    if scale.size > 1 and version < 13:
+        raise OpsetError(scale_name, "must be a scalar before opset 13 (per-axis quantization arrived in opset 13)",
+                         scale.shape)
+    if compat == "reference":
+        return _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name)
+    if per_tensor:
+        if block_size != 0:
+            raise RangeError("block_size", "must be 0 when the scale is a scalar (per-tensor quantization)",
+                             block_size)
+        if zp is not None and not (zp.size == 1 and zp.ndim <= 1):
+            raise ShapeError(zp_name, f"must be a scalar like {scale_name} (per-tensor quantization)", zp.shape)
+        return "tensor", None, 0
+    a = normalize_axis(axis, ndim)
+    if block_size == 0:
+        if scale.ndim != 1:
+            raise ShapeError(scale_name, f"of rank {scale.ndim} needs block_size > 0 (blocked quantization); "
+                             "per-axis quantization takes a 1-D scale", scale.shape)
+        if scale.shape[0] != x_shape[a]:
+            raise ShapeError(scale_name, f"must have one entry per element of axis {a} (length {x_shape[a]}) for "
+                             "per-axis quantization", scale.shape)
+        if zp is not None and zp.shape != scale.shape:
+            raise ShapeError(zp_name, f"must have the shape of {scale_name} {scale.shape}", zp.shape)
+        return "axis", a, 0
+    if scale.ndim != ndim:
+        raise ShapeError(scale_name, f"must have the rank of x ({ndim}) for blocked quantization", scale.shape)
+    for i, (s, d) in enumerate(zip(scale.shape, x_shape)):
+        want = block_count(d, block_size) if i == a else d
+        if s != want:
+            if i == a:
+                lo = block_count(d, s) if s else None
+                hi = (block_count(d, s - 1) - 1) if s > 1 else None
+                accepted = (f"[{lo}, {hi}]" if hi is not None else f">= {lo}") if s else "none (the scale is empty)"
+                raise RangeError("block_size", f"must satisfy ceil(x.shape[{a}] / block_size) == "
+                                 f"{scale_name}.shape[{a}] ({d} elements, {s} blocks: accepted block sizes "
+                                 f"{accepted})", block_size)
+            raise ShapeError(scale_name, f"must equal x's shape {x_shape} except on the blocked axis {a}",
+                             scale.shape)
+    if zp is not None and zp.shape != scale.shape:
+        raise ShapeError(zp_name, f"must have the shape of {scale_name} {scale.shape}", zp.shape)
+    return "block", a, block_size
+
+
+def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name):
+    """What onnx.reference 1.23 (``_quant_utils.reshape_input``) accepts and how it reads it."""
+    ndim = len(x_shape)
+
+    def check(v: np.ndarray, name: str):
+        if v.ndim == 0 or v.size == 1:
+            return "tensor", None
+        if not block_size:
+            if v.ndim != 1:
+                raise ShapeError(name, "must be a scalar or 1-D when block_size is 0 (onnx.reference asserts this)",
+                                 v.shape)
+            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+                raise AxisError("axis", f"must be in [{-ndim}, {ndim - 1}] for a rank-{ndim} input", axis)
+            a = int(axis) % ndim
+            if v.shape[0] != x_shape[a]:
+                raise ShapeError(name, f"does not broadcast along axis {a} (length {x_shape[a]})", v.shape)
+            return "axis", a
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -v.ndim <= axis < v.ndim:
+            raise AxisError("axis", f"must be in [{-v.ndim}, {v.ndim - 1}] for a rank-{v.ndim} scale", axis)
+        a = int(axis) % v.ndim
+        repeated = list(v.shape)
+        repeated[a] *= block_size
+        if v.ndim != ndim or repeated[a] < x_shape[a] or any(
+                s != d for i, (s, d) in enumerate(zip(v.shape, x_shape)) if i != a):
+            raise ShapeError(name, f"does not expand to x's shape {x_shape} with block_size {block_size} on axis {a}",
+                             v.shape)
+        return "block", a
+
+    g, a = check(scale, scale_name)
+    if zp is not None:
+        gz, az = check(zp, zp_name)
+        if gz != "tensor" and (gz != g or az != a or zp.shape != scale.shape):
+            raise ShapeError(zp_name, f"does not broadcast like {scale_name} {scale.shape}", zp.shape)
+    return g, a, block_size if g == "block" else 0
+
+
+# ---------------------------------------------------------------------------------------------
+def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis: Any = 1, block_size: Any = 0,
+                  output_dtype: Any = None, saturate: Any = True, precision: Any = None, opset: int | None = None,
+                  compat: str = "spec") -> QuantizePlan:
+    compat = _compat(compat)
+    version = _version(opset, compat)
+    row = opsets.row(version)
+    block_size = as_int(block_size, "block_size")
+    saturate = as_bool(saturate, "saturate")
+    output_dtype = None if _unset(output_dtype) else output_dtype
+    precision = None if _unset(precision) else precision
+    _check_attr("q", "axis", axis, 1, version)
+    _check_attr("q", "saturate", saturate, True, version)
+    _check_attr("q", "block_size", block_size, 0, version)
+    _check_attr("q", "output_dtype", output_dtype, None, version)
+    _check_attr("q", "precision", precision, None, version)
+
+    x = as_array(x, "x", "float")
+    x_type = qtype(x.dtype, "x")
+    _allowed("x", x_type, row.q_x, version, "x", "q")
+
+    out = qtype(output_dtype, "output_dtype") if output_dtype is not None else None
+    if out is not None:
+        _allowed("outputs", out, row.q_out, version, "output_dtype", "q")
+    zp = None
+    if y_zero_point is not None:
+        if out is None and not isinstance(y_zero_point, (np.ndarray, np.generic)):
+            out = qtype("uint8")  # a Python zero point with no output_dtype: ONNX's default type
+        zp = _scalar_to(y_zero_point, "y_zero_point", out) if out is not None else as_array(y_zero_point, "y_zero_point")
+        zp_type = qtype(zp.dtype, "y_zero_point")
+        if out is not None and output_dtype is not None and zp_type != out:
+            raise DTypeError("output_dtype", f"must equal the type of y_zero_point ({zp_type.name}) when both are given",
+                             out.name)
+        out = zp_type
+        _allowed("a zero point", out, row.q_out, version, "y_zero_point", "q")
+    if out is None:
+        out = qtype("uint8")
+
+    scale = _scalar_to(y_scale, "y_scale", "float")
+    s_type = qtype(scale.dtype, "y_scale")
+    _allowed("a scale", s_type, row.q_scale, version, "y_scale", "q")
+    if row.q_scale_is_x_type and s_type != x_type:
+        raise DTypeError("y_scale", f"must have x's type ({x_type.name}) in QuantizeLinear-{version} (x and y_scale "
+                         "share one type parameter before opset 23)", s_type.name)
+
+    p = None
+    if precision is not None:
+        p = qtype(precision, "precision")
+        _allowed("precision", p, row.precision, version, "precision", "q")
+
+    if compat == "onnxruntime":
+        if x_type.name not in ORT.q_x:
+            _ort_refuse("x", f"QuantizeLinear from {x_type.name}", x_type.name)
+        if s_type != x_type:
+            _ort_refuse("y_scale", "QuantizeLinear with x and y_scale of different types "
+                        "(microsoft/onnxruntime#32719)", s_type.name)
+        if out.name not in ORT.q_out:
+            _ort_refuse("output_dtype", f"QuantizeLinear to {out.name}", out.name)
+
+    x_shape = tuple(int(d) for d in x.shape)
+    g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point")
+    return QuantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
+                        scale=scale, zero_point=zp, x_type=x_type, out=out, precision=p, saturate=saturate)
+
+
+def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, axis: Any = 1, block_size: Any = 0,
+                    output_dtype: Any = None, opset: int | None = None, compat: str = "spec") -> DequantizePlan:
+    compat = _compat(compat)
+    version = _version(opset, compat)
+    row = opsets.row(version)
+    block_size = as_int(block_size, "block_size")
+    output_dtype = None if _unset(output_dtype) else output_dtype
+    _check_attr("dq", "axis", axis, 1, version)
+    _check_attr("dq", "block_size", block_size, 0, version)
+    _check_attr("dq", "output_dtype", output_dtype, None, version)
+
+    if not isinstance(x, (np.ndarray, np.generic)):
+        raise DTypeError("x", "must be a numpy array of its quantized type (a Python list carries no type)",
+                         type(x).__name__)
+    x = np.asarray(x)
+    x_type = qtype(x.dtype, "x")
+    _allowed("x", x_type, row.dq_x, version, "x", "dq")
+
+    zp = None
+    if x_zero_point is not None:
+        zp = _scalar_to(x_zero_point, "x_zero_point", x_type)
+        z_type = qtype(zp.dtype, "x_zero_point")
+        if z_type != x_type:
+            raise DTypeError("x_zero_point", f"must have x's type ({x_type.name})", z_type.name)
+        nonzero = bool(np.any(zp.astype(np.float32) != 0))
+        if compat != "reference" and nonzero and x_type.name == "int32":
+            raise InvalidArgumentError("x_zero_point", "must be 0 for int32 input (int32 has no zero point)",
+                                       zp if zp.size <= 8 else "non-zero values")
+        if nonzero and x_type.is_float and x_type.bits == 8:
+            raise InvalidArgumentError("x_zero_point", f"must be 0 for {x_type.name} input (float8 has no zero point)",
+                                       zp if zp.size <= 8 else "non-zero values")
+
+    scale = _scalar_to(x_scale, "x_scale", "float")
+    s_type = qtype(scale.dtype, "x_scale")
+    _allowed("a scale", s_type, row.dq_scale, version, "x_scale", "dq")
+
+    if output_dtype is not None:
+        out = qtype(output_dtype, "output_dtype")
+        _allowed("outputs", out, row.dq_out, version, "output_dtype", "dq")
+    else:
+        out = s_type
+        if compat != "reference" and out.name not in row.dq_out:
+            raise DTypeError("output_dtype", f"is required with a {s_type.name} scale: the output takes the scale's "
+                             "type, which DequantizeLinear cannot output (" + ", ".join(row.dq_out) + ")", None)
+
+    if compat == "onnxruntime":
+        if x_type.name not in ORT.dq_x:
+            _ort_refuse("x", f"DequantizeLinear from {x_type.name}", x_type.name)
+        if s_type.name not in ORT.dq_scale:
+            _ort_refuse("x_scale", f"DequantizeLinear with a {s_type.name} scale", s_type.name)
+        if out.name not in ORT.dq_scale:
+            _ort_refuse("output_dtype", f"DequantizeLinear to {out.name}", out.name)
+        if out != s_type:
+            _ort_refuse("output_dtype", "DequantizeLinear to a type other than the scale's", out.name)
+
+    x_shape = tuple(int(d) for d in x.shape)
+    g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "x_scale", "x_zero_point")
+    return DequantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
+                          scale=scale, zero_point=zp, x_type=x_type, out=out)
