@@ -66,6 +66,8 @@ def to_format(value, fmt: str) -> float:
         return 0.0
     mant, emin, emax = FORMATS[fmt]
     r = _round_grid(v, mant, emin)
+    if r == 0:
+        return math.copysign(0.0, float(v))
     largest = (2 - Fraction(2) ** -mant) * Fraction(2) ** emax
     if abs(r) > largest:
         return math.copysign(INF, float(v))
@@ -140,8 +142,10 @@ def dequantize(x, s: float, zp, out: str) -> float:
         d = x
     else:
         d = to_format(Fraction(x) - Fraction(zp if zp is not None else 0), "float")
-        if d == 0 and isinstance(x, float) and zp in (None, 0):
-            d = x  # keeps -0.0
+        if d == 0 and isinstance(x, float):  # IEEE: x - zp is -0 only for (-0) - (+0)
+            z = 0.0 if zp is None else float(zp)
+            neg = math.copysign(1.0, x) < 0 and x == 0 and math.copysign(1.0, z) > 0 and z == 0
+            d = -0.0 if neg or (zp is None and math.copysign(1.0, x) < 0) else 0.0
     sf = to_format(s, "float")
     if math.isnan(d) or math.isnan(sf):
         y = NAN

@@ -223,7 +223,7 @@ def _dq_spec(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
             d = d - plan.expand(plan.zero_point).astype(_F32)
     with np.errstate(over="ignore", invalid="ignore"):
         y = d * plan.expand(plan.scale).astype(_F32)
-    return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
+        return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
 
 
 def _dq_reference(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
@@ -235,7 +235,7 @@ def _dq_reference(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
         dx = x.astype(_F32)
     with np.errstate(over="ignore", invalid="ignore"):
         y = dx * _reference_param(plan, plan.scale)
-    return np.asarray(y).astype(plan.out.dtype)
+        return np.asarray(y).astype(plan.out.dtype)
 
 
 def _dq_ort(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
@@ -248,7 +248,7 @@ def _dq_ort(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
         d = x.astype(_F32)
     with np.errstate(over="ignore", invalid="ignore"):
         y = d * plan.expand(plan.scale).astype(_F32)
-    return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
+        return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
 
 
 _Q = {"spec": _q_spec, "reference": _q_reference, "onnxruntime": _q_ort}

@@ -1,0 +1,250 @@
+"""Seeded randomized and edge-case conformance of ONNX QuantizeLinear / DequantizeLinear.
+
+- ``compat="reference"`` against onnx.reference 1.23 (bytes);
+- ``compat="onnxruntime"`` against onnxruntime 1.31 CPU with ORT_DISABLE_ALL (raw bytes);
+- ``compat="spec"`` against :mod:`onnx_spec_oracle`, an independent scalar oracle written from the
+  operator text with exact rational arithmetic.
+
+Every combination of output type x granularity x input type x saturate x precision that the runtime
+supports is a case; scale type and zero-point presence vary with the case's seed.  Corpora:
+:mod:`onnx_corpus`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import onnx_corpus as C
+import onnx_oracles as O
+import onnx_spec_oracle as S
+import quantspec
+from quantspec.dtypes import qtype
+from quantspec.errors import QuantSpecError
+from quantspec.onnx import opsets
+from quantspec.onnx.plan import ORT
+
+NEWEST = opsets.row(None)
+GRANULARITIES = ("tensor", "axis", "block")
+Q_X = ("float", "float16", "bfloat16", "int32")
+PRECISIONS = (None, "float", "float16", "bfloat16")
+
+
+def _is_f8(t: str) -> bool:
+    q = qtype(t)
+    return q.is_float and q.bits == 8
+
+
+def _q_cases(outs, xs, precisions):
+    for out, g, xt, p in itertools.product(outs, GRANULARITIES, xs, precisions):
+        for sat in ((True, False) if _is_f8(out) else (True,)):
+            yield pytest.param(out, g, xt, p, sat, id=f"{out}-{g}-{xt}-p{p}-sat{int(sat)}")
+
+
+def _make_q_inputs(rng, out, g, xt, scale_type, with_zp, n_random=96, zero_zp=False, limit=None):
+    q = C.quotients(rng, n_random, limit)
+    shape, axis, block, pshape = C.layout(rng, g, q.size)
+    s = C.scales(rng, pshape, scale_type)
+    s_full = C.expand(np.asarray(s).astype(np.float64), shape, axis, block, g)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = C.cast_x(C.fit(q, shape) * s_full, xt)
+    zp = C.zero_points(rng, pshape, out, zero=zero_zp) if with_zp else None
+    return x, s, zp, axis, block
+
+
+def _attrs(out, axis, block, g, sat, precision, zp, rng, with_precision_attr=True):
+    a = {"axis": axis, "saturate": int(sat)}
+    if g == "block":
+        a["block_size"] = block
+    if zp is None or rng.random() < 0.3:
+        a["output_dtype"] = qtype(out).onnx
+    if precision is not None and with_precision_attr:
+        a["precision"] = qtype(precision).onnx
+    return a
+
+
+def _quantspec_kwargs(attrs):
+    kw = dict(attrs)
+    kw["saturate"] = bool(kw.get("saturate", 1))
+    return kw
+
+
+# ------------------------------------------------------------------------------------------------
+# compat="reference" vs onnx.reference
+@pytest.mark.parametrize("out,g,xt,precision,sat", list(_q_cases(NEWEST.q_out, Q_X, PRECISIONS)))
+def test_quantize_reference(out, g, xt, precision, sat):
+    rng = C.rng_for("ref-q", out, g, xt, precision, sat)
+    scale_type = str(rng.choice([t for t in NEWEST.q_scale]))
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_q_inputs(rng, out, g, xt, scale_type, with_zp)
+    attrs = _attrs(out, axis, block, g, sat, precision, zp, rng)
+    try:
+        with np.errstate(all="ignore"):
+            want = O.reference("QuantizeLinear", 28, x, s, zp, **attrs)
+    except Exception as e:  # onnx.reference itself fails: quantspec must refuse too, with its own error
+        with pytest.raises(QuantSpecError):
+            quantspec.onnx.quantize_linear(x, s, zp, compat="reference", **_quantspec_kwargs(attrs))
+        pytest.xfail(f"onnx.reference raises {type(e).__name__}: {e}; quantspec raises a QuantSpecError")
+    got = quantspec.onnx.quantize_linear(x, s, zp, compat="reference", **_quantspec_kwargs(attrs))
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+
+
+DQ_X = NEWEST.dq_x
+DQ_SCALES = ("float", "float16", "bfloat16", "float8e8m0")
+DQ_OUTS = (None, "float", "float16", "bfloat16")
+
+
+def _codes(rng, t: str, shape) -> np.ndarray:
+    qt = qtype(t)
+    n = int(np.prod(shape, dtype=np.int64))
+    if qt.is_int:
+        lo, hi = int(qt.qmin), int(qt.qmax)
+        v = rng.integers(lo, hi, size=n, endpoint=True, dtype=np.int64)
+        v[: min(n, 4)] = [lo, hi, 0, max(lo, -1)][: min(n, 4)]
+        return v.astype(qt.storage).astype(qt.dtype).reshape(shape)
+    codes = rng.integers(0, 1 << qt.bits, size=n, dtype=np.uint16).astype(np.uint8)
+    return codes.view(qt.dtype).reshape(shape)
+
+
+def _dq_cases(xs, scales, outs):
+    for xt, g, st, ot in itertools.product(xs, GRANULARITIES, scales, outs):
+        yield pytest.param(xt, g, st, ot, id=f"{xt}-{g}-{st}-out{ot}")
+
+
+def _make_dq_inputs(rng, xt, g, st, with_zp, zero_zp, n=300):
+    shape, axis, block, pshape = C.layout(rng, g, n * C.SIZE)
+    x = _codes(rng, xt, shape)
+    s = C.scales(rng, pshape, st)
+    zp = C.zero_points(rng, pshape, xt, zero=zero_zp) if with_zp else None
+    if zp is not None and xt == "int32" and not zero_zp:
+        zp = rng.integers(-1000, 1000, size=pshape).astype(np.int32)
+    return x, s, zp, axis, block
+
+
+@pytest.mark.parametrize("xt,g,st,ot", list(_dq_cases(DQ_X, DQ_SCALES, DQ_OUTS)))
+def test_dequantize_reference(xt, g, st, ot):
+    rng = C.rng_for("ref-dq", xt, g, st, ot)
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_dq_inputs(rng, xt, g, st, with_zp, zero_zp=_is_f8(xt))
+    attrs = {"axis": axis}
+    if g == "block":
+        attrs["block_size"] = block
+    if ot is not None:
+        attrs["output_dtype"] = qtype(ot).onnx
+    try:
+        with np.errstate(all="ignore"):
+            want = O.reference("DequantizeLinear", 28, x, s, zp, **attrs)
+    except Exception as e:
+        with pytest.raises(QuantSpecError):
+            quantspec.onnx.dequantize_linear(x, s, zp, compat="reference", **attrs)
+        pytest.xfail(f"onnx.reference raises {type(e).__name__}: {e}; quantspec raises a QuantSpecError")
+    got = quantspec.onnx.dequantize_linear(x, s, zp, compat="reference", **attrs)
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+
+
+# ------------------------------------------------------------------------------------------------
+# compat="onnxruntime" vs onnxruntime (raw bytes)
+@pytest.mark.parametrize("out,g,xt,precision,sat", list(_q_cases(ORT.q_out, ORT.q_x, (None, "float16"))))
+def test_quantize_onnxruntime(out, g, xt, precision, sat):
+    rng = C.rng_for("ort-q", out, g, xt, precision, sat)
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_q_inputs(rng, out, g, xt, xt, with_zp)
+    attrs = _attrs(out, axis, block, g, sat, precision, zp, rng)
+    with np.errstate(all="ignore"):
+        want = O.ort("QuantizeLinear", 25, x, s, zp, out_type=out, **attrs)
+    got = quantspec.onnx.quantize_linear(x, s, zp, opset=25, compat="onnxruntime", **_quantspec_kwargs(attrs))
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+
+
+@pytest.mark.parametrize("xt,g,st,ot", list(_dq_cases(ORT.dq_x, ORT.dq_scale, (None,))))
+def test_dequantize_onnxruntime(xt, g, st, ot):
+    rng = C.rng_for("ort-dq", xt, g, st, ot)
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_dq_inputs(rng, xt, g, st, with_zp, zero_zp=_is_f8(xt))
+    attrs = {"axis": axis}
+    if g == "block":
+        attrs["block_size"] = block
+    with np.errstate(all="ignore"):
+        want = O.ort("DequantizeLinear", 25, x, s, zp, out_type=st, **attrs)
+    got = quantspec.onnx.dequantize_linear(x, s, zp, opset=25, compat="onnxruntime", **attrs)
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+
+
+# ------------------------------------------------------------------------------------------------
+# compat="spec" vs the independent oracle
+def _exact(v) -> float | int:
+    """The exact value of one array element as a Python number."""
+    if isinstance(v, (np.integer, int)):
+        return int(v)
+    return float(np.float64(np.float32(v)) if np.asarray(v).dtype.itemsize <= 4 else v)
+
+
+def _values(a: np.ndarray) -> list:
+    qt = qtype(a.dtype)
+    if qt.is_int:
+        return [int(v) for v in a.reshape(-1).astype(np.int64)]
+    return [float(v) for v in a.reshape(-1).astype(np.float32).astype(np.float64)]
+
+
+def _same_value(want, got) -> bool:
+    if isinstance(want, int):
+        return want == got
+    if math.isnan(want):
+        return math.isnan(got)
+    return want == got and math.copysign(1.0, want) == math.copysign(1.0, got)
+
+
+_PRECISION_OF_SCALE = {"float": "float", "float16": "float16", "bfloat16": "bfloat16", "int32": "double",
+                       "float8e8m0": "float"}
+
+
+def _spec_q_cases():
+    for out, xt, p in itertools.product(NEWEST.q_out, Q_X, PRECISIONS):
+        for sat in ((True, False) if _is_f8(out) else (True,)):
+            yield pytest.param(out, xt, p, sat, id=f"{out}-{xt}-p{p}-sat{int(sat)}")
+
+
+@pytest.mark.parametrize("out,xt,precision,sat", list(_spec_q_cases()))
+def test_quantize_spec_oracle(out, xt, precision, sat):
+    rng = C.rng_for("spec-q", out, xt, precision, sat)
+    g = GRANULARITIES[int(rng.integers(0, 3))]
+    scale_type = str(rng.choice(NEWEST.q_scale))
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_q_inputs(rng, out, g, xt, scale_type, with_zp, limit=48)
+    got = quantspec.onnx.quantize_linear(x, s, zp, axis=axis, block_size=block if g == "block" else 0,
+                                         output_dtype=out if zp is None else None, saturate=sat, precision=precision)
+    assert got.dtype == qtype(out).dtype
+    P = precision or _PRECISION_OF_SCALE[scale_type]
+    s_full = C.expand(s, x.shape, axis, block, g)
+    z_full = C.expand(zp, x.shape, axis, block, g) if zp is not None else None
+    xs, ss = _values(x), _values(np.ascontiguousarray(s_full))
+    zs = _values(np.ascontiguousarray(z_full)) if zp is not None else [None] * len(xs)
+    gv = _values(got)
+    bad = [(xv, sv, zv, w, gg) for xv, sv, zv, gg in zip(xs, ss, zs, gv)
+           for w in [S.quantize(xv, sv, zv, P, out, sat)] if not _same_value(w, gg)]
+    assert not bad, f"{len(bad)} of {len(xs)} differ from the oracle, first: {bad[:5]}"
+
+
+@pytest.mark.parametrize("xt,st,ot", [pytest.param(xt, st, ot, id=f"{xt}-{st}-out{ot}")
+                                      for xt, st, ot in itertools.product(DQ_X, DQ_SCALES, DQ_OUTS)
+                                      if not (st == "float8e8m0" and ot is None)])
+def test_dequantize_spec_oracle(xt, st, ot):
+    rng = C.rng_for("spec-dq", xt, st, ot)
+    g = ("tensor", "axis", "block")[int(rng.integers(0, 3))]
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_dq_inputs(rng, xt, g, st, with_zp, zero_zp=_is_f8(xt) or xt == "int32", n=105)
+    got = quantspec.onnx.dequantize_linear(x, s, zp, axis=axis, block_size=block if g == "block" else 0,
+                                           output_dtype=ot)
+    out = ot or st
+    assert got.dtype == qtype(out).dtype
+    s_full = C.expand(s, x.shape, axis, block, g)
+    z_full = C.expand(zp, x.shape, axis, block, g) if zp is not None else None
+    xs, ss = _values(x), _values(np.ascontiguousarray(s_full))
+    zs = _values(np.ascontiguousarray(z_full)) if zp is not None else [None] * len(xs)
+    gv = [float(v) for v in got.reshape(-1).astype(np.float64)]
+    bad = [(xv, sv, zv, w, gg) for xv, sv, zv, gg in zip(xs, ss, zs, gv)
+           for w in [S.dequantize(xv, sv, zv, out)] if not _same_value(w, gg)]
+    assert not bad, f"{len(bad)} of {len(xs)} differ from the oracle, first: {bad[:5]}"
