@@ -109,7 +109,7 @@ def quantize(x: float, s: float, zp, precision: str, out: str, saturate: bool = 
         if math.isinf(q):
             if saturate:
                 return math.copysign(mx, q)
-            return NAN if overflow == "nan" else q
+            return math.copysign(NAN, q) if overflow == "nan" else q
         v = Fraction(q)
     else:  # float4 / float6
         if math.isnan(q):
@@ -130,7 +130,7 @@ def quantize(x: float, s: float, zp, precision: str, out: str, saturate: bool = 
     if abs(r) > Fraction(mx):
         if saturate or overflow == "sat":
             return math.copysign(mx, float(v))
-        return NAN if overflow == "nan" else math.copysign(INF, float(v))
+        return math.copysign(NAN if overflow == "nan" else INF, float(v))
     if r == 0:
         return math.copysign(0.0, float(v)) if negzero else 0.0
     return float(r)

@@ -66,8 +66,9 @@ def _elementwise(direction: str, argv: Sequence[str]) -> int:
     known, _ = pre.parse_known_args(argv)
     parser = _elementwise_parser(direction, known.spec)
     args = parser.parse_args(argv)
-    from ._core.tensorio import read_tensors, write_tensors
+    from ._core.tensorio import check_suffix, read_tensors, write_tensors
 
+    check_suffix(args.output, "OUTPUT")
     tensors = read_tensors(args.input)
     if args.tensor:
         missing = [n for n in args.tensor if n not in tensors]

@@ -31,7 +31,8 @@ import numpy as np
 from ..dtypes import QType, qtype
 from ..errors import TensorFileError
 
-__all__ = ["read_tensors", "write_tensors", "atomic_write_bytes", "to_storage", "from_storage", "SUFFIXES"]
+__all__ = ["read_tensors", "write_tensors", "atomic_write_bytes", "check_suffix", "to_storage", "from_storage",
+           "SUFFIXES"]
 
 SUFFIXES = (".npy", ".npz", ".safetensors")
 _DTYPES_KEY = "__quantspec_dtypes__"
@@ -83,29 +84,27 @@ def _type_of(a: np.ndarray) -> QType | None:
 # -- atomic writing ----------------------------------------------------------------------------
 def atomic_write_bytes(path: str | os.PathLike, chunks) -> None:
     """Write ``chunks`` (bytes or an iterable of bytes-like objects) to ``path`` atomically."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if isinstance(chunks, (bytes, bytearray, memoryview)):
-                chunks = (chunks,)
-            for c in chunks:
-                f.write(c)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    if isinstance(chunks, (bytes, bytearray, memoryview)):
+        chunks = (chunks,)
+
+    def writer(f):
+        for c in chunks:
+            f.write(c)
+
+    _atomic_with(Path(path), writer)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _atomic_with(path: Path, writer) -> None:
+    """Run ``writer(file)`` on a temporary file beside ``path``, then rename it over ``path``."""
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file ordinary permissions
     try:
         with os.fdopen(fd, "wb") as f:
             writer(f)
@@ -118,6 +117,14 @@ def _atomic_with(path: Path, writer) -> None:
         except OSError:
             pass
         raise
+
+
+def check_suffix(path: str | os.PathLike, argument: str) -> Path:
+    """``path`` as a Path, if it names a tensor file type quantspec reads and writes."""
+    path = Path(path)
+    if path.suffix.lower() not in SUFFIXES:
+        raise TensorFileError(argument, f"must end in one of {', '.join(SUFFIXES)}", str(path))
+    return path
 
 
 # -- reading -----------------------------------------------------------------------------------

@@ -104,3 +104,18 @@ def version_for(opset: int | None, argument: str = "opset") -> int:
 def row(opset: int | None, argument: str = "opset") -> OpsetRow:
     """The table row in force for ``opset``."""
     return _BY_VERSION[version_for(opset, argument)]
+
+
+def markdown() -> str:
+    """The opset table as Markdown (the table in docs/onnx.md)."""
+
+    def names(types):
+        return ", ".join(types)
+
+    lines = ["| version | Q: x | Q: y_scale | Q: outputs | Q attributes | DQ: x | DQ: x_scale | DQ attributes |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in VERSIONS:
+        scale = "same type as x" if r.q_scale_is_x_type else names(r.q_scale)
+        lines.append(f"| {r.version} | {names(r.q_x)} | {scale} | {names(r.q_out)} | {names(r.q_attrs) or '-'} | "
+                     f"{names(r.dq_x)} | {names(r.dq_scale)} | {names(r.dq_attrs) or '-'} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""``quantspec quantize|dequantize --spec onnx``: every attribute of the operators as a flag."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from .._core.tensorio import from_storage, read_tensors
+from ..dtypes import qtype
+from ..errors import DTypeError, InvalidArgumentError
+from . import dequantize_linear, quantize_linear
+from .plan import COMPAT_MODES
+
+__all__ = ["add_arguments", "run", "parse_values"]
+
+_VALUES_HELP = ("a number, a comma-separated list (one value per element of --axis, per-axis), or @FILE "
+                "(.npy/.npz with one array of any shape: blocked quantization)")
+
+
+def add_arguments(group: argparse._ArgumentGroup, direction: str) -> None:
+    q = direction == "quantize"
+    group.add_argument("--scale", required=True, metavar="S",
+                       help=f"{'y_scale' if q else 'x_scale'}: {_VALUES_HELP}")
+    group.add_argument("--scale-dtype", default="float", metavar="T",
+                       help="type of the scale when given as numbers: float (default), float16, bfloat16"
+                       + (", int32, float8e8m0" if q else ", float8e8m0"))
+    group.add_argument("--zero-point", metavar="Z",
+                       help=f"{'y_zero_point' if q else 'x_zero_point'}: {_VALUES_HELP}; numbers take the "
+                       + ("output type" if q else "input type") + "; default: none")
+    if q:
+        group.add_argument("--output-dtype", metavar="T",
+                           help="output type: uint8, int8, uint16, int16, uint4, int4, uint2, int2, float8e4m3fn, "
+                           "float8e4m3fnuz, float8e5m2, float8e5m2fnuz, float4e2m1, float6e2m3, float6e3m2 "
+                           "(default: the zero point's type, else uint8)")
+        group.add_argument("--saturate", type=int, choices=(0, 1), default=1,
+                           help="float8 outputs only: 1 (default) clamps out-of-range values to ±max, "
+                           "0 follows the Cast table (NaN or inf)")
+        group.add_argument("--precision", metavar="T",
+                           help="type the division x / scale is done in: float, float16, bfloat16 "
+                           "(opset >= 23; default: the scale's type)")
+    else:
+        group.add_argument("--input-dtype", metavar="T",
+                           help="how to read INPUT's integers when the file cannot record the type: e.g. int4 "
+                           "(values stored as int8), float8e4m3fn (bit patterns stored as uint8)")
+        group.add_argument("--output-dtype", metavar="T",
+                           help="output type: float, float16, bfloat16 (opset >= 23; default: the scale's type)")
+    group.add_argument("--axis", type=int, default=1,
+                       help="axis of per-axis / blocked quantization; negative counts from the end (default 1)")
+    group.add_argument("--block-size", type=int, default=0,
+                       help="block size of blocked quantization along --axis (default 0: per-tensor or per-axis)")
+    group.add_argument("--opset", type=int, default=None,
+                       help="ONNX opset of the operator: 10, 13, 19, 21, 23, 24, 25 or 28 (default: the newest); "
+                       "an older opset rejects attributes and types it did not have")
+    group.add_argument("--compat", choices=COMPAT_MODES, default="spec",
+                       help="spec (default): the operator text; reference: onnx.reference 1.23 on x86-64; "
+                       "onnxruntime: onnxruntime 1.31 CPU")
+
+
+def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | None:
+    """A flag's value: a number, a comma-separated list, or @FILE."""
+    if text is None:
+        return None
+    t = qtype(dtype, argument) if dtype is not None else None
+    if text.startswith("@"):
+        tensors = read_tensors(Path(text[1:]))
+        if len(tensors) != 1:
+            raise InvalidArgumentError(argument, "@FILE must hold exactly one array", f"{len(tensors)} arrays")
+        (a,) = tensors.values()
+        return from_storage(a, t, argument) if t is not None and a.dtype != t.dtype and t.is_packed else a
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InvalidArgumentError(argument, "must be a number, a comma-separated list of numbers or @FILE",
+                                   text) from None
+    a = np.array(values if "," in text else values[0], dtype=np.float64)
+    if t is None:
+        return a
+    if t.is_int:
+        if not np.all(np.isfinite(a)) or np.any(a != np.trunc(a)):
+            raise DTypeError(argument, f"must hold integers for {t.name}", text)
+        if np.any(a < t.qmin) or np.any(a > t.qmax):
+            raise InvalidArgumentError(argument, f"must lie in [{t.qmin}, {t.qmax}] for {t.name}", text)
+        return a.astype(np.int64).astype(t.storage).astype(t.dtype)
+    return a.astype(np.float32).astype(t.dtype)
+
+
+def run(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray]):
+    notes: list[str] = []
+    outputs: dict[str, np.ndarray] = {}
+    scale = parse_values(args.scale, "--scale", args.scale_dtype)
+    common = dict(axis=args.axis, block_size=args.block_size, opset=args.opset, compat=args.compat)
+    if direction == "quantize":
+        out_t = qtype(args.output_dtype, "--output-dtype") if args.output_dtype else None
+        zp = parse_values(args.zero_point, "--zero-point", out_t or "uint8")
+        for name, x in tensors.items():
+            outputs[name] = quantize_linear(x, scale, zp, output_dtype=out_t, saturate=bool(args.saturate),
+                                            precision=args.precision, **common)
+    else:
+        in_t = qtype(args.input_dtype, "--input-dtype") if args.input_dtype else None
+        for name, x in tensors.items():
+            if in_t is not None and x.dtype != in_t.dtype:
+                x = from_storage(x, in_t, name)
+            zp = parse_values(args.zero_point, "--zero-point", qtype(x.dtype, name))
+            outputs[name] = dequantize_linear(x, scale, zp, output_dtype=args.output_dtype, **common)
+    return outputs, notes

@@ -1,0 +1,82 @@
+"""`quantspec quantize|dequantize --spec onnx`, run in-process through quantspec.cli.main."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import quantspec
+from quantspec.cli import main
+from quantspec._core.tensorio import read_tensors
+
+
+@pytest.fixture
+def weights(tmp_path):
+    w = np.random.default_rng(0).normal(size=(4, 10)).astype(np.float32)
+    np.save(tmp_path / "w.npy", w)
+    return w
+
+
+def test_quantize_per_axis_int4_npz_and_back(tmp_path, weights, capsys):
+    assert main(["quantize", str(tmp_path / "w.npy"), str(tmp_path / "q.npz"), "--spec", "onnx", "--scale",
+                 "0.1,0.2,0.3,0.4", "--axis", "0", "--output-dtype", "int4"]) == 0
+    q = read_tensors(tmp_path / "q.npz")["w"]
+    s = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    want = quantspec.onnx.quantize_linear(weights, s, axis=0, output_dtype="int4")
+    assert q.dtype == ml_dtypes.int4 and q.tobytes() == want.tobytes()
+    assert main(["dequantize", str(tmp_path / "q.npz"), str(tmp_path / "d.safetensors"), "--spec", "onnx",
+                 "--scale", "0.1,0.2,0.3,0.4", "--axis", "0"]) == 0
+    d = read_tensors(tmp_path / "d.safetensors")["w"]
+    assert d.tobytes() == quantspec.onnx.dequantize_linear(want, s, axis=0).tobytes()
+
+
+def test_blocked_scale_from_file_and_every_flag(tmp_path, weights):
+    scale = np.full((4, 3), 0.05, np.float16)
+    np.save(tmp_path / "s.npy", scale)
+    assert main(["quantize", str(tmp_path / "w.npy"), str(tmp_path / "q.npy"), "--spec", "onnx", "--scale",
+                 f"@{tmp_path / 's.npy'}", "--axis", "-1", "--block-size", "4", "--zero-point", "3",
+                 "--output-dtype", "uint8", "--precision", "float", "--opset", "23", "--compat", "reference"]) == 0
+    got = np.load(tmp_path / "q.npy")
+    want = quantspec.onnx.quantize_linear(weights, scale, np.uint8(3), axis=-1, block_size=4, precision="float",
+                                          opset=23, compat="reference")
+    assert got.dtype == np.uint8 and got.tobytes() == want.tobytes()
+
+
+def test_float8_saturate_flag(tmp_path):
+    np.save(tmp_path / "x.npy", np.array([1000.0, -1e9], np.float32))
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "y.npz"), "--spec", "onnx", "--scale", "1",
+                 "--output-dtype", "float8e4m3fn", "--saturate", "0"]) == 0
+    y = read_tensors(tmp_path / "y.npz")["x"]
+    assert np.isnan(y.astype(np.float32)).all()
+
+
+def test_npy_output_of_int4_tells_the_user(tmp_path, weights, capsys):
+    assert main(["quantize", str(tmp_path / "w.npy"), str(tmp_path / "q.npy"), "--spec", "onnx", "--scale", "0.3",
+                 "--output-dtype", "int4"]) == 0
+    assert "cannot record int4; stored as int8 values" in capsys.readouterr().err
+    assert main(["dequantize", str(tmp_path / "q.npy"), str(tmp_path / "d.npy"), "--spec", "onnx", "--scale", "0.3",
+                 "--input-dtype", "int4"]) == 0
+    assert np.load(tmp_path / "d.npy").dtype == np.float32
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--scale", "0.1", "--axis", "3", "--block-size", "2"], "block_size: must be 0 when the scale is a scalar"),
+    (["--scale", "abc"], "--scale: must be a number"),
+    (["--scale", "1", "--zero-point", "300"], "--zero-point: must lie in [0, 255] for uint8"),
+    (["--scale", "1", "--output-dtype", "int3"], "not a type name quantspec knows"),
+    (["--scale", "1", "--opset", "9"], "first exist in opset 10"),
+])
+def test_bad_flags_exit_2_with_a_message(tmp_path, weights, capsys, argv, fragment):
+    assert main(["quantize", str(tmp_path / "w.npy"), str(tmp_path / "o.npy"), "--spec", "onnx", *argv]) == 2
+    assert fragment in capsys.readouterr().err
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_help_explains_every_flag(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["quantize", "--spec", "onnx", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ["--scale", "--scale-dtype", "--zero-point", "--output-dtype", "--saturate", "--precision",
+                 "--axis", "--block-size", "--opset", "--compat", "--tensor"]:
+        assert flag in text
+    assert main([]) == 2 and main(["--help"]) == 0 and main(["nosuch"]) == 2

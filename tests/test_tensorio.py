@@ -1,0 +1,118 @@
+"""Tensor files: exact round trips of every type through .npy/.npz/.safetensors, atomic writes, and
+clear errors for malformed files."""
+
+import json
+import struct
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from quantspec._core import tensorio
+from quantspec.dtypes import TABLE
+from quantspec.errors import TensorFileError
+
+TYPES = [t for t in TABLE if t.name not in ("bool",)]
+
+
+def _sample(t, shape=(3, 5)):
+    rng = np.random.default_rng(len(t.name))
+    n = int(np.prod(shape))
+    if t.is_int:
+        return rng.integers(int(t.qmin), int(t.qmax), size=n, endpoint=True).astype(t.storage).astype(t.dtype).reshape(shape)
+    if t.bits <= 16:
+        return rng.integers(0, 1 << t.bits, size=n).astype(t.storage).view(t.dtype).reshape(shape)
+    return rng.normal(size=shape).astype(t.dtype)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_round_trip_keeps_exact_types(tmp_path, suffix):
+    tensors = {t.name: _sample(t) for t in TYPES}
+    path = tmp_path / f"all{suffix}"
+    tensorio.write_tensors(path, tensors)
+    back = tensorio.read_tensors(path)
+    assert set(back) == set(tensors)
+    for name, a in tensors.items():
+        assert back[name].dtype == a.dtype and back[name].tobytes() == a.tobytes(), name
+
+
+@pytest.mark.parametrize("t", TYPES, ids=lambda t: t.name)
+def test_npy_stores_plain_storage_with_a_note(tmp_path, t):
+    a = _sample(t)
+    notes = tensorio.write_tensors(tmp_path / "a.npy", {"a": a})
+    raw = np.load(tmp_path / "a.npy")
+    assert raw.dtype == t.storage
+    assert (notes != []) == (t.dtype != t.storage)
+    assert tensorio.from_storage(raw, t).tobytes() == a.tobytes()
+
+
+def test_safetensors_file_is_standard(tmp_path):
+    import safetensors.numpy as safetensors  # a test dependency: the files must load with the reference reader
+    tensorio.write_tensors(tmp_path / "x.safetensors", {"w": np.arange(6, dtype=np.float32).reshape(2, 3),
+                                                         "q": np.array([1, -2], np.int8)})
+    loaded = safetensors.load_file(str(tmp_path / "x.safetensors"))
+    assert loaded["w"].tolist() == [[0, 1, 2], [3, 4, 5]] and loaded["q"].tolist() == [1, -2]
+
+
+def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "out.npy"
+    tensorio.write_tensors(path, {"a": np.arange(3, dtype=np.int8)})
+    before = path.read_bytes()
+
+    def boom(f, *args, **kwargs):
+        f.write(b"\x93NUMPY partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "save", boom)
+    with pytest.raises(KeyboardInterrupt):
+        tensorio.write_tensors(path, {"a": np.arange(100, dtype=np.int8)})
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
+
+
+def _safetensors_bytes(header: dict, data: bytes) -> bytes:
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+@pytest.mark.parametrize("content,fragment", [
+    (b"", "too short"),
+    (struct.pack("<Q", 10 ** 9) + b"{}", "header longer than the file"),
+    (struct.pack("<Q", 4) + b"nope", "not JSON"),
+    (_safetensors_bytes([1, 2], b""), "not a JSON object"),
+    (_safetensors_bytes({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 8), "do not fit"),
+    (_safetensors_bytes({"a": {"dtype": "C64", "shape": [1], "data_offsets": [0, 8]}}, b"\0" * 8), "cannot read"),
+    (_safetensors_bytes({"a": {"dtype": "F32"}}, b""), "malformed header entry"),
+])
+def test_malformed_safetensors(tmp_path, content, fragment):
+    p = tmp_path / "bad.safetensors"
+    p.write_bytes(content)
+    with pytest.raises(TensorFileError, match=fragment):
+        tensorio.read_tensors(p)
+
+
+@pytest.mark.parametrize("suffix,content", [(".npy", b"not numpy"), (".npz", b"PK\x03\x04 broken"),
+                                            (".npy", b"\x93NUMPY\x01\x00")])
+def test_malformed_numpy_files(tmp_path, suffix, content):
+    p = tmp_path / f"bad{suffix}"
+    p.write_bytes(content)
+    with pytest.raises(TensorFileError, match="is not a readable"):
+        tensorio.read_tensors(p)
+
+
+def test_wrong_paths(tmp_path):
+    with pytest.raises(TensorFileError, match="must name an existing file"):
+        tensorio.read_tensors(tmp_path / "missing.npy")
+    with pytest.raises(TensorFileError, match="must end in one of"):
+        tensorio.read_tensors(tmp_path / "x.csv")
+    with pytest.raises(TensorFileError, match="exactly one tensor"):
+        tensorio.write_tensors(tmp_path / "x.npy", {"a": np.zeros(1), "b": np.zeros(1)})
+
+
+def test_from_storage_checks_values():
+    with pytest.raises(TensorFileError, match=r"int4 values must lie in \[-8, 7\]"):
+        tensorio.from_storage(np.array([9], np.int8), tensorio.qtype("int4"))
+    with pytest.raises(TensorFileError, match="bit patterns"):
+        tensorio.from_storage(np.array([1.0]), tensorio.qtype("float8e4m3fn"))
+    assert tensorio.from_storage(np.array([0x38], np.uint8), tensorio.qtype("float8e4m3fn")).astype(float)[0] == 1.0
+    assert ml_dtypes.float8_e4m3fn == tensorio.from_storage(np.array([0], np.uint8), tensorio.qtype("e4m3fn")).dtype
