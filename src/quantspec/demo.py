@@ -1,0 +1,144 @@
+"""``quantspec demo``: the main job, on data that ships with quantspec.
+
+1. Quantizes a bundled weight tensor (``data/demo_weights.npz``: one linear layer, 128 x 256,
+   heavy-tailed, with outliers) under several ONNX schemes — per-tensor, per-channel, blocked, int8 to
+   float4 — and prints each scheme's round-trip error and size, and how many codes onnxruntime and
+   onnx.reference would compute differently for the float16 copy of the same weights (reproduced by
+   quantspec's compat modes: neither runtime needs to be installed).
+2. Further sections (TensorFlow, LiteRT) when those halves of quantspec are present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+
+import ml_dtypes
+import numpy as np
+
+from .errors import QuantSpecError
+
+__all__ = ["main", "load_demo_weights", "onnx_schemes"]
+
+
+def load_demo_weights() -> np.ndarray:
+    with resources.files("quantspec.data").joinpath("demo_weights.npz").open("rb") as f:
+        with np.load(f) as z:
+            return z["weight"]
+
+
+@dataclass
+class Row:
+    scheme: str
+    bits: float          # storage bits per weight, scales included
+    rel_rms: float       # ||w - dq(q(w))|| / ||w||
+    max_abs: float
+    vs_ort: str          # differing codes vs onnxruntime on the float16 weights
+    vs_ref: str          # differing codes vs onnx.reference on the float16 weights
+
+
+def _amax(w: np.ndarray, axis=None, keepdims=False) -> np.ndarray:
+    a = np.max(np.abs(w), axis=axis, keepdims=keepdims)
+    return np.where(a == 0, 1.0, a).astype(np.float32)
+
+
+def _blocks(w: np.ndarray, b: int) -> np.ndarray:
+    r, c = w.shape
+    return w.reshape(r, c // b, b)
+
+
+def onnx_schemes(w: np.ndarray):
+    """(name, quantize kwargs, bits per weight) for each scheme, with scales fitted to ``w``."""
+    r, c = w.shape
+    mn, mx = float(min(w.min(), 0)), float(max(w.max(), 0))
+    s_u8 = np.float32((mx - mn) / 255)
+    zp_u8 = np.uint8(np.clip(np.rint(-mn / s_u8), 0, 255))
+    mx_exp = np.floor(np.log2(_amax(_blocks(w, 32), axis=2))) - 2  # OCP MX: shared exponent - emax(e2m1)
+    return [
+        ("int8 per-tensor symmetric", dict(y_scale=_amax(w) / 127, y_zero_point=np.int8(0)), 8 + 32 / w.size),
+        ("uint8 per-tensor asymmetric", dict(y_scale=s_u8, y_zero_point=zp_u8), 8 + 40 / w.size),
+        ("int8 per-channel (axis 0)", dict(y_scale=_amax(w, 1) / 127, y_zero_point=np.zeros(r, np.int8), axis=0),
+         8 + 40 / c),
+        ("int4 per-channel (axis 0)", dict(y_scale=_amax(w, 1) / 7, output_dtype="int4", axis=0), 4 + 32 / c),
+        ("int4 blocked, block 32", dict(y_scale=_amax(_blocks(w, 32), 2) / 7, output_dtype="int4", axis=1,
+                                         block_size=32), 4 + 32 / 32),
+        ("float8e4m3fn per-tensor", dict(y_scale=_amax(w) / 448, output_dtype="float8e4m3fn"), 8 + 32 / w.size),
+        ("float8e5m2 per-tensor", dict(y_scale=_amax(w) / 57344, output_dtype="float8e5m2"), 8 + 32 / w.size),
+        ("float4e2m1 blocked 32, e8m0 scales (MXFP4)",
+         dict(y_scale=np.ldexp(1.0, mx_exp.astype(int)).astype(np.float32).astype(ml_dtypes.float8_e8m0fnu),
+              output_dtype="float4e2m1", axis=1, block_size=32), 4 + 8 / 32),
+    ]
+
+
+def _differences(x16: np.ndarray, kwargs: dict, mode: str) -> str:
+    from . import onnx as qo
+
+    kw = dict(kwargs)
+    kw["y_scale"] = np.asarray(kw["y_scale"]).astype(np.float16) if np.asarray(kw["y_scale"]).dtype == np.float32 \
+        else kw["y_scale"]
+    try:
+        a = qo.quantize_linear(x16, **kw)
+        b = qo.quantize_linear(x16, compat=mode, **kw)
+    except QuantSpecError as e:
+        return "no kernel" if "no CPU kernel" in str(e) else "refuses"
+    n = int(np.count_nonzero(a.view(np.uint8) != b.view(np.uint8)))
+    return f"{n} codes" if n else "identical"
+
+
+def onnx_rows(w: np.ndarray) -> list[Row]:
+    from . import onnx as qo
+
+    rows = []
+    x16 = w.astype(np.float16)
+    for name, kw, bits in onnx_schemes(w):
+        q = qo.quantize_linear(w, **kw)
+        dq_kw = {k.replace("y_", "x_"): v for k, v in kw.items() if k != "output_dtype"}
+        if np.asarray(kw["y_scale"]).dtype == ml_dtypes.float8_e8m0fnu:
+            dq_kw["output_dtype"] = "float"
+        back = qo.dequantize_linear(q, **dq_kw).astype(np.float32)
+        err = back - w
+        rows.append(Row(name, bits, float(np.linalg.norm(err) / np.linalg.norm(w)), float(np.abs(err).max()),
+                        _differences(x16, kw, "onnxruntime"), _differences(x16, kw, "reference")))
+    return rows
+
+
+def _print_rows(rows: list[Row], out) -> None:
+    head = f"{'scheme':<44} {'bits/w':>6} {'rel. RMS err':>12} {'max |err|':>10}   {'onnxruntime':>12} {'onnx.reference':>14}"
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for r in rows:
+        print(f"{r.scheme:<44} {r.bits:6.2f} {r.rel_rms:12.2e} {r.max_abs:10.2e}   {r.vs_ort:>12} {r.vs_ref:>14}",
+              file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="quantspec demo", description=__doc__.split("\n\n")[0])
+    parser.parse_args(argv or [])
+    out = sys.stdout
+    t0 = time.perf_counter()
+    w = load_demo_weights()
+    print(f"quantspec demo — bundled weight tensor {w.shape} {w.dtype}, max |w| = {np.abs(w).max():.4f}\n", file=out)
+    print("ONNX QuantizeLinear / DequantizeLinear (spec semantics). The last two columns count the codes that\n"
+          "onnxruntime 1.31 and onnx.reference 1.23 compute differently for the float16 copy of the weights\n"
+          "(reproduced bit-exactly by quantspec's compat modes):\n", file=out)
+    _print_rows(onnx_rows(w), out)
+    for section in _extra_sections():
+        print(file=out)
+        section(w, out)
+    print(f"\ndone in {time.perf_counter() - t0:.2f} s", file=out)
+    return 0
+
+
+def _extra_sections():
+    """Sections contributed by the TensorFlow and LiteRT halves, when present."""
+    sections = []
+    for module in ("quantspec.tf._demo", "quantspec.litert._demo"):
+        try:
+            mod = __import__(module, fromlist=["section"])
+        except ImportError:
+            continue
+        sections.append(mod.section)
+    return sections
