@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels, opsets
+from . import fast, kernels, opsets
 from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
@@ -29,11 +29,16 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     ``ceil(x.shape[axis] / block_size)`` on ``axis`` (blocked).  ``y_zero_point``: same shape as the
     scale; its type is the output type.  ``output_dtype`` / ``precision``: an ONNX type number, a type
     name or a dtype.  ``opset``: None = the newest; older opsets reject what they did not have.
-    ``out``: a preallocated result array (shape of x, the output type).
+    ``out``: a preallocated result array (shape of x, the output type), filled and returned.
+
+    Runs on the fused multithreaded kernels of :mod:`quantspec.onnx.fast` when numba is installed
+    (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.kernels`; both
+    give the same bytes).
     """
     plan = plan_quantize(x, y_scale, y_zero_point, axis=axis, block_size=block_size, output_dtype=output_dtype,
                          saturate=saturate, precision=precision, opset=opset, compat=compat)
-    return kernels.quantize(plan, np.asarray(x, dtype=plan.x_type.dtype), out)
+    impl = fast if fast.path(plan) == "fast" else kernels
+    return impl.quantize(plan, np.asarray(x, dtype=plan.x_type.dtype), out)
 
 
 def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
@@ -43,4 +48,5 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
     (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
     plan = plan_dequantize(x, x_scale, x_zero_point, axis=axis, block_size=block_size, output_dtype=output_dtype,
                            opset=opset, compat=compat)
-    return kernels.dequantize(plan, np.asarray(x), out)
+    impl = fast if fast.path(plan) == "fast" else kernels
+    return impl.dequantize(plan, np.asarray(x), out)

@@ -39,7 +39,7 @@ import numpy as np
 
 from .._core.narrowfloat import max_finite, to_narrow_float
 from ..dtypes import QType, qtype
-from ..errors import ShapeError
+from ..errors import InvalidArgumentError, ShapeError
 from .plan import DequantizePlan, QuantizePlan
 
 __all__ = ["quantize", "dequantize"]
@@ -79,14 +79,21 @@ def _division_dtype(plan: QuantizePlan) -> np.dtype:
     return p.dtype
 
 
+def check_out(out, shape: tuple[int, ...], dtype: np.dtype, argument: str = "out") -> np.ndarray:
+    """``out`` if it is a writeable array of this shape and dtype; else a :class:`ShapeError`."""
+    if not isinstance(out, np.ndarray) or out.shape != tuple(shape) or out.dtype != dtype:
+        got = (getattr(out, "shape", None), str(getattr(out, "dtype", type(out).__name__)))
+        raise ShapeError(argument, f"must be an array of shape {tuple(shape)} and dtype {dtype}", got)
+    if not out.flags.writeable:
+        raise InvalidArgumentError(argument, "must be a writeable array", "a read-only array")
+    return out
+
+
 def _deliver(y: np.ndarray, out: np.ndarray | None, argument: str = "out") -> np.ndarray:
     y = np.asarray(y)
     if out is None:
         return y
-    if not isinstance(out, np.ndarray) or out.shape != y.shape or out.dtype != y.dtype:
-        got = (getattr(out, "shape", None), str(getattr(out, "dtype", type(out).__name__)))
-        raise ShapeError(argument, f"must be an array of shape {y.shape} and dtype {y.dtype}", got)
-    np.copyto(out, y)
+    np.copyto(check_out(out, y.shape, y.dtype, argument), y)
     return out
 
 

@@ -1,0 +1,352 @@
+"""The fast path of ONNX QuantizeLinear / DequantizeLinear: fused multithreaded kernels.
+
+The readable reference path is :mod:`quantspec.onnx.kernels`; this module computes the same bytes
+in one pass over the data, in kernels compiled by numba (:mod:`quantspec.onnx._fastkernels`).
+Tests run both paths on every conformance corpus and require identical bytes
+(``tests/test_onnx_fast.py``).  Nothing here imports numba; the kernels are loaded on the first call.
+
+**Selection.**  :func:`path` says which path a plan takes: ``"fast"`` when the fast path covers the
+plan and is enabled (numba installed, ``QUANTSPEC_FAST`` not ``0``; :mod:`quantspec._core.jit`),
+else ``"reference"``.  Covered:
+
+- compat ``"spec"`` and ``"onnxruntime"`` (``"reference"`` always takes the reference path);
+- QuantizeLinear from float32, float16 and bfloat16 with a float32/float16/bfloat16/float8e8m0 scale
+  (or int32 with a float ``precision``) to every output type: the 8-, 16-, 4- and 2-bit integers,
+  the four float8 types (both ``saturate`` modes), float4e2m1 and the two float6 types;
+- DequantizeLinear from every integer type (int32 included) and every float8/float6/float4 type to
+  float32, float16 or bfloat16;
+- per-tensor, per-axis and blocked layouts, any axis, any shape; empty arrays.
+
+Not covered (reference path): int32 x, and an int32 scale without ``precision`` (the spec divides in
+float64 there).
+
+**How the arithmetic maps to the reference path** (every rule of :mod:`quantspec.onnx.kernels`):
+
+- The quotient.  ``onnxruntime``: float32 ``x / s``.  ``spec``: one IEEE division in precision P; for
+  P = float16/bfloat16 the kernel rounds x and s to P, divides in float32 and rounds the quotient to
+  P.  That equals the correctly rounded P division because float32 has more than 2p+2 bits for
+  p = 11 and p = 8 (double rounding is then innocuous; Figueroa, "When is double rounding
+  innocuous?", 1995).
+- Integer outputs, ``spec`` and onnxruntime's MLAS path: clamp the quotient in float to
+  ``[qmin - zp, qmax - zp]`` (NaN to the lower bound), round half to even, add the zero point.  For
+  integer bounds this is exactly ``clip(rint(q) + zp)`` with NaN -> qmin.  onnxruntime's plain loop:
+  the x86 int32 conversion of ``rint(q)`` (NaN, ±inf, out of range -> INT32_MIN), an int32 wrap when
+  adding the zero point, then the clip; used where kernels.py uses it (float16 input, 2-bit outputs,
+  blocked along a non-last axis, and the odd head/tail element of each 4-bit slice).
+- Narrow float outputs: round to nearest even on the float32 bit pattern, then the overflow rule
+  (saturate, infinity or NaN) and the NaN encoding of the mode (:func:`float_format`).  float4/float6
+  with a zero point: the sum ``q + zp`` in float64 as the reference path does it, rounded to the grid
+  exactly in float64.
+- Dequantize: ``(x - zp)`` exactly (int32 wrap like onnxruntime), to float32, times the float32 scale,
+  rounded once to the output type (float16 and bfloat16 ties to even, NaN as numpy / ml_dtypes
+  encode it).
+
+The prepare step here (``_q_prepare`` / ``_dq_prepare``) turns a plan into the kernels' arguments:
+contiguous flat views, the float32 scale, int32 zero points, the loop layout and a small record of
+constants whose *class* selects the element operation at compile time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .._core import jit
+from ..dtypes import QType, qtype
+from .plan import DequantizePlan, QuantizePlan
+
+__all__ = ["path", "quantize", "dequantize", "covers", "float_format", "CHUNK", "SERIAL_BELOW"]
+
+#: elements per unit of parallel work
+CHUNK = 1 << 15
+#: arrays smaller than this run on the calling thread (no thread-pool launch)
+SERIAL_BELOW = 1 << 16
+
+# -- the records that select the element operation (their class) and carry its constants --------
+# Quotient precision: x / s in float32 (Q32), or x and x / s rounded to precision p (QP; p is
+# nbprim.P_F16 or P_BF16).
+Q32 = namedtuple("Q32", "tag")
+QP = namedtuple("QP", "p")
+# Integer outputs: MLAS-style clamp in float (spec and onnxruntime MLAS), or onnxruntime's plain loop.
+IntMlas = namedtuple("IntMlas", "qmin qmax mask")
+IntPlain = namedtuple("IntPlain", "qmin qmax mask")
+# Narrow float outputs (see nbprim.narrow_code); FloatZp adds a float64 zero point first.
+_FMT = "mant emin bias maxmag overmag nanbits nansigned fnuz signpos wlo whi wcode"
+Float = namedtuple("Float", _FMT)
+FloatZp = namedtuple("FloatZp", _FMT)
+# Dequantize input decoding and output encoding.
+DecInt = namedtuple("DecInt", "mask half")
+DecLut = namedtuple("DecLut", "mask")
+EncF32 = namedtuple("EncF32", "tag")
+EncF16 = namedtuple("EncF16", "tag")
+EncBF16 = namedtuple("EncBF16", "tag")
+# Loop layout: x seen as (O, D, I) with blocks of B along D (nb of them); see _layout.
+Layout = namedtuple("Layout", "O D I B nb Op L work nsub group")
+
+
+# -- selection ----------------------------------------------------------------------------------
+_Q_X = ("float", "float16", "bfloat16")
+_P = {"float": Q32(0), "float16": QP(1), "bfloat16": QP(2)}   # QP(p): nbprim.P_F16 = 1, P_BF16 = 2
+
+
+def _precision(plan: QuantizePlan) -> str | None:
+    """The name of the division precision the fast kernels use, or None if they cannot."""
+    if plan.compat == "onnxruntime":
+        return "float"
+    p = plan.precision or qtype(plan.scale.dtype)
+    if p.name == "float8e8m0":
+        return "float"
+    return p.name if p.name in _P else None
+
+
+def covers(plan: QuantizePlan | DequantizePlan) -> bool:
+    """The fast kernels implement this plan (whether or not they are enabled)."""
+    if plan.compat not in ("spec", "onnxruntime"):
+        return False
+    if isinstance(plan, QuantizePlan):
+        return plan.x_type.name in _Q_X and _precision(plan) is not None
+    return plan.out.name in ("float", "float16", "bfloat16")
+
+
+def path(plan: QuantizePlan | DequantizePlan) -> str:
+    """``"fast"`` if this plan runs on the fused kernels, ``"reference"`` if on the numpy path."""
+    return "fast" if jit.enabled() and covers(plan) else "reference"
+
+
+def _kernels():
+    return jit.load("quantspec.onnx._fastkernels", depends=("fast.py",))
+
+
+# -- layout -------------------------------------------------------------------------------------
+def _size(shape) -> int:
+    return int(math.prod(shape))
+
+
+def _work(units: int, length: int) -> tuple[int, int, int]:
+    """(work items, sub-chunks per unit, units per work item) for ``units`` runs of ``length``."""
+    if units == 0 or length == 0:
+        return 0, 1, 1
+    if length >= CHUNK:
+        nsub = -(-length // CHUNK)
+        return units * nsub, nsub, 1
+    group = max(1, CHUNK // length)
+    return -(-units // group), 1, group
+
+
+def _layout(plan) -> tuple[str, Layout]:
+    """How the kernels walk x: ``"seg"`` (runs of elements that share one scale) or ``"row"``
+    (rows whose scale varies along the row), and the layout record."""
+    shape, n = plan.shape, _size(plan.shape)
+    if plan.granularity == "tensor":
+        O, D, I, B, nb, Op = 1, 1, n, 1, 1, 0
+    else:
+        a = plan.axis
+        O, D, I = _size(shape[:a]), shape[a], _size(shape[a + 1:])
+        if plan.granularity == "axis":
+            B, nb, Op = 1, D, 0
+        else:
+            B, nb, Op = plan.block_size, -(-D // plan.block_size), 1
+    if plan.granularity == "block" and I > 1:
+        # blocked along a non-last axis: rows (o, d) of I elements, scale row (o, d // B)
+        return "row", Layout(O, D, I, B, nb, Op, I, *_work(O * D, I))
+    if plan.granularity == "axis" and I < 16:
+        # per-axis with short runs: rows of D*I elements against the scale repeated I times
+        return "row", Layout(O, 1, D * I, 1, 1, 0, D * I, *_work(O, D * I))
+    return "seg", Layout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
+
+
+def _params(plan, lay_kind: str, *arrays):
+    """The compact parameter arrays, flat and contiguous; per-axis "row" layouts repeat each entry
+    once per element of the run it covers."""
+    out = []
+    for a in arrays:
+        a = np.ascontiguousarray(a).reshape(-1)
+        if lay_kind == "row" and plan.granularity == "axis":
+            a = np.repeat(a, _size(plan.shape[plan.axis + 1:]))
+        out.append(a)
+    return out
+
+
+def _flat(x: np.ndarray, dtype) -> np.ndarray:
+    return np.ascontiguousarray(x).reshape(-1).view(dtype)
+
+
+# -- output formats -----------------------------------------------------------------------------
+def _code(value: float, t: QType) -> int:
+    with np.errstate(all="ignore"):
+        return int(np.array(value, np.float32).astype(t.dtype).view(np.uint8)[()])
+
+
+def float_format(t: QType, saturate: bool, compat: str) -> Float:
+    """The constants of :func:`quantspec._core.nbprim.narrow_code` for output type ``t``."""
+    fi = ml_dtypes.finfo(t.dtype)
+    signbit = 1 << (t.bits - 1)
+    maxmag = _code(float(fi.max), t) & ~signbit
+    fnuz = not t.has_negative_zero
+    if t.bits < 8:                           # float4 / float6: NaN -> +max, always saturate
+        nanbits, nansigned, overmag = maxmag, 0, maxmag
+    else:
+        nan_pos, nan_neg = _code(np.nan, t), _code(-np.nan, t)
+        nansigned = int(nan_pos != nan_neg)
+        nanbits = nan_pos & ~signbit if nansigned else nan_pos
+        overmag = maxmag if saturate else (_code(np.inf, t) & ~signbit if not fnuz else _code(np.inf, t))
+    wlo = whi = math.inf
+    wcode = 0
+    if compat == "onnxruntime":             # notes/onnx.md §2.4: onnxruntime's float8 quirks
+        if t.name == "float8e5m2":
+            nanbits = 0x7F
+            if not saturate:
+                wlo, whi, wcode = 61440.0, 65536.0, 0x7F
+        elif t.name == "float8e4m3fn" and not saturate:
+            wlo, whi, wcode = 480.0, 496.0, 0x7E
+    return Float(int(fi.nmant), int(fi.minexp), 1 - int(fi.minexp), maxmag, overmag, nanbits, nansigned,
+                 int(fnuz), t.bits - 1, float(wlo), float(whi), wcode)
+
+
+def _int_record(cls, t: QType):
+    return cls(int(t.qmin), int(t.qmax), (1 << t.bits) - 1)
+
+
+# -- QuantizeLinear -----------------------------------------------------------------------------
+def _ort_plain(plan: QuantizePlan) -> str:
+    """Which elements onnxruntime computes in its plain loop: "all", "none" or "edges" (the odd
+    head/tail element of each 4-bit slice); the rule of kernels._ort_plain_mask."""
+    t = plan.out
+    if plan.x_type.name == "float16" or t.bits == 2:
+        return "all"
+    if plan.granularity == "block" and plan.axis != len(plan.shape) - 1:
+        return "all"
+    return "edges" if t.bits == 4 else "none"
+
+
+def _slices(plan: QuantizePlan) -> tuple[int, int]:
+    """(row length, slice length) of onnxruntime's 4-bit slices (kernels._ort_plain_mask)."""
+    n = _size(plan.shape)
+    if plan.granularity == "tensor":
+        return n, n
+    if plan.granularity == "axis":
+        inner = _size(plan.shape[plan.axis + 1:])
+        return inner, inner
+    d = plan.shape[-1]
+    return d, plan.block_size
+
+
+def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """QuantizeLinear on the fused kernels (``path(plan) == "fast"``); same result as
+    :func:`quantspec.onnx.kernels.quantize`."""
+    from .kernels import check_out
+
+    t = plan.out
+    result = check_out(out, plan.shape, t.dtype) if out is not None else np.empty(plan.shape, t.dtype)
+    n = _size(plan.shape)
+    if n == 0:
+        return result
+    k = _kernels()
+    pname = _precision(plan)
+    quot = _P[pname]
+    xf = np.asarray(x)
+    if xf.dtype != np.float32:
+        xf = xf.astype(np.float32)                      # float16 / bfloat16: exact
+    xf = _flat(xf, np.float32)
+    scale = np.asarray(plan.scale).astype(qtype(pname).dtype).astype(np.float32)  # the scale in P, exactly
+    zp = plan.zero_point
+    zi = np.zeros(scale.shape, np.int32)           # integer zero point (integer outputs)
+    zf = np.zeros(scale.shape, np.float64)         # float zero point (float4 / float6 outputs)
+    plain = "none"
+    if t.is_int:
+        if zp is not None:
+            zi = zp.astype(np.int64).astype(np.int32)
+        if plan.compat == "onnxruntime":
+            plain = _ort_plain(plan)
+        cfg = _int_record(IntPlain if plain == "all" else IntMlas, t)
+    else:
+        cfg = float_format(t, plan.saturate, plan.compat)
+        if t.bits < 8 and zp is not None:
+            zf = zp.astype(np.float32).astype(np.float64)
+            cfg = FloatZp(*cfg)
+    kind, lay = _layout(plan)
+    cs, cz = scale.reshape(-1), zi.reshape(-1)
+    scale, zi, zf = _params(plan, kind, scale, zi, zf)
+    dest = result if result.flags.c_contiguous else np.empty(plan.shape, t.dtype)
+    yf = dest.reshape(-1).view(t.storage if t.bits > 8 else np.uint8)
+    if t.bits == 16:
+        yf = yf.view(np.uint16)
+    fn = k.q_seg if kind == "seg" else k.q_row
+    fn(n >= SERIAL_BELOW)(xf, yf, scale, zi, zf, lay, quot, cfg)
+    if plain == "edges":
+        dl, bl = _slices(plan)
+        k.q_ort_edges(xf, yf, cs, cz, _layout_full(plan), dl, bl, _int_record(IntPlain, t))
+    if dest is not result:
+        np.copyto(result, dest)
+    return result
+
+
+def _layout_full(plan) -> Layout:
+    """The (O, D, I, B, nb, Op) decomposition of the compact parameters, for per-element lookups."""
+    n = _size(plan.shape)
+    if plan.granularity == "tensor":
+        return Layout(1, 1, n, 1, 1, 0, n, 0, 1, 1)
+    a = plan.axis
+    O, D, I = _size(plan.shape[:a]), plan.shape[a], _size(plan.shape[a + 1:])
+    if plan.granularity == "axis":
+        return Layout(O, D, I, 1, D, 0, I, 0, 1, 1)
+    return Layout(O, D, I, plan.block_size, -(-D // plan.block_size), 1, I, 0, 1, 1)
+
+
+# -- DequantizeLinear ---------------------------------------------------------------------------
+_ENC = {"float": EncF32, "float16": EncF16, "bfloat16": EncBF16}
+_STORE = {"float": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """DequantizeLinear on the fused kernels; same result as :func:`quantspec.onnx.kernels.dequantize`."""
+    from .kernels import check_out
+
+    t, o = plan.x_type, plan.out
+    result = check_out(out, plan.shape, o.dtype) if out is not None else np.empty(plan.shape, o.dtype)
+    n = _size(plan.shape)
+    if n == 0:
+        return result
+    k = _kernels()
+    storage_bits = max(8, t.dtype.itemsize * 8)
+    xf = _flat(np.asarray(x), _UINT[storage_bits])
+    scale = np.asarray(plan.scale).astype(np.float32)
+    zp = plan.zero_point
+    if t.is_int:
+        dec = DecInt((1 << t.bits) - 1, (1 << (t.bits - 1)) if t.signed else 0)
+        lut = np.zeros(1, np.float32)
+        zi = np.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
+        zf = np.zeros(scale.shape, np.float32)
+    else:
+        dec = DecLut((1 << t.bits) - 1)
+        codes = np.arange(1 << t.bits, dtype=np.uint8).view(t.dtype)
+        lut = codes.astype(np.float32)
+        zi = np.zeros(scale.shape, np.int32)
+        # spec subtracts the float zero point (all zeros, but -0.0 - -0.0 is +0.0); onnxruntime ignores it
+        use_zp = zp is not None and plan.compat == "spec"
+        zf = zp.astype(np.float32) if use_zp else np.zeros(scale.shape, np.float32)
+    kind, lay = _layout(plan)
+    scale, zi, zf = _params(plan, kind, scale, zi, zf)
+    dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
+    yf = dest.reshape(-1).view(_STORE[o.name])
+    fn = k.dq_seg if kind == "seg" else k.dq_row
+    fn(n >= SERIAL_BELOW)(xf, yf, scale, zi, zf, lut, lay, dec, _ENC[o.name](0))
+    if dest is not result:
+        np.copyto(result, dest)
+    return result
+
+
+def warm(sizes: Any = None) -> None:  # pragma: no cover - convenience for benchmarks
+    """Compile (or load from the disk cache) the kernels of the common cases."""
+    from . import dequantize_linear, quantize_linear
+
+    x = np.linspace(-3, 3, SERIAL_BELOW, dtype=np.float32)
+    for big in (False, True):
+        xs = x if big else x[:64]
+        quantize_linear(xs, np.float32(0.1), np.int8(0))
+        dequantize_linear(quantize_linear(xs, np.float32(0.1), np.int8(0)), np.float32(0.1), np.int8(0))
