@@ -9,11 +9,12 @@ path is the default wherever it exists and numba is installed (``pip install qua
 - Nothing here imports numba.  ``import quantspec`` and ``quantspec --help`` stay fast; numba is
   imported, and a kernel module loaded, on the first call that runs a fast kernel.
 - Compiled kernels are cached on disk (numba ``cache=True``), so the JIT cost is paid once per
-  machine, not once per process.  The cache lives in ``__pycache__`` next to the kernel sources
-  when that directory is writable; when it is not (a read-only or system-wide install), and
-  ``NUMBA_CACHE_DIR`` is not set, it is pointed at a per-user directory:
+  machine, not once per process (:func:`install_cache_locator`).  The cache lives under
+  ``$NUMBA_CACHE_DIR`` when that is set, else in ``__pycache__`` next to the kernel sources when
+  that directory is writable, else (a read-only or system-wide install) in a per-user directory:
   ``$QUANTSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/quantspec/numba``, else
-  ``~/.cache/quantspec/numba``.
+  ``~/.cache/quantspec/numba``.  A cached kernel is reused only while the sources it was compiled
+  from are unchanged.
 
 The kernels are compiled with ``fastmath=False``: the LLVM fast-math flags would turn ``x / s``
 into ``x * (1 / s)`` (``arcp``), fuse multiply-adds (``contract``) and drop the NaN/inf rules
@@ -22,13 +23,15 @@ into ``x * (1 / s)`` (``arcp``), fuse multiply-adds (``contract``) and drop the 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["enabled", "numba_available", "load", "cache_dir", "ENV"]
+__all__ = ["enabled", "numba_available", "load", "cache_dir", "install_cache_locator", "fingerprint", "ENV"]
 
 ENV = "QUANTSPEC_FAST"
 _OFF = {"0", "false", "no", "off"}
@@ -69,61 +72,92 @@ def _writable(directory: Path) -> bool:
     return os.access(target, os.W_OK | os.X_OK)
 
 
-def cache_dir(package_dir: Path) -> Path:
-    """Where numba keeps the compiled kernels of the modules in ``package_dir``."""
+def cache_dir(kernel_file: Path) -> Path:
+    """Where numba keeps the compiled kernels of the module ``kernel_file``: ``NUMBA_CACHE_DIR`` if
+    set, else the ``__pycache__`` beside it if writable, else the per-user directory."""
+    kernel_file = Path(kernel_file)
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    if _writable(package_dir):
-        return package_dir / "__pycache__"
-    return _user_cache_dir()
+        return Path(os.environ["NUMBA_CACHE_DIR"]) / "quantspec" / kernel_file.parent.name
+    if _writable(kernel_file.parent):
+        return kernel_file.parent / "__pycache__"
+    return _user_cache_dir() / kernel_file.parent.name
 
 
-def _configure_cache(package_dir: Path) -> None:
-    """Point numba's cache at a per-user directory when the install directory is read-only.
-
-    Must run before numba is first imported (numba reads ``NUMBA_CACHE_DIR`` then)."""
-    if os.environ.get("NUMBA_CACHE_DIR") or _writable(package_dir):
-        return
-    target = _user_cache_dir()
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError:  # no writable cache anywhere: numba then compiles in memory each process
-        return
-    os.environ["NUMBA_CACHE_DIR"] = str(target)
-    import sys
-
-    if "numba" in sys.modules:  # numba already imported by the application: tell it now
-        from numba.core import config
-
-        config.reload_config()
-
-
-_DEPENDENCIES = ("nbprim.py",)  # kernel building blocks in this directory that every kernel module inlines
-
-
-def _refresh(origin: Path, depends: tuple[Path, ...]) -> None:
-    """numba's cache is keyed by the kernel module's own source file only: when a file its kernels
-    inline is newer (a development checkout), touch the module so that the stale cache is dropped."""
-    try:
-        newest = max(p.stat().st_mtime for p in depends)
-        if newest > origin.stat().st_mtime and os.access(origin, os.W_OK):
-            os.utime(origin)
-    except (OSError, ValueError):  # pragma: no cover - missing files, read-only trees
-        pass
-
-
-def load(module: str, depends: tuple[str, ...] = ()) -> ModuleType:
-    """Import a kernel module (one that imports numba), configuring the on-disk cache first.
-
-    ``depends``: sibling modules (file names) the kernels inline, besides :mod:`nbprim`."""
-    import sys
-
-    if module in sys.modules:
-        return sys.modules[module]
-    spec = importlib.util.find_spec(module)
-    if spec is not None and spec.origin:
-        origin = Path(spec.origin)
-        _configure_cache(origin.parent)
-        here = Path(__file__).parent
-        _refresh(origin, tuple(here / d for d in _DEPENDENCIES) + tuple(origin.parent / d for d in depends))
+def load(module: str) -> ModuleType:
+    """Import a kernel module (one that imports numba)."""
     return importlib.import_module(module)
+
+
+# -- numba's on-disk cache for quantspec's kernels ----------------------------------------------
+_PACKAGE = Path(__file__).resolve().parent.parent   # .../quantspec
+_PRIMITIVES = Path(__file__).resolve().parent / "nbprim.py"
+
+
+@functools.lru_cache(maxsize=None)
+def _digest(path: str, mtime: float, size: int) -> bytes:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).digest()
+
+
+def fingerprint(files) -> str:
+    """A hash of the contents of ``files``."""
+    h = hashlib.sha256()
+    for f in files:
+        st = os.stat(f)
+        h.update(_digest(str(f), st.st_mtime, st.st_size))
+    return h.hexdigest()
+
+
+def install_cache_locator() -> None:
+    """Teach numba where and how to cache quantspec's kernels (called by :mod:`.nbprim`, which every
+    kernel module imports first).
+
+    numba keys a cached kernel by the content of the kernel's own source file only, so a kernel that
+    inlines building blocks from another file would be loaded stale after that file changed.  The
+    locator installed here keys it by the kernel module, :mod:`quantspec._core.nbprim` and the
+    files the module names in ``KERNEL_SOURCES`` (file names in its directory), and stores it in
+    :func:`cache_dir`.  Functions outside quantspec keep numba's own locators."""
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    base = getattr(caching, "_CacheLocator", None)
+    if impl is None or base is None or not isinstance(getattr(impl, "_locator_classes", None), list):
+        return  # an unknown numba: its own locators (no tracking of nbprim.py)
+    if any(getattr(c, "_quantspec", False) for c in impl._locator_classes):
+        return
+
+    class KernelLocator(base):
+        _quantspec = True
+
+        def __init__(self, py_func, py_file):
+            self._lineno = py_func.__code__.co_firstlineno
+            self._path = str(cache_dir(Path(py_file)))
+            here = Path(py_file).resolve()
+            extra = py_func.__globals__.get("KERNEL_SOURCES", ())
+            self._files = (here, _PRIMITIVES, *(here.parent / name for name in extra))
+
+        def get_cache_path(self):
+            return self._path
+
+        def get_source_stamp(self):
+            return fingerprint(self._files)
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            try:
+                inside = Path(py_file).resolve().is_relative_to(_PACKAGE)
+            except (OSError, ValueError):
+                inside = False
+            if not inside:
+                return None
+            self = cls(py_func, py_file)
+            try:
+                self.ensure_cache_path()
+            except OSError:          # nowhere to write: numba's own locators decide (or no cache)
+                return None
+            return self
+
+    impl._locator_classes.insert(0, KernelLocator)

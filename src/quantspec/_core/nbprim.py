@@ -5,26 +5,73 @@ representable — and written so that LLVM can vectorise the loops that inline i
 see :mod:`quantspec._core.jit`.
 
 - :func:`f32_bits` / :func:`f32_from_bits`: reinterpret a float32 as its uint32 bit pattern and back.
-- :func:`narrow_code`: round a float32 to a narrow float format (float16, the float8 types, float6,
-  float4), ties to even, and encode it; what happens on overflow and to NaN is given by the format
-  record (:class:`quantspec._core.fastfmt.Fmt`).  The same rounding as
+- :func:`narrow_code`: round a float32 to a narrow float format (the float8 types, float6, float4),
+  ties to even, and encode it; what happens on overflow and to NaN is given by its arguments (the
+  ONNX kernels take them from ``quantspec.onnx.fast.float_format``).  The same rounding as
   :func:`quantspec._core.narrowfloat.round_to_grid`, done on the bit pattern.
-- :func:`bf16_code`: float32 -> bfloat16, ties to even, as ml_dtypes does it.
-- :func:`f16_value`: float16 bit pattern -> float32 (exact).
-- :func:`round_to`: a float32 rounded to float16 or bfloat16 precision, returned as float32.
+- :func:`round_f16` / :func:`round_bf16`: a float32 rounded to float16 / bfloat16 precision,
+  returned as float32.
 """
 
 from __future__ import annotations
+
+import types as pytypes
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["f32_bits", "f32_from_bits", "narrow_code", "bf16_code", "f16_code", "f16_value", "round_to",
-           "P_F32", "P_F16", "P_BF16", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
+from . import jit
 
-P_F32, P_F16, P_BF16 = 0, 1, 2
+jit.install_cache_locator()
+
+# Every kernel is compiled with IEEE semantics and nothing else: no fast-math (see jit.py), and
+# numpy's error model, under which x / 0 is ±inf or NaN (numba's default "python" model raises
+# ZeroDivisionError, and its per-element check also stops the loop from being vectorised).
+_OPTIONS = dict(fastmath=False, error_model="numpy")
+
+
+def inline(func):
+    """A building block, inlined into the kernels that call it."""
+    return njit(inline="always", **_OPTIONS)(func)
+
+
+def function(func):
+    """A function called (not inlined at numba level) by kernels."""
+    return njit(**_OPTIONS)(func)
+
+
+def kernel(func=None, *, parallel: bool = False):
+    """A kernel: compiled on first use for each signature, and cached on disk."""
+    def wrap(f):
+        return njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+
+    return wrap(func) if func is not None else wrap
+
+
+def twin(py_func):
+    """``parallel -> dispatcher``: a kernel compiled with ``parallel=True`` and a serial twin (for
+    arrays too small to be worth waking the thread pool).
+
+    The twin is a copy of the function under another name, so that numba's on-disk cache (keyed by
+    the function's qualified name) keeps the two apart."""
+    par = kernel(py_func, parallel=True)
+    copy = pytypes.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_serial",
+                                py_func.__defaults__, py_func.__closure__)
+    copy.__qualname__ = py_func.__qualname__ + "_serial"
+    copy.__doc__ = py_func.__doc__
+    ser = kernel(copy)
+
+    def pick(parallel: bool):
+        return par if parallel else ser
+
+    pick.parallel, pick.serial = par, ser
+    return pick
+
+__all__ = ["inline", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
+           "round_bf16", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
+
 
 
 @intrinsic
@@ -90,7 +137,7 @@ iand = _binop32("and_", types.int32)
 ixor = _binop32("xor", types.int32)
 
 
-@njit(inline="always")
+@inline
 def narrow_code(v, mant, emin, bias, maxmag, overmag, nanbits, nansigned, fnuz, signpos):
     """The code of float32 ``v`` rounded (ties to even) to a narrow float with ``mant`` mantissa
     bits, smallest normal exponent ``emin`` and exponent bias ``bias``; the sign bit is bit
@@ -113,50 +160,91 @@ def narrow_code(v, mant, emin, bias, maxmag, overmag, nanbits, nansigned, fnuz, 
     scaled = min(f32_from_bits(a) * f32_from_bits(ushl(127 + mant - emin, 23)), np.float32(1 << 24))
     sub = np.uint32(np.int32(np.rint(scaled)))
     mag = normal if a >= ushl(127 + emin, 23) else sub
-    mag = np.uint32(overmag) if mag > maxmag else mag
+    mag = np.uint32(overmag) if mag > np.uint32(maxmag) else mag
     signed = ushl(ushr(u, 31), signpos)
     code = np.uint32(0) if (fnuz & (mag == 0)) else uor(signed, mag)
     nan = uor(nanbits, signed) if nansigned else np.uint32(nanbits)
     return nan if a > 0x7F800000 else code
 
 
-@njit(inline="always")
-def bf16_code(v):
-    """float32 -> bfloat16 bits, ties to even; NaN keeps its sign and becomes quiet (ml_dtypes)."""
+@inline
+def round_f16(v):
+    """float32 ``v`` rounded to float16 precision and range (ties to even), as float32: what
+    converting to float16 and back gives, NaN kept as it is."""
     u = f32_bits(v)
-    rounded = ushr(uadd(uadd(u, 0x7FFF), uand(ushr(u, 16), 1)), 16)
-    nan = uor(ushr(u, 16), 0x40)
-    return nan if uand(u, 0x7FFFFFFF) > 0x7F800000 else rounded
+    a = uand(u, 0x7FFFFFFF)
+    # float16 normal range: round the f32 mantissa at bit 13 (a carry into the exponent is right)
+    normal = f32_from_bits(uand(uadd(uadd(u, 0xFFF), uand(ushr(u, 13), 1)), 0xFFFFE000))
+    # float16 subnormals (|v| < 2**-14) are multiples of 2**-24: adding 0.75 rounds |v| there
+    # exactly (ties to even); the sign is put back so that -0 stays -0
+    sub = f32_from_bits(uor(f32_bits((f32_from_bits(a) + np.float32(0.75)) - np.float32(0.75)), uand(u, 0x80000000)))
+    r = normal if a >= 0x38800000 else sub
+    r = f32_from_bits(uor(uand(u, 0x80000000), 0x7F800000)) if abs(r) > np.float32(65504.0) else r   # ±inf
+    return v if a > 0x7F800000 else r
 
 
-@njit(inline="always")
-def f16_code(v):
-    """float32 -> float16 bits, ties to even, overflow to infinity; NaN as numpy encodes it."""
+@inline
+def round_bf16(v):
+    """float32 ``v`` rounded to bfloat16 precision (ties to even), as float32; NaN kept."""
     u = f32_bits(v)
-    payload = ushr(uand(u, 0x7FFFFF), 13)
-    nan = uor(uand(ushr(u, 16), 0x8000), uadd(0x7C00, payload if payload != 0 else np.uint32(1)))
-    code = narrow_code(v, 10, -14, 15, 0x7C00, 0x7C00, 0x7E00, True, False, 15)
-    return nan if uand(u, 0x7FFFFFFF) > 0x7F800000 else code
+    r = f32_from_bits(uand(uadd(uadd(u, 0x7FFF), uand(ushr(u, 16), 1)), 0xFFFF0000))
+    return v if uand(u, 0x7FFFFFFF) > 0x7F800000 else r
 
 
-@njit(inline="always")
-def f16_value(h):
-    """float16 bits (any unsigned integer) -> float32, exactly."""
-    sign = ushl(uand(h, 0x8000), 16)
-    e = uand(ushr(h, 10), 0x1F)
-    m = uand(h, 0x3FF)
-    normal = uor(uor(sign, ushl(uadd(e, 112), 23)), ushl(m, 13))
-    special = uor(uor(sign, 0x7F800000), ushl(m, 13))
-    sub = f32_from_bits(uor(sign, f32_bits(np.float32(m) * np.float32(2.0 ** -24))))
-    bits = special if e == 31 else normal
-    return sub if e == 0 else f32_from_bits(bits)
+# -- non-temporal stores ------------------------------------------------------------------------
+# A large output is written once and not read back soon: storing it with non-temporal (streaming)
+# stores skips the read-for-ownership of each destination cache line, which is a third of the
+# memory traffic of float32 -> int8 and almost half of int8 -> float32.  LLVM only emits them for
+# aligned vector stores, which its loop vectoriser does not produce from a scalar loop, so a kernel
+# computes a block into a small buffer and copies it out a cache line at a time with
+# :func:`stream_line`; :func:`stream_fence` orders the streamed stores before the kernel returns.
+LINE = 64
 
 
-@njit(inline="always")
-def round_to(v, p):
-    """float32 ``v`` rounded to precision ``p`` (P_F32: unchanged; P_F16; P_BF16), as float32."""
-    if p == P_F16:
-        return f16_value(f16_code(v))
-    if p == P_BF16:
-        return f32_from_bits(ushl(bf16_code(v), 16))
-    return v
+@intrinsic
+def data_address(typingctx, arr):
+    """The address of ``arr``'s first element, as uint64."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+
+    return types.uint64(arr), codegen
+
+
+@intrinsic
+def stream_line(typingctx, dst, index, src, start):
+    """Copy the 64 bytes at ``src[start:]`` to ``dst[index:]`` with one non-temporal store.
+
+    ``dst[index]`` must be 64-byte aligned (the caller guarantees it), and both arrays contiguous
+    with 64 bytes available."""
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array) and isinstance(index, types.Integer)
+            and isinstance(start, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        dty, _, sty, _ = signature.args
+        d = context.make_array(dty)(context, builder, args[0])
+        s = context.make_array(sty)(context, builder, args[2])
+        line = ir.VectorType(ir.IntType(8), LINE)
+        source = builder.bitcast(builder.gep(s.data, [args[3]]), line.as_pointer())
+        target = builder.bitcast(builder.gep(d.data, [args[1]]), line.as_pointer())
+        store = builder.store(builder.load(source, align=1), target, align=LINE)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return context.get_dummy_value()
+
+    return types.void(dst, index, src, start), codegen
+
+
+@intrinsic
+def stream_fence(typingctx):
+    """A full fence (x86: ``mfence``): the streamed stores are globally visible before anything
+    that follows (streamed stores are weakly ordered)."""
+
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen

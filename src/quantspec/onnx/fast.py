@@ -37,9 +37,9 @@ float64 there).
   (saturate, infinity or NaN) and the NaN encoding of the mode (:func:`float_format`).  float4/float6
   with a zero point: the sum ``q + zp`` in float64 as the reference path does it, rounded to the grid
   exactly in float64.
-- Dequantize: ``(x - zp)`` exactly (int32 wrap like onnxruntime), to float32, times the float32 scale,
-  rounded once to the output type (float16 and bfloat16 ties to even, NaN as numpy / ml_dtypes
-  encode it).
+- Dequantize: ``(x - zp)`` exactly (int32 wrap like onnxruntime), to float32, times the float32 scale;
+  a float16 / bfloat16 output is that float32 product cast by numpy / ml_dtypes, as in the
+  reference path.
 
 The prepare step here (``_q_prepare`` / ``_dq_prepare``) turns a plan into the kernels' arguments:
 contiguous flat views, the float32 scale, int32 zero points, the loop layout and a small record of
@@ -65,12 +65,14 @@ __all__ = ["path", "quantize", "dequantize", "covers", "float_format", "CHUNK", 
 CHUNK = 1 << 15
 #: arrays smaller than this run on the calling thread (no thread-pool launch)
 SERIAL_BELOW = 1 << 16
+#: outputs of at least this many bytes are written with streaming (non-temporal) stores
+STREAM_FROM = 1 << 22
 
 # -- the records that select the element operation (their class) and carry its constants --------
-# Quotient precision: x / s in float32 (Q32), or x and x / s rounded to precision p (QP; p is
-# nbprim.P_F16 or P_BF16).
+# Quotient precision: x / s in float32 (Q32), or x and x / s rounded to float16 / bfloat16.
 Q32 = namedtuple("Q32", "tag")
-QP = namedtuple("QP", "p")
+QF16 = namedtuple("QF16", "tag")
+QBF16 = namedtuple("QBF16", "tag")
 # Integer outputs: MLAS-style clamp in float (spec and onnxruntime MLAS), or onnxruntime's plain loop.
 IntMlas = namedtuple("IntMlas", "qmin qmax mask")
 IntPlain = namedtuple("IntPlain", "qmin qmax mask")
@@ -78,19 +80,23 @@ IntPlain = namedtuple("IntPlain", "qmin qmax mask")
 _FMT = "mant emin bias maxmag overmag nanbits nansigned fnuz signpos wlo whi wcode"
 Float = namedtuple("Float", _FMT)
 FloatZp = namedtuple("FloatZp", _FMT)
-# Dequantize input decoding and output encoding.
+# Dequantize input decoding: integer codes (sign-extended from their width), or a table of the
+# float codes' values.
 DecInt = namedtuple("DecInt", "mask half")
 DecLut = namedtuple("DecLut", "mask")
-EncF32 = namedtuple("EncF32", "tag")
-EncF16 = namedtuple("EncF16", "tag")
-EncBF16 = namedtuple("EncBF16", "tag")
-# Loop layout: x seen as (O, D, I) with blocks of B along D (nb of them); see _layout.
-Layout = namedtuple("Layout", "O D I B nb Op L work nsub group")
+# Loop layout: x seen as (O, D, I) with blocks of B along D (nb of them), walked as runs that share
+# one parameter (SegLayout) or rows of L elements whose parameters change along the row (RowLayout);
+# see _layout.  ``units``: runs or rows; work items: ``work``, each ``nsub`` parts of one unit or
+# ``group`` whole units.
+_LAYOUT = "O D I B nb Op L units work nsub group"
+SegLayout = namedtuple("SegLayout", _LAYOUT)
+RowLayout = namedtuple("RowLayout", _LAYOUT)
+Layout = SegLayout
 
 
 # -- selection ----------------------------------------------------------------------------------
 _Q_X = ("float", "float16", "bfloat16")
-_P = {"float": Q32(0), "float16": QP(1), "bfloat16": QP(2)}   # QP(p): nbprim.P_F16 = 1, P_BF16 = 2
+_P = {"float": Q32(0), "float16": QF16(0), "bfloat16": QBF16(0)}
 
 
 def _precision(plan: QuantizePlan) -> str | None:
@@ -118,7 +124,7 @@ def path(plan: QuantizePlan | DequantizePlan) -> str:
 
 
 def _kernels():
-    return jit.load("quantspec.onnx._fastkernels", depends=("fast.py",))
+    return jit.load("quantspec.onnx._fastkernels")
 
 
 # -- layout -------------------------------------------------------------------------------------
@@ -126,18 +132,18 @@ def _size(shape) -> int:
     return int(math.prod(shape))
 
 
-def _work(units: int, length: int) -> tuple[int, int, int]:
-    """(work items, sub-chunks per unit, units per work item) for ``units`` runs of ``length``."""
+def _work(units: int, length: int) -> tuple[int, int, int, int]:
+    """(units, work items, sub-chunks per unit, units per work item) for ``units`` runs of ``length``."""
     if units == 0 or length == 0:
-        return 0, 1, 1
+        return units, 0, 1, 1
     if length >= CHUNK:
         nsub = -(-length // CHUNK)
-        return units * nsub, nsub, 1
+        return units, units * nsub, nsub, 1
     group = max(1, CHUNK // length)
-    return -(-units // group), 1, group
+    return units, -(-units // group), 1, group
 
 
-def _layout(plan) -> tuple[str, Layout]:
+def _layout(plan) -> tuple[str, SegLayout | RowLayout]:
     """How the kernels walk x: ``"seg"`` (runs of elements that share one scale) or ``"row"``
     (rows whose scale varies along the row), and the layout record."""
     shape, n = plan.shape, _size(plan.shape)
@@ -152,11 +158,11 @@ def _layout(plan) -> tuple[str, Layout]:
             B, nb, Op = plan.block_size, -(-D // plan.block_size), 1
     if plan.granularity == "block" and I > 1:
         # blocked along a non-last axis: rows (o, d) of I elements, scale row (o, d // B)
-        return "row", Layout(O, D, I, B, nb, Op, I, *_work(O * D, I))
+        return "row", RowLayout(O, D, I, B, nb, Op, I, *_work(O * D, I))
     if plan.granularity == "axis" and I < 16:
         # per-axis with short runs: rows of D*I elements against the scale repeated I times
-        return "row", Layout(O, 1, D * I, 1, 1, 0, D * I, *_work(O, D * I))
-    return "seg", Layout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
+        return "row", RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_work(O, D * I))
+    return "seg", SegLayout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
 
 
 def _params(plan, lay_kind: str, *arrays):
@@ -169,6 +175,15 @@ def _params(plan, lay_kind: str, *arrays):
             a = np.repeat(a, _size(plan.shape[plan.axis + 1:]))
         out.append(a)
     return out
+
+
+def _launch(k, kind: str, n: int, x, y, s, zi, zf, lay: Layout, ex: tuple) -> None:
+    """Run the ``seg`` or ``row`` kernel: in parallel from SERIAL_BELOW elements, streaming the
+    output from STREAM_FROM bytes (when the output array is aligned to its element size)."""
+    parallel = n >= SERIAL_BELOW
+    stream = parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
+    token = np.empty(0, y.dtype) if stream else None
+    k.map_(parallel)(x, y, s, zi, zf, lay, *ex, token)
 
 
 def _flat(x: np.ndarray, dtype) -> np.ndarray:
@@ -275,8 +290,7 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
     yf = dest.reshape(-1).view(t.storage if t.bits > 8 else np.uint8)
     if t.bits == 16:
         yf = yf.view(np.uint16)
-    fn = k.q_seg if kind == "seg" else k.q_row
-    fn(n >= SERIAL_BELOW)(xf, yf, scale, zi, zf, lay, quot, cfg)
+    _launch(k, kind, n, xf, yf, scale, zi, zf, lay, (quot, cfg))
     if plain == "edges":
         dl, bl = _slices(plan)
         k.q_ort_edges(xf, yf, cs, cz, _layout_full(plan), dl, bl, _int_record(IntPlain, t))
@@ -285,21 +299,20 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
     return result
 
 
-def _layout_full(plan) -> Layout:
+def _layout_full(plan) -> SegLayout:
     """The (O, D, I, B, nb, Op) decomposition of the compact parameters, for per-element lookups."""
     n = _size(plan.shape)
     if plan.granularity == "tensor":
-        return Layout(1, 1, n, 1, 1, 0, n, 0, 1, 1)
+        return SegLayout(1, 1, n, 1, 1, 0, n, 1, 0, 1, 1)
     a = plan.axis
     O, D, I = _size(plan.shape[:a]), plan.shape[a], _size(plan.shape[a + 1:])
     if plan.granularity == "axis":
-        return Layout(O, D, I, 1, D, 0, I, 0, 1, 1)
-    return Layout(O, D, I, plan.block_size, -(-D // plan.block_size), 1, I, 0, 1, 1)
+        return SegLayout(O, D, I, 1, D, 0, I, O * D, 0, 1, 1)
+    nb = -(-D // plan.block_size)
+    return SegLayout(O, D, I, plan.block_size, nb, 1, I, O * nb, 0, 1, 1)
 
 
 # -- DequantizeLinear ---------------------------------------------------------------------------
-_ENC = {"float": EncF32, "float16": EncF16, "bfloat16": EncBF16}
-_STORE = {"float": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
@@ -333,9 +346,13 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
     kind, lay = _layout(plan)
     scale, zi, zf = _params(plan, kind, scale, zi, zf)
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
-    yf = dest.reshape(-1).view(_STORE[o.name])
-    fn = k.dq_seg if kind == "seg" else k.dq_row
-    fn(n >= SERIAL_BELOW)(xf, yf, scale, zi, zf, lut, lay, dec, _ENC[o.name](0))
+    if o.name == "float":
+        _launch(k, kind, n, xf, dest.reshape(-1), scale, zi, zf, lay, (lut, dec))
+    else:  # the float32 product, then rounded once to float16 / bfloat16 as the reference path does
+        product = np.empty(n, np.float32)
+        _launch(k, kind, n, xf, product, scale, zi, zf, lay, (lut, dec))
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.copyto(dest.reshape(-1), product, casting="unsafe")
     if dest is not result:
         np.copyto(result, dest)
     return result
