@@ -9,7 +9,7 @@ Each kernel walks x in one of two layouts (:func:`quantspec.onnx.fast._layout`):
 - ``row``: rows whose scale changes along the row (blocked along another axis; per-axis with short
   runs, against the scale repeated along the run).
 
-The unit of parallel work is a chunk of about :data:`CHUNK` elements (part of a long run, or a group
+The unit of parallel work is a chunk of about ``fast.CHUNK`` elements (part of a long run, or a group
 of short ones); each worker runs a plain inner loop over contiguous memory that LLVM vectorises.
 Which operation the inner loop performs is chosen at compile time by the *class* of the record
 arguments (``quot``, ``cfg``, ``dec``, ``lay``; :mod:`.fast` defines them), so each compiled kernel
@@ -26,7 +26,7 @@ from numba.extending import overload
 
 from .._core.nbprim import (LINE, data_address, f32_bits, function, iadd, iand, inline, isub, ixor, kernel,
                             narrow_code, round_bf16, round_f16, stream_fence, stream_line, twin, uand, uor, ushr)
-from .fast import CHUNK, Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntPlain, SegLayout
+from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntPlain, SegLayout
 
 __all__ = ["map_", "q_ort_edges", "STREAM_BLOCK"]
 
@@ -176,9 +176,9 @@ def _work(w, lay):
     """The contiguous element range [a, b) of work item ``w``: part of one unit, or whole units."""
     if lay.nsub > 1:
         u = w // lay.nsub
-        c0 = (w - u * lay.nsub) * CHUNK
+        c0 = (w - u * lay.nsub) * lay.chunk
         start, length = _unit(u, lay)
-        return start + c0, start + min(c0 + CHUNK, length)
+        return start + c0, start + min(c0 + lay.chunk, length)
     u0 = w * lay.group
     u1 = min(u0 + lay.group, lay.units)
     first, _ = _unit(u0, lay)
@@ -276,7 +276,7 @@ def _ov_buffer(y, stream):
 
 
 def _map(x, y, s, zi, zf, lay, e0, e1, stream):
-    """y = op(x) over the whole array, one work item of about CHUNK elements per task.
+    """y = op(x) over the whole array, one work item of about ``lay.chunk`` elements per task.
 
     ``lay``: SegLayout (runs that share one parameter: per-tensor, per-axis, blocked along the last
     axis) or RowLayout (rows whose parameters change along the row); ``(e0, e1)``: the

@@ -86,9 +86,9 @@ DecInt = namedtuple("DecInt", "mask half")
 DecLut = namedtuple("DecLut", "mask")
 # Loop layout: x seen as (O, D, I) with blocks of B along D (nb of them), walked as runs that share
 # one parameter (SegLayout) or rows of L elements whose parameters change along the row (RowLayout);
-# see _layout.  ``units``: runs or rows; work items: ``work``, each ``nsub`` parts of one unit or
-# ``group`` whole units.
-_LAYOUT = "O D I B nb Op L units work nsub group"
+# see _layout.  ``units``: runs or rows; work items: ``work``, each ``nsub`` parts (of ``chunk``
+# elements) of one unit, or ``group`` whole units.
+_LAYOUT = "O D I B nb Op L units work nsub group chunk"
 SegLayout = namedtuple("SegLayout", _LAYOUT)
 RowLayout = namedtuple("RowLayout", _LAYOUT)
 Layout = SegLayout
@@ -132,15 +132,16 @@ def _size(shape) -> int:
     return int(math.prod(shape))
 
 
-def _work(units: int, length: int) -> tuple[int, int, int, int]:
-    """(units, work items, sub-chunks per unit, units per work item) for ``units`` runs of ``length``."""
+def _work(units: int, length: int) -> tuple[int, int, int, int, int]:
+    """(units, work items, parts per unit, units per work item, chunk) for ``units`` runs of
+    ``length``: work items of about CHUNK elements."""
     if units == 0 or length == 0:
-        return units, 0, 1, 1
+        return units, 0, 1, 1, CHUNK
     if length >= CHUNK:
         nsub = -(-length // CHUNK)
-        return units, units * nsub, nsub, 1
+        return units, units * nsub, nsub, 1, CHUNK
     group = max(1, CHUNK // length)
-    return units, -(-units // group), 1, group
+    return units, -(-units // group), 1, group, CHUNK
 
 
 def _layout(plan) -> tuple[str, SegLayout | RowLayout]:
@@ -303,13 +304,13 @@ def _layout_full(plan) -> SegLayout:
     """The (O, D, I, B, nb, Op) decomposition of the compact parameters, for per-element lookups."""
     n = _size(plan.shape)
     if plan.granularity == "tensor":
-        return SegLayout(1, 1, n, 1, 1, 0, n, 1, 0, 1, 1)
+        return SegLayout(1, 1, n, 1, 1, 0, n, 1, 0, 1, 1, CHUNK)
     a = plan.axis
     O, D, I = _size(plan.shape[:a]), plan.shape[a], _size(plan.shape[a + 1:])
     if plan.granularity == "axis":
-        return SegLayout(O, D, I, 1, D, 0, I, O * D, 0, 1, 1)
+        return SegLayout(O, D, I, 1, D, 0, I, O * D, 0, 1, 1, CHUNK)
     nb = -(-D // plan.block_size)
-    return SegLayout(O, D, I, plan.block_size, nb, 1, I, O * nb, 0, 1, 1)
+    return SegLayout(O, D, I, plan.block_size, nb, 1, I, O * nb, 0, 1, 1, CHUNK)
 
 
 # -- DequantizeLinear ---------------------------------------------------------------------------

@@ -1,0 +1,322 @@
+"""The fast path of ONNX QuantizeLinear / DequantizeLinear gives the reference path's bytes.
+
+The fused kernels (:mod:`quantspec.onnx.fast`) and the readable numpy path
+(:mod:`quantspec.onnx.kernels`) run on the same plan for every case of the conformance corpora
+(:mod:`test_onnx_conformance`: every output type x granularity x input type x precision x saturate,
+for ``compat="spec"`` and ``"onnxruntime"``; every dequantize input x scale x output type), and
+must produce identical bytes.  The corpora hold ties, ±0, ±inf, NaN, huge values, denormals and the
+float8/float6/float4 edges, in odd shapes with partial blocks and negative axes.  A second pass
+repeats a selection with the parallel kernels and streaming stores switched on at small sizes, so
+that chunk boundaries, unaligned heads and tails all occur.  Speed is measured by ``quantspec
+bench``, never here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import onnx_corpus as C
+import test_onnx_conformance as T
+import quantspec
+from quantspec import onnx as qo
+from quantspec._core import jit
+from quantspec.dtypes import qtype
+from quantspec.errors import InvalidArgumentError, QuantSpecError, ShapeError
+from quantspec.onnx import fast, kernels
+from quantspec.onnx.plan import ORT
+
+pytestmark = pytest.mark.skipif(not jit.numba_available(), reason="the fast path needs numba (pip install quantspec[fast])")
+
+FAST_X = ("float", "float16", "bfloat16")
+
+
+def _same(plan, x, run=None):
+    """Both paths on one plan; the fast path must be the one selected, and agree to the byte."""
+    assert fast.path(plan) == "fast", "the fast path does not cover this plan"
+    if isinstance(plan, qo.QuantizePlan):
+        want, got = kernels.quantize(plan, x), fast.quantize(plan, x)
+    else:
+        want, got = kernels.dequantize(plan, x), fast.dequantize(plan, x)
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+
+
+def _q_plan(compat, out, g, xt, precision, sat, key, n_random=96):
+    rng = C.rng_for(key, compat, out, g, xt, precision, sat)
+    scale_type = xt if compat == "onnxruntime" else str(rng.choice([t for t in T.NEWEST.q_scale if t != "int32"]))
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = T._make_q_inputs(rng, out, g, xt, scale_type, with_zp, n_random=n_random)
+    attrs = T._quantspec_kwargs(T._attrs(out, axis, block, g, sat, precision, zp, rng))
+    opset = 25 if compat == "onnxruntime" else None
+    return qo.plan_quantize(x, s, zp, opset=opset, compat=compat, **attrs), x
+
+
+def _q_cases(compat):
+    if compat == "spec":
+        return list(T._q_cases(T.NEWEST.q_out, FAST_X, T.PRECISIONS))
+    return list(T._q_cases(ORT.q_out, ORT.q_x, (None, "float16")))
+
+
+@pytest.mark.parametrize("out,g,xt,precision,sat", _q_cases("spec"))
+def test_quantize_spec(out, g, xt, precision, sat):
+    plan, x = _q_plan("spec", out, g, xt, precision, sat, "fast-q")
+    _same(plan, x)
+
+
+@pytest.mark.parametrize("out,g,xt,precision,sat", _q_cases("onnxruntime"))
+def test_quantize_onnxruntime(out, g, xt, precision, sat):
+    plan, x = _q_plan("onnxruntime", out, g, xt, precision, sat, "fast-q")
+    _same(plan, x)
+
+
+def _dq_plan(compat, xt, g, st, ot, key, n=300):
+    rng = C.rng_for(key, compat, xt, g, st, ot)
+    with_zp = rng.random() < 0.7
+    zero_zp = T._is_f8(xt) or (compat == "spec" and xt == "int32")
+    x, s, zp, axis, block = T._make_dq_inputs(rng, xt, g, st, with_zp, zero_zp=zero_zp, n=n)
+    attrs = {"axis": axis, "block_size": block if g == "block" else 0, "output_dtype": ot}
+    opset = 25 if compat == "onnxruntime" else None
+    return qo.plan_dequantize(x, s, zp, opset=opset, compat=compat, **attrs), x
+
+
+_DQ_SPEC = [c for c in T._dq_cases(T.DQ_X, T.DQ_SCALES, T.DQ_OUTS)
+            if not (c.values[2] == "float8e8m0" and c.values[3] is None)]
+_DQ_ORT = list(T._dq_cases(ORT.dq_x, ORT.dq_scale, (None,)))
+
+
+@pytest.mark.parametrize("xt,g,st,ot", _DQ_SPEC)
+def test_dequantize_spec(xt, g, st, ot):
+    plan, x = _dq_plan("spec", xt, g, st, ot, "fast-dq")
+    _same(plan, x)
+
+
+@pytest.mark.parametrize("xt,g,st,ot", _DQ_ORT)
+def test_dequantize_onnxruntime(xt, g, st, ot):
+    plan, x = _dq_plan("onnxruntime", xt, g, st, ot, "fast-dq")
+    _same(plan, x)
+
+
+# -- the parallel kernels and streaming stores, at small sizes ----------------------------------
+@pytest.fixture
+def small_parallel(monkeypatch):
+    """Parallel kernels from 2 Ki elements, work items of 512 elements, streaming from 1 KiB."""
+    monkeypatch.setattr(fast, "SERIAL_BELOW", 2048)
+    monkeypatch.setattr(fast, "CHUNK", 512)
+    monkeypatch.setattr(fast, "STREAM_FROM", 1024)
+
+
+PARALLEL_Q = [("spec", "int8", g, "float", None, True) for g in T.GRANULARITIES] + [
+    ("spec", "uint16", "axis", "float", None, True),
+    ("spec", "int4", "block", "float", None, True),
+    ("spec", "float8e4m3fn", "tensor", "float", None, False),
+    ("spec", "float4e2m1", "block", "float", None, True),
+    ("spec", "uint8", "tensor", "float16", None, True),
+    ("onnxruntime", "int4", "axis", "float", None, True),
+    ("onnxruntime", "uint4", "tensor", "float", None, True),
+    ("onnxruntime", "int2", "block", "float", None, True),
+    ("onnxruntime", "float8e5m2", "tensor", "float", None, False),
+]
+
+
+@pytest.mark.parametrize("compat,out,g,xt,precision,sat", PARALLEL_Q)
+def test_quantize_parallel(small_parallel, compat, out, g, xt, precision, sat):
+    plan, x = _q_plan(compat, out, g, xt, precision, sat, "fast-q-par", n_random=2500)
+    assert x.size >= 4 * fast.SERIAL_BELOW
+    _same(plan, x)
+
+
+PARALLEL_DQ = [("spec", "int8", "tensor", "float", None), ("spec", "uint8", "axis", "float", "float16"),
+               ("spec", "int4", "block", "float", None), ("spec", "float8e4m3fn", "axis", "float", None),
+               ("onnxruntime", "int32", "tensor", "float", None), ("onnxruntime", "uint16", "block", "float16", None)]
+
+
+@pytest.mark.parametrize("compat,xt,g,st,ot", PARALLEL_DQ)
+def test_dequantize_parallel(small_parallel, compat, xt, g, st, ot):
+    plan, x = _dq_plan(compat, xt, g, st, ot, "fast-dq-par", n=30000)
+    assert x.size >= 4 * fast.SERIAL_BELOW
+    _same(plan, x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 63, 64, 65, 2047, 2048, 2049, 4095, 4097])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_sizes_and_unaligned_outputs(small_parallel, n, offset):
+    """Every size around the serial/parallel threshold and the 64-byte lines, into outputs that start
+    1 and 3 bytes into an allocation (so the streamed middle has an unaligned head)."""
+    rng = np.random.default_rng(n * 7 + offset)
+    x = (rng.normal(0, 30, n) + 0.5).astype(np.float32)
+    want = kernels.quantize(qo.plan_quantize(x, np.float32(0.25), np.int8(-3)), x)
+    raw = np.zeros(n + offset, np.int8)
+    out = raw[offset:]
+    assert qo.quantize_linear(x, np.float32(0.25), np.int8(-3), out=out) is out
+    assert C.same_bits(want, out)
+    q = want
+    d_want = kernels.dequantize(qo.plan_dequantize(q, np.float32(0.25), np.int8(-3)), q)
+    raw = np.zeros(4 * n + 4, np.uint8)
+    d_out = raw[4:].view(np.float32) if offset else raw[:4 * n].view(np.float32)
+    assert qo.dequantize_linear(q, np.float32(0.25), np.int8(-3), out=d_out) is d_out
+    assert C.same_bits(d_want, d_out)
+
+
+# -- layouts, shapes and non-contiguous inputs ----------------------------------------------------
+LAYOUTS = [
+    ((), np.float32(0.5), {}),
+    ((0,), np.float32(0.5), {}),
+    ((0, 5), np.full(5, 0.5, np.float32), {"axis": 1}),
+    ((4, 0, 3), np.full((4, 0, 3), 0.5, np.float32), {"axis": 1, "block_size": 2}),
+    ((1,), np.float32(0.5), {}),
+    ((7,), np.full(7, 0.5, np.float32), {"axis": 0}),
+    ((3, 1, 5), np.full(1, 0.5, np.float32), {"axis": 1}),
+    ((3, 9, 17), np.linspace(0.1, 1, 9, dtype=np.float32), {"axis": -2}),
+    ((3, 9, 17), np.linspace(0.1, 1, 17, dtype=np.float32), {"axis": -1}),
+    ((2, 9, 40), np.linspace(0.1, 1, 2 * 9 * 8, dtype=np.float32).reshape(2, 9, 8), {"axis": 2, "block_size": 5}),
+    ((2, 9, 40), np.linspace(0.1, 1, 2 * 3 * 40, dtype=np.float32).reshape(2, 3, 40), {"axis": 1, "block_size": 4}),
+    ((11, 3), np.linspace(0.1, 1, 3 * 3, dtype=np.float32).reshape(3, 3), {"axis": 0, "block_size": 4}),
+]
+
+
+@pytest.mark.parametrize("shape,scale,kw", LAYOUTS, ids=[f"{s}-{k}" for s, _, k in LAYOUTS])
+@pytest.mark.parametrize("out", ["int8", "uint4", "float8e4m3fn"])
+def test_layouts(shape, scale, kw, out):
+    x = np.asarray(C.fit(C.quotients(C.rng_for("fast-layout", shape)), shape) * 0.4, np.float32)
+    plan = qo.plan_quantize(x, scale, None, output_dtype=out, **kw)
+    _same(plan, x)
+    q = qo.quantize_linear(x, scale, None, output_dtype=out, **kw)
+    _same(qo.plan_dequantize(q, scale, None, **kw), q)
+
+
+@pytest.mark.parametrize("view", ["strided", "transposed", "reversed", "fortran"])
+def test_non_contiguous_inputs(view):
+    base = np.asarray(C.fit(C.quotients(C.rng_for("fast-view")), (12, 34)) * 0.3, np.float32)
+    x = {"strided": base[:, ::2], "transposed": base.T, "reversed": base[::-1, ::-1],
+         "fortran": np.asfortranarray(base)}[view]
+    s = np.linspace(0.2, 0.9, x.shape[0], dtype=np.float32)
+    z = np.full(x.shape[0], 2, np.int8)
+    got = qo.quantize_linear(x, s, z, axis=0)
+    want = kernels.quantize(qo.plan_quantize(x, s, z, axis=0), np.asarray(x))
+    assert C.same_bits(want, got)
+    q = got.T if view == "transposed" else got[:, ::-1]
+    d = qo.dequantize_linear(q, np.float32(0.7), np.int8(2))
+    assert C.same_bits(kernels.dequantize(qo.plan_dequantize(q, np.float32(0.7), np.int8(2)), q), d)
+
+
+def test_scale_zero_is_ieee_not_an_exception():
+    """x / 0 is ±inf or NaN (numba's default error model would raise ZeroDivisionError)."""
+    x = np.array([1.0, -1.0, 0.0, np.nan], np.float32)
+    for compat in ("spec", "onnxruntime"):
+        plan = qo.plan_quantize(x, np.float32(0), np.uint8(0), compat=compat)
+        _same(plan, x)
+        plan = qo.plan_quantize(x, np.zeros(4, np.float32), np.zeros(4, np.uint8), axis=0, compat=compat)
+        _same(plan, x)
+
+
+# -- out= ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", ["fast", "reference"])
+def test_out_argument(monkeypatch, path):
+    if path == "reference":
+        monkeypatch.setenv("QUANTSPEC_FAST", "0")
+    x = np.linspace(-5, 5, 30, dtype=np.float32).reshape(5, 6)
+    s = np.float32(0.1)
+    out = np.empty((5, 6), ml_dtypes.int4)
+    assert qo.quantize_linear(x, s, None, output_dtype="int4", out=out) is out
+    assert C.same_bits(qo.quantize_linear(x, s, None, output_dtype="int4"), out)
+    wide = np.zeros((5, 12), np.int8)
+    strided = wide[:, ::2]                               # a non-contiguous destination works too
+    assert qo.quantize_linear(x, s, np.int8(0), out=strided) is strided
+    assert C.same_bits(qo.quantize_linear(x, s, np.int8(0)), np.ascontiguousarray(strided))
+    assert np.all(wide[:, 1::2] == 0)
+    d = np.empty((5, 6), np.float16)
+    assert qo.dequantize_linear(out, np.float16(0.1), out=d) is d
+    with pytest.raises(ShapeError, match="out: must be an array of shape"):
+        qo.quantize_linear(x, s, np.int8(0), out=np.empty((6, 5), np.int8))
+    with pytest.raises(ShapeError, match="out: must be an array of shape"):
+        qo.quantize_linear(x, s, np.int8(0), out=np.empty((5, 6), np.uint8))
+    with pytest.raises(ShapeError, match="out: must be an array of shape"):
+        qo.quantize_linear(x, s, np.int8(0), out=[0] * 30)
+    with pytest.raises(ShapeError, match="out: must be an array of shape"):
+        qo.dequantize_linear(out, np.float32(0.1), out=np.empty((5, 6), np.float64))
+    readonly = np.empty((5, 6), np.int8)
+    readonly.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="out: must be a writeable array"):
+        qo.quantize_linear(x, s, np.int8(0), out=readonly)
+
+
+# -- selection -----------------------------------------------------------------------------------
+def test_fast_path_is_selected_when_numba_is_there(monkeypatch):
+    x = np.linspace(-2, 2, 10, dtype=np.float32)
+    plan = qo.plan_quantize(x, np.float32(0.1), np.int8(0))
+    assert fast.path(plan) == "fast"
+    calls = []
+    real = fast.quantize
+    monkeypatch.setattr(fast, "quantize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    qo.quantize_linear(x, np.float32(0.1), np.int8(0))
+    assert calls == [1]
+    monkeypatch.setenv("QUANTSPEC_FAST", "0")
+    assert fast.path(plan) == "reference"
+    qo.quantize_linear(x, np.float32(0.1), np.int8(0))
+    assert calls == [1]
+    monkeypatch.setenv("QUANTSPEC_FAST", "1")
+    assert fast.path(plan) == "fast"
+    monkeypatch.setattr(jit, "_available", False)        # as if numba were not installed
+    assert fast.path(plan) == "reference"
+
+
+def test_what_the_fast_path_covers():
+    x = np.ones(4, np.float32)
+    assert fast.path(qo.plan_quantize(x, np.float32(1), compat="reference")) == "reference"
+    assert fast.path(qo.plan_quantize(np.ones(4, np.int32), np.float32(1))) == "reference"
+    assert fast.path(qo.plan_quantize(x, np.int32(2))) == "reference"          # divides in float64
+    assert fast.path(qo.plan_quantize(x, np.int32(2), precision="float")) == "fast"
+    assert fast.path(qo.plan_quantize(x, np.float32(1), output_dtype="float6e3m2")) == "fast"
+    assert fast.path(qo.plan_dequantize(np.ones(4, np.int8), np.float32(1), compat="reference")) == "reference"
+
+
+def _python(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_import_and_help_do_not_load_numba():
+    assert _python("import sys, quantspec, quantspec.onnx, quantspec.cli; print('numba' in sys.modules)").strip() == "False"
+    assert _python("import sys, io, contextlib\nfrom quantspec.cli import main\n"
+                   "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
+                   "print('numba' in sys.modules)").strip() == "False"
+
+
+def test_cache_directory(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    kernel = package / "kernels.py"
+    kernel.write_text("")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    assert jit.cache_dir(kernel) == package / "__pycache__"
+    package.chmod(0o555)                                 # a read-only install: a per-user directory
+    try:
+        monkeypatch.setenv("QUANTSPEC_CACHE_DIR", str(tmp_path / "user"))
+        if not jit._writable(package):                   # (root can write anywhere)
+            assert jit.cache_dir(kernel) == tmp_path / "user" / "pkg"
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+        assert jit.cache_dir(kernel) == tmp_path / "numba" / "quantspec" / "pkg"
+    finally:
+        package.chmod(0o755)
+
+
+def test_cached_kernels_follow_their_sources(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    before = jit.fingerprint([a, b])
+    b.write_text("y = 3\n")
+    assert jit.fingerprint([a, b]) != before
+
+
+def test_errors_are_the_same_on_both_paths(monkeypatch):
+    x = np.ones((2, 3), np.float32)
+    for setting in ("1", "0"):
+        monkeypatch.setenv("QUANTSPEC_FAST", setting)
+        with pytest.raises(QuantSpecError):
+            qo.quantize_linear(x, np.ones(4, np.float32), axis=1)
+        with pytest.raises(ShapeError):
+            qo.dequantize_linear(np.ones(3, np.int8), np.float32(1), out=np.empty(4, np.float32))
