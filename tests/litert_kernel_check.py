@@ -71,9 +71,11 @@ REFUSED: list[tuple[str, str]] = []
 
 
 def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
-          feeds: Sequence[np.ndarray], version: int = 2, model_options: Mapping[str, Any] | None = None) -> list[np.ndarray]:
-    """Assert that LiteRT and quantspec give byte-identical outputs; return LiteRT's outputs, or
-    None when LiteRT refuses the model and quantspec raises a quantspec error for it as well.
+          feeds: Sequence[np.ndarray], version: int = 2, model_options: Mapping[str, Any] | None = None,
+          allow_refusal: bool = False) -> list[np.ndarray] | None:
+    """Assert that LiteRT and quantspec give byte-identical outputs; return LiteRT's outputs.  With
+    ``allow_refusal`` (random parameter sweeps), a model LiteRT refuses passes when quantspec raises a
+    quantspec error for it as well (None is returned and the refusal recorded in REFUSED).
 
     ``model_options`` (default: ``options``) are written into the model; ``options`` go to the
     kernel (they differ only by quantspec's own keys such as ``quantspec_sum_semantics``)."""
@@ -83,6 +85,8 @@ def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
     try:
         ref = run_ref(model, feeds)
     except (RuntimeError, ValueError) as e:
+        if not allow_refusal:
+            raise
         # LiteRT refuses the model (a random parameter set broke one of its checks): quantspec must too
         try:
             quantspec_run(op, inputs, outputs, options, feeds)
@@ -171,3 +175,9 @@ def int8(r: np.random.Generator, shp: tuple[int, ...], zp: int | None = None) ->
     for i, v in enumerate(specials[: flat.size]):
         flat[int(r.integers(0, flat.size))] = v
     return x
+
+
+def sweep(*args, **kwargs):
+    """:func:`check` for random parameter sweeps: a model LiteRT refuses passes when quantspec
+    refuses it too."""
+    return check(*args, allow_refusal=True, **kwargs)

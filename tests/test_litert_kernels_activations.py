@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import N_MODELS, check, int8, litert_outcome, quantspec_run, rng_for, scale, shape, zero_point
+from litert_kernel_check import (N_MODELS, check, int8, litert_outcome, quantspec_run, rng_for, scale, shape,
+                                 sweep, zero_point)
 from quantspec.errors import QuantSpecError
 
 ALL = np.arange(-128, 128, dtype=np.int8)
@@ -18,7 +19,7 @@ def test_logistic_matches_litert():
     for i in range(N_MODELS * 2):
         s_in, z_in = scale(r, -3, 1.5), zero_point(r)
         z_out = -128 if i % 3 else zero_point(r)           # LiteRT does not check the zero point
-        check("LOGISTIC", [T((256,), "int8", s_in, z_in)], [T((256,), "int8", 1 / 256, z_out)], {}, [ALL])
+        sweep("LOGISTIC", [T((256,), "int8", s_in, z_in)], [T((256,), "int8", 1 / 256, z_out)], {}, [ALL])
     shp = shape(r, 5)
     check("LOGISTIC", [T(shp, "int8", 0.05, 3)], [T(shp, "int8", 1 / 256, -128)], {}, [int8(r, shp)])
 
@@ -28,7 +29,7 @@ def test_tanh_matches_litert():
     for i in range(N_MODELS * 2):
         s_in, z_in = scale(r, -3, 1.5), zero_point(r)
         s_out, z_out = (1 / 128, 0) if i % 3 else (scale(r, -10, 0), zero_point(r))   # unchecked by LiteRT
-        check("TANH", [T((256,), "int8", s_in, z_in)], [T((256,), "int8", s_out, z_out)], {}, [ALL])
+        sweep("TANH", [T((256,), "int8", s_in, z_in)], [T((256,), "int8", s_out, z_out)], {}, [ALL])
     shp = shape(r, 5)
     check("TANH", [T(shp, "int8", 0.05, 3)], [T(shp, "int8", 1 / 128, 0)], {}, [int8(r, shp)])
 
@@ -51,7 +52,7 @@ def test_softmax_matches_litert():
         s_in = scale(r, -5, 1.5) if i % 5 else scale(r, -7.5, -7)        # tiny input scales, huge left shifts
         beta = float(np.float32(r.choice([1.0, 0.5, 2.0, r.uniform(0.05, 20)])))
         s_out = 1 / 256 if i % 4 else float(np.float32(1 / 256) + np.float32(r.uniform(-0.9, 0.9)) * eps)
-        check("SOFTMAX", [T(shp, "int8", s_in, zero_point(r))], [T(shp, "int8", s_out, -128)], {"beta": beta},
+        sweep("SOFTMAX", [T(shp, "int8", s_in, zero_point(r))], [T(shp, "int8", s_out, -128)], {"beta": beta},
               [_rows_with_ties(r, shp)])
     check("SOFTMAX", [T((1, 256), "int8", 100.0, 0)], [T((1, 256), "int8", 1 / 256, -128)], {"beta": 1e6},
           [ALL.reshape(1, 256)])                                          # multiplier capped at 2^31 - 1
@@ -62,7 +63,7 @@ def test_log_softmax_matches_litert():
     for i in range(N_MODELS * 2):
         shp = shape(r, 4, 6)[:-1] + (int(r.choice([1, 2, 7, 30, 300])),)
         s_in = scale(r, -5, 1.5) if i % 5 else scale(r, -7.5, -7)
-        check("LOG_SOFTMAX", [T(shp, "int8", s_in, zero_point(r))], [T(shp, "int8", 16 / 256, 127)], {},
+        sweep("LOG_SOFTMAX", [T(shp, "int8", s_in, zero_point(r))], [T(shp, "int8", 16 / 256, 127)], {},
               [_rows_with_ties(r, shp)])
 
 
@@ -77,7 +78,7 @@ def test_l2_normalization_matches_litert():
         if flat.shape[0] > 1:
             flat[1] = z
             flat[1, 0] = 127 if z < 0 else -128              # a single non-zero value (acc = v^2)
-        check("L2_NORMALIZATION", [T(shp, "int8", scale(r), z)], [T(shp, "int8", 1 / 128, 0)], {}, [x])
+        sweep("L2_NORMALIZATION", [T(shp, "int8", scale(r), z)], [T(shp, "int8", 1 / 128, 0)], {}, [x])
 
 
 def test_softmax_row_of_512_equal_values_aborts_litert():

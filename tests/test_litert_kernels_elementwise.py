@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_outcome, quantspec_run, rng_for, scale,
+from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_outcome, quantspec_run, rng_for,
+                                 scale, sweep)
                                  zero_point)
 from quantspec.errors import QuantSpecError, UnsupportedError
 
@@ -39,7 +40,7 @@ def test_arithmetic_matches_litert(op):
     for i in range(N_MODELS):
         s1, s2, (a, b, o), (za, zb, zo), fused = _binary_case(r, op, i)
         out = np.broadcast_shapes(s1, s2)
-        check(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)],
+        sweep(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)],
               {"fused_activation_function": fused}, [int8(r, s1, za), int8(r, s2, zb)])
 
 
@@ -65,7 +66,7 @@ def test_maximum_minimum_match_litert(op):
         if i % 2:
             b, zb, o, zo = a, za, a, za            # conformant: one set of parameters
         out = np.broadcast_shapes(s1, s2)
-        check(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)], {},
+        sweep(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)], {},
               [int8(r, s1), int8(r, s2)])
 
 
@@ -85,7 +86,7 @@ def test_comparisons_match_litert(op):
             y = x.copy()                             # equal values: exercises EQUAL / LESS_EQUAL ties
             zb = za
         out = np.broadcast_shapes(s1, s2)
-        check(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "bool")], {}, [x, y])
+        sweep(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "bool")], {}, [x, y])
 
 
 @pytest.mark.parametrize("op", COMPARISONS)

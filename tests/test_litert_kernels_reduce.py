@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import N_MODELS, check, int8, litert_outcome, quantspec_run, rng_for, scale, shape, zero_point
+from litert_kernel_check import (N_MODELS, check, int8, litert_outcome, quantspec_run, rng_for, scale, shape,
+                                 sweep, zero_point)
 from quantspec.errors import QuantSpecError
 
 
@@ -34,7 +35,7 @@ def test_mean_matches_litert():
         shp, axes, s_in, z_in, s_out, z_out, keep = _case(r, i)
         axis_t = T(axes.shape, "int32", data=axes) if i % 3 else T(axes.shape, "int32")    # constant or run-time
         feeds = [int8(r, shp, z_in)] + ([] if i % 3 else [axes])
-        check("MEAN", [T(shp, "int8", s_in, z_in), axis_t], [T(_out_shape(shp, axes, keep), "int8", s_out, z_out)],
+        sweep("MEAN", [T(shp, "int8", s_in, z_in), axis_t], [T(_out_shape(shp, axes, keep), "int8", s_out, z_out)],
               {"keep_dims": keep}, feeds)
     # a large reduction (n > 2^16) and a 4-D spatial mean
     x = int8(r, (1, 300, 300, 2))
@@ -55,7 +56,7 @@ def test_sum_reference_semantics_matches_litert():
         shp, axes, s_in, z_in, s_out, z_out, keep = _case(r, i)
         ins = [T(shp, "int8", s_in, z_in), T(axes.shape, "int32", data=axes)]
         outs = [T(_out_shape(shp, axes, keep), "int8", s_out, z_out)]
-        check("SUM", ins, outs, {"keep_dims": keep, "quantspec_sum_semantics": "reference"}, [int8(r, shp, z_in)],
+        sweep("SUM", ins, outs, {"keep_dims": keep, "quantspec_sum_semantics": "reference"}, [int8(r, shp, z_in)],
               model_options={"keep_dims": keep})
 
 
@@ -129,7 +130,7 @@ def test_arg_max_matches_litert():
         out_type = "INT32" if i % 2 else "INT64"
         out_shape = tuple(d for j, d in enumerate(shp) if j != a % rank)
         feeds = [x] + ([] if i % 4 else [axis_data])
-        check("ARG_MAX", [T(shp, "int8", 0.5, 0), axis_t], [T(out_shape, out_type.lower())],
+        sweep("ARG_MAX", [T(shp, "int8", 0.5, 0), axis_t], [T(out_shape, out_type.lower())],
               {"output_type": out_type}, feeds)
 
 
@@ -148,3 +149,18 @@ def test_reduce_errors():
     with pytest.raises(QuantSpecError, match="output_type"):
         quantspec_run("ARG_MAX", [ins[0], T((1,), "int32", data=np.array([1], np.int32))], [T((2,), "int32")],
                       {}, [x])
+
+
+@pytest.mark.parametrize("op", ["MEAN", "SUM"])
+def test_reduce_extreme_scales_and_shapes(op):
+    r = rng_for(op, "extremes")
+    opts = {"quantspec_sum_semantics": "reference"} if op == "SUM" else {}
+    x = int8(r, (2, 300, 300))
+    for s_in, s_out in [(1e-9, 1.0), (1.0, 1e-6), (0.3, 0.3), (2.0 ** -20, 2.0 ** 5)]:
+        ins = [T(x.shape, "int8", s_in, -7), T((2,), "int32", data=np.array([1, -1], np.int32))]
+        check(op, ins, [T((2,), "int8", s_out, 11)], dict(opts), [x], model_options={})
+    # no axes at all, and a scalar input
+    check(op, [T((3, 4), "int8", 0.1, 2), T((0,), "int32", data=np.zeros(0, np.int32))],
+          [T((3, 4), "int8", 0.2, -1)], dict(opts), [int8(r, (3, 4))], model_options={})
+    check(op, [T((), "int8", 0.1, 2), T((1,), "int32", data=np.array([0], np.int32))],
+          [T((), "int8", 0.2, -1)], dict(opts), [np.array(-5, np.int8)], model_options={})
