@@ -10,8 +10,7 @@ import pytest
 
 from litert_build import T
 from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_outcome, quantspec_run, rng_for,
-                                 scale, sweep)
-                                 zero_point)
+                                 scale, sweep, zero_point)
 from quantspec.errors import QuantSpecError, UnsupportedError
 
 FUSED = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
