@@ -730,6 +730,7 @@ def markdown_table() -> str:
                 gran = tr.granularity or ""
                 if tr.quantized_dimension is not None and tr.role == WEIGHT:
                     gran += f" (dim {tr.quantized_dimension})"
-                lines.append(f"| {label} | {idx} | {tr.role} | {', '.join(tr.dtypes)} | {rng} | {gran} | "
-                             f"{_restriction_cell(tr)} | {_enforcement_cell(tr)} |")
+                cells = [label, idx, tr.role, ", ".join(tr.dtypes), rng, gran, _restriction_cell(tr),
+                         _enforcement_cell(tr)]
+                lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
