@@ -66,6 +66,8 @@ def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], opt
     return kernel.compute(prepared, arrays)
 
 
+#: the op of every model compared byte for byte (for reports)
+CHECKED: list[str] = []
 #: (op, LiteRT's message) of the random models both LiteRT and quantspec refused
 REFUSED: list[tuple[str, str]] = []
 
@@ -96,6 +98,7 @@ def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
         raise AssertionError(f"{op}: LiteRT refuses ({e}) but quantspec computes; inputs {inputs}, "
                              f"outputs {outputs}, options {options}") from None
     ours = quantspec_run(op, inputs, outputs, options, feeds)
+    CHECKED.append(op)
     assert len(ours) == len(ref)
     for r, o in zip(ref, ours):
         assert o.dtype == r.dtype, (op, o.dtype, r.dtype)

@@ -13,7 +13,7 @@ from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_o
                                  scale, sweep, zero_point)
 from quantspec.errors import QuantSpecError, UnsupportedError
 
-FUSED = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+FUSED = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "SIGN_BIT"]
 COMPARISONS = ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"]
 
 
@@ -29,7 +29,7 @@ def _binary_case(r, op, i):
     if op == "MUL" and i % 4 == 3:
         scales[2] = float(np.float32(scales[0] * scales[1] / 300))     # a multiplier > 1 (left shift)
     zps = [zero_point(r) for _ in range(3)]
-    fused = FUSED[i % 4]
+    fused = FUSED[i % 6]
     return s1, s2, scales, zps, fused
 
 
@@ -125,6 +125,15 @@ def test_sub_large_output_multiplier():
             [x, x[::-1].copy()], "undefined behaviour")
 
 
+def test_comparison_large_scale_beyond_the_determined_range_raises():
+    # scale 2^20: the rescaled values leave the range where LiteRT's code paths agree
+    ins = [T((4,), "int8", 2.0 ** 20, 0), T((4,), "int8", 0.5, 0)]
+    _raises("GREATER", ins, [T((4,), "bool")], {}, [np.array([100, -100, 0, 1], np.int8), np.zeros(4, np.int8)],
+            "undefined behaviour")
+    # small values stay within it and match
+    check("GREATER", ins, [T((4,), "bool")], {}, [np.array([3, -3, 0, 1], np.int8), np.array([1, 2, 0, -1], np.int8)])
+
+
 def test_comparison_scale_one_aborts_litert():
     ins = [T((4,), "int8", 1.0, 0), T((4,), "int8", 0.5, 0)]
     outs = [T((4,), "bool")]
@@ -163,7 +172,7 @@ def test_invalid_kernel_inputs():
     _raises("ADD", [T((3,), "int16", 0.5, 0), T((3,), "int16", 0.5, 0)], [T((3,), "int16", 0.5, 0)], {},
             [np.zeros(3, np.int16)] * 2, "int8 only")
     _raises("ADD", [T((3,), "int8", 0.5, 0), T((3,), "int8", 0.5, 0)], [T((3,), "int8", 0.5, 0)],
-            {"fused_activation_function": "TANH"}, [np.zeros(3, np.int8)] * 2, "fused_activation_function")
+            {"fused_activation_function": "SIGMOID"}, [np.zeros(3, np.int8)] * 2, "fused_activation_function")
     _raises("ADD", [T((3,), "int8", 0.0, 0), T((3,), "int8", 0.5, 0)], [T((3,), "int8", 0.5, 0)], {},
             [np.zeros(3, np.int8)] * 2, "must be finite and > 0")
     from litert_kernel_check import spec

@@ -146,8 +146,26 @@ def requantize_smaller_than_one(x: np.ndarray, multiplier: int, shift: int, op: 
     return rdbpot_signed_exponent(_srdhm(x, multiplier), shift, op)
 
 
+#: fused activations of the schema that CalculateActivationRangeQuantized treats as "no clamp"
+UNCLAMPED_ACTIVATIONS = ("TANH", "SIGN_BIT")
+
+
+def fused_range(options: Mapping[str, Any], output: TensorSpec) -> tuple[int, int]:
+    """The int8 clamp of the ``fused_activation_function`` option (default NONE).
+
+    RELU, RELU6 and RELU_N1_TO_1 clamp (:func:`.base.activation_range`); TANH and SIGN_BIT are
+    accepted by ADD / SUB / MUL in LiteRT and, for int8, clamp nothing (measured: identical to
+    NONE), so quantspec computes them the same way."""
+    from .base import FUSED_ACTIVATIONS, activation_range
+    from ...dtypes import qtype
+    fused = option(options, "fused_activation_function", "NONE", tuple(FUSED_ACTIVATIONS) + UNCLAMPED_ACTIVATIONS)
+    if fused in UNCLAMPED_ACTIVATIONS:
+        return -128, 127
+    return activation_range(fused, output.params, qtype("int8"))
+
+
 def clamp_to(x: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
     return np.clip(x, lo, hi).astype(dtype)
 
 
-__all__ += ["requantize_smaller_than_one", "clamp_to", "wrap_int32", "INT32_MIN", "INT32_MAX"]
+__all__ += ["requantize_smaller_than_one", "clamp_to", "fused_range", "wrap_int32", "INT32_MIN", "INT32_MAX"]
