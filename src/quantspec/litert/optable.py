@@ -47,7 +47,7 @@ rejects or aborts on (the kernels call it from ``prepare``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

@@ -87,7 +87,8 @@ def broadcast_shape(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[in
 _MISSING = object()
 
 
-def option(options: Mapping[str, Any], key: str, default: Any, allowed: tuple | None = None, kind: type | None = None) -> Any:
+def option(options: Mapping[str, Any], key: str, default: Any, allowed: tuple | None = None,
+           kind: type | None = None) -> Any:
     """``options[key]`` with the schema default; checked against ``allowed`` values or a ``kind``."""
     value = options.get(key, _MISSING) if options is not None else _MISSING
     if value is _MISSING or value is None:
@@ -105,7 +106,8 @@ def option(options: Mapping[str, Any], key: str, default: Any, allowed: tuple | 
     return value
 
 
-def check_arrays(op: str, arrays: Sequence[np.ndarray | None], specs: Sequence[tuple[int, tuple[int, ...], np.dtype]]) -> list[np.ndarray]:
+def check_arrays(op: str, arrays: Sequence[np.ndarray | None],
+                 specs: Sequence[tuple[int, tuple[int, ...], np.dtype]]) -> list[np.ndarray]:
     """The run-time arrays a compute step needs, checked against the shapes and dtypes it was
     prepared for: ``specs`` lists ``(input index, shape, dtype)``."""
     out = []

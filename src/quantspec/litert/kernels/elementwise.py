@@ -181,10 +181,7 @@ class _MaxMin(Kernel):
         c.count(self.name, inputs, outputs, 2)
         x, y, o = inputs[0], inputs[1], outputs[0]
         c.require_types(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
-        for i, t in enumerate((x, y)):
-            if t.params is not None:
-                c.activation(self.name, f"input {i}", t)
-        c.enforce(self.name, inputs, outputs)
+        c.enforce(self.name, inputs, outputs)          # (parameters play no part in the selection)
         return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape), _INT8)
 
     def compute(self, p: SelectParams, arrays):

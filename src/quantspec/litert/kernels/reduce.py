@@ -158,7 +158,7 @@ class ArgMax(Kernel):
 
     def prepare(self, inputs, outputs, options):
         c.count(self.name, inputs, outputs, 2)
-        x, axis, o = inputs[0], inputs[1], outputs[0]
+        x, axis = inputs[0], inputs[1]
         c.require_types(self.name, [("input", x)], ("int8", "uint8", "int32", "bool"))
         if axis.dtype.name not in ("int32", "int64"):
             raise DTypeError("ARG_MAX axis", "must be int32 or int64 (LiteRT rejects others)", axis.dtype.name)
