@@ -119,10 +119,10 @@ def test_fully_connected_empty_depth():
 
 INVALID = [
     ("per-channel axis", [T((2, 8), "int8", 0.1, 1), T((3, 8), "int8", [0.02] * 8, 0, 1, np.ones((3, 8)))],
-     [T((2, 3), "int8", 0.3, 0)], {}, InvalidArgumentError, "filter.quantized_dimension"),
+     [T((2, 3), "int8", 0.3, 0)], {}, ShapeError, "quantized along dimension 0"),
     ("bias scale", [T((2, 8), "int8", 0.1, 1), T((3, 8), "int8", 0.02, 0, 0, np.ones((3, 8))),
                     T((3,), "int32", 0.5, 0, 0, np.ones(3))],
-     [T((2, 3), "int8", 0.3, 0)], {}, InvalidArgumentError, "bias.scale"),
+     [T((2, 3), "int8", 0.3, 0)], {}, InvalidArgumentError, "bias scale"),
     ("activation", [T((2, 8), "int8", 0.1, 1), T((3, 8), "int8", 0.02, 0, 0, np.ones((3, 8)))],
      [T((2, 3), "int8", 0.3, 0)], {"fused_activation_function": "TANH"}, UnsupportedError, "fused_activation_function"),
     ("keep_num_dims depth", [T((2, 4, 6), "int8", 0.1, 1), T((3, 8), "int8", 0.02, 0, 0, np.ones((3, 8)))],

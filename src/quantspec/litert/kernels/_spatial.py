@@ -204,3 +204,13 @@ def value(arrays: Sequence[np.ndarray | None], consts: Sequence[np.ndarray | Non
     if a is None:
         raise InvalidArgumentError(argument, "is a run-time input and no array was given for it", None)
     return np.asarray(a)
+
+
+def table_checks(op: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec]) -> None:
+    """Raise for the op table's restrictions that LiteRT enforces (:func:`quantspec.litert.optable.enforce`):
+    the spec rules live in the table, not in the kernels.  Types are left to the kernel's own
+    checks, which name the types its kernel path supports."""
+    from ..optable import OP_TABLE, enforce
+
+    if op in OP_TABLE:
+        enforce(op, list(inputs), list(outputs), skip=("dtype",))

@@ -28,7 +28,7 @@ import numpy as np
 from ..._core.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
-from ._spatial import (bool_option, fused_activation, legacy, need, option, present, require_quantized,
+from ._spatial import (table_checks, bool_option, fused_activation, legacy, need, option, present, require_quantized,
                        require_type)
 from .base import Kernel, register
 
@@ -62,6 +62,7 @@ class FullyConnected(Kernel):
     def prepare(self, inputs, outputs, options) -> FullyConnectedPrepared:
         need(inputs, (2, 3), OP)
         need(outputs, 1, OP, "outputs")
+        table_checks(OP, inputs, outputs)
         x = present(inputs[0], "input", OP)
         w = present(inputs[1], "filter", OP)
         b = inputs[2] if len(inputs) == 3 else None

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ._spatial import (constants, int_option, legacy, need, option, present, require_same_type,
+from ._spatial import (table_checks, constants, int_option, legacy, need, option, present, require_same_type,
                        same_legacy_params, value)
 from .base import Kernel, TensorSpec, register
 
@@ -72,6 +72,7 @@ class Concatenation(Kernel):
         if len(inputs) < 1:
             raise InvalidArgumentError("inputs", f"{op} needs at least one input", 0)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         specs = [present(t, f"inputs[{i}]", op) for i, t in enumerate(inputs)]
         t0, out = specs[0], outputs[0]
         rank = len(t0.shape)
@@ -165,6 +166,7 @@ class Reshape(Kernel):
         op = self.name
         need(inputs, (1, 2), op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         require_same_type(x, outputs[0], "output.dtype", op)
         shape_t = inputs[1] if len(inputs) == 2 else None
@@ -204,6 +206,7 @@ class Squeeze(Kernel):
         op = self.name
         need(inputs, 1, op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         shape = _shape(x)
         rank = len(shape)
@@ -261,6 +264,7 @@ class Transpose(Kernel):
         op = self.name
         need(inputs, 2, op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         perm = present(inputs[1], "perm", op)
         if len(x.shape) > 8:
@@ -307,6 +311,7 @@ class Gather(Kernel):
         op = self.name
         need(inputs, 2, op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         pos = present(inputs[1], "positions", op)
         _index_type(pos, ("int16", "int32", "int64"), "positions.dtype", op)
@@ -391,6 +396,7 @@ class Slice(Kernel):
         op = self.name
         need(inputs, 3, op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         begin = present(inputs[1], "begin", op)
         size = present(inputs[2], "size", op)
@@ -438,6 +444,7 @@ class SpaceToDepth(Kernel):
         op = self.name
         need(inputs, 1, op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         if len(x.shape) != 4:
             raise ShapeError("input.shape", f"must be 4-D for {op}", _shape(x))
@@ -468,6 +475,7 @@ class SpaceToDepth(Kernel):
 def _nd_checks(op: str, inputs, outputs, second: str) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
     need(inputs, 3, op)
     need(outputs, 1, op, "outputs")
+    table_checks(op, inputs, outputs)
     x = present(inputs[0], "input", op)
     block = present(inputs[1], "block_shape", op)
     pads = present(inputs[2], second, op)
@@ -643,6 +651,7 @@ class _PadBase(Kernel):
         op = self.name
         need(inputs, (2, 3), op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         x = present(inputs[0], "input", op)
         pads = present(inputs[1], "paddings", op)
         cv = inputs[2] if len(inputs) == 3 else None
@@ -731,6 +740,7 @@ class Shape(Kernel):
         op = self.name
         need(inputs, 1, op)
         need(outputs, 1, op, "outputs")
+        table_checks(op, inputs, outputs)
         present(inputs[0], "input", op)
         out_type = option(options, "out_type", "FLOAT32")
         if out_type not in ("INT32", "INT64"):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from .._gemm import patches
-from ._spatial import (fused_activation, int_option, need, out_size, pad_before, padding_option, present,
+from ._spatial import (table_checks, fused_activation, int_option, need, out_size, pad_before, padding_option, present,
                        require_rank, require_same_type, require_type)
 from .base import Kernel, register
 
@@ -44,6 +44,7 @@ class PoolPrepared:
 def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
     need(inputs, 1, op)
     need(outputs, 1, op, "outputs")
+    table_checks(op, inputs, outputs)
     x = present(inputs[0], "input", op)
     out = outputs[0]
     require_rank(x, 4, "input.shape", op)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
-from ._spatial import bool_option, need, present, require_rank, require_same_type, require_type
+from ._spatial import bool_option, need, present, require_rank, require_same_type, require_type, table_checks
 from .base import Kernel, register
 
 OP = "RESIZE_BILINEAR"
@@ -81,6 +81,7 @@ class ResizeBilinear(Kernel):
     def prepare(self, inputs, outputs, options) -> ResizePrepared:
         need(inputs, 2, OP)
         need(outputs, 1, OP, "outputs")
+        table_checks(OP, inputs, outputs)
         x = present(inputs[0], "input", OP)
         size = present(inputs[1], "size", OP)
         require_rank(x, 4, "input.shape", OP)
