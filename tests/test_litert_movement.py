@@ -34,7 +34,7 @@ def rand_shape(rng, rank, lo=1, hi=5):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_concatenation(seed):
     rng = rng_for("CONCATENATION", seed)
     rank = int(rng.integers(1, 6))
@@ -64,7 +64,7 @@ def test_concatenation(seed):
     check("CONCATENATION", ins, [T(out, "int8", s, z)], {"axis": axis}, arrays)
 
 
-@pytest.mark.parametrize("seed", cases(3))
+@pytest.mark.parametrize("seed", cases(6))
 def test_concatenation_int32(seed):
     rng = rng_for("CONCATENATION32", seed)
     a = rng.integers(-2**31, 2**31, size=(2, 3), dtype=np.int32)
@@ -74,7 +74,7 @@ def test_concatenation_int32(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_reshape(seed):
     rng = rng_for("RESHAPE", seed)
     shape = rand_shape(rng, int(rng.integers(1, 5)))
@@ -109,7 +109,7 @@ def test_reshape(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(6))
+@pytest.mark.parametrize("seed", cases(12))
 def test_squeeze(seed):
     rng = rng_for("SQUEEZE", seed)
     rank = int(rng.integers(1, 7))
@@ -129,7 +129,7 @@ def test_squeeze(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_transpose(seed):
     rng = rng_for("TRANSPOSE", seed)
     rank = int(rng.integers(1, 7))
@@ -147,7 +147,7 @@ def test_transpose(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(10))
+@pytest.mark.parametrize("seed", cases(20))
 def test_gather(seed):
     rng = rng_for("GATHER", seed)
     rank = int(rng.integers(1, 5))
@@ -173,7 +173,7 @@ def test_gather(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_slice(seed):
     rng = rng_for("SLICE", seed)
     rank = int(rng.integers(1, 7))      # ranks above 5 take LiteRT's general path
@@ -194,7 +194,7 @@ def test_slice(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(5))
+@pytest.mark.parametrize("seed", cases(10))
 def test_space_to_depth(seed):
     rng = rng_for("SPACE_TO_DEPTH", seed)
     bs = int(rng.integers(1, 4))
@@ -207,7 +207,7 @@ def test_space_to_depth(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_space_to_batch_nd(seed):
     rng = rng_for("SPACE_TO_BATCH_ND", seed)
     rank = 4 if seed % 3 else 3
@@ -233,7 +233,7 @@ def test_space_to_batch_nd(seed):
               [T(out, "int8", s, z)], {}, [x, np.array(block, np.int32), np.array(pads, np.int32)])
 
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_batch_to_space_nd(seed):
     rng = rng_for("BATCH_TO_SPACE_ND", seed)
     rank = 4 if seed % 3 else 3
@@ -260,7 +260,7 @@ def test_batch_to_space_nd(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(10))
+@pytest.mark.parametrize("seed", cases(20))
 def test_pad_and_padv2(seed):
     rng = rng_for("PAD", seed)
     rank = int(rng.integers(1, 6))
