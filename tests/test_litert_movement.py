@@ -132,8 +132,8 @@ def test_squeeze(seed):
 @pytest.mark.parametrize("seed", cases(16))
 def test_transpose(seed):
     rng = rng_for("TRANSPOSE", seed)
-    rank = int(rng.integers(1, 7))
-    shape = rand_shape(rng, rank, 1, 4)
+    rank = int(rng.integers(1, 9))         # LiteRT transposes up to 8-D
+    shape = rand_shape(rng, rank, 1, 4 if rank <= 5 else 2)
     perm = [int(v) for v in rng.permutation(rank)]
     given = [p - rank if rng.random() < 0.3 else p for p in perm]
     s, z = params(rng)
@@ -376,6 +376,14 @@ INVALID = [
      [T((3, 2), "int8", 0.1, 1), T((2, 2), "int32", data=np.array([[0, 1], [0, 0]])),
       T((1,), "int8", 0.1, 2, data=np.array([5]))], [T((4, 2), "int8", 0.1, 1)], {},
      [np.zeros((3, 2), np.int8)], InvalidArgumentError, "zero point must equal the output's"),
+    ("pad 6-D", "PAD",
+     [T((1,) * 6, "int8", 0.1, 1), T((6, 2), "int32", data=np.ones((6, 2)))], [T((3,) * 6, "int8", 0.1, 1)],
+     {}, [np.zeros((1,) * 6, np.int8)], ShapeError, "up to 5 dimensions"),
+    ("transpose 9-D", "TRANSPOSE",
+     [T((1,) * 9, "int8", 0.1, 1), T((9,), "int32", data=np.arange(9))], [T((1,) * 9, "int8", 0.1, 1)],
+     {}, [np.zeros((1,) * 9, np.int8)], ShapeError, "1-D to 8-D"),
+    ("squeeze 9-D", "SQUEEZE", [T((1,) * 9, "int8", 0.1, 1)], [T((), "int8", 0.1, 1)],
+     {}, [np.zeros((1,) * 9, np.int8)], ShapeError, "rank <= 8"),
     ("shape out_type", "SHAPE", [T((3, 2), "int8", 0.1, 1)], [T((2,), "int32")], {},
      [np.zeros((3, 2), np.int8)], UnsupportedError, "out_type"),
 ]
