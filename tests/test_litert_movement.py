@@ -171,6 +171,14 @@ def test_gather(seed):
               [x, pos.astype(ptype)])
 
 
+def test_gather_negative_batch_dims():
+    """batch_dims < 0 counts from the end of the positions' shape."""
+    x = np.arange(24).astype(np.int8).reshape(2, 3, 4)
+    pos = np.array([[0, 2], [1, 1]], np.int32)
+    check("GATHER", [T(x.shape, "int8", 0.1, 0), T(pos.shape, "int32", data=pos)], [T((2, 2, 4), "int8", 0.1, 0)],
+          {"axis": -2, "batch_dims": -1}, [x])
+
+
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", cases(16))
@@ -231,6 +239,14 @@ def test_space_to_batch_nd(seed):
     else:
         check("SPACE_TO_BATCH_ND", [T(shape, "int8", s, z), T((spatial,), "int32"), T((spatial, 2), "int32")],
               [T(out, "int8", s, z)], {}, [x, np.array(block, np.int32), np.array(pads, np.int32)])
+
+
+def test_space_to_batch_nd_negative_paddings():
+    """LiteRT does not check the paddings' sign: negative paddings crop, by the same index formula."""
+    x = np.arange(48).astype(np.int8).reshape(1, 6, 4, 2)
+    check("SPACE_TO_BATCH_ND", [T(x.shape, "int8", 0.1, 3), T((2,), "int32", data=np.array([2, 2])),
+                                T((2, 2), "int32", data=np.array([[-1, -1], [1, -1]]))],
+          [T((4, 2, 2, 2), "int8", 0.1, 3)], {}, [x])
 
 
 @pytest.mark.parametrize("seed", cases(16))
