@@ -308,12 +308,13 @@ def test_padv2_runtime_constant_value():
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("out_type", ["INT32", "INT64"])
-def test_shape(out_type):
-    rng = rng_for("SHAPE", 0)
-    shape = (2, 3, 1, 5)
-    dtype = out_type.lower()
-    check("SHAPE", [T(shape, "int8", 0.1, 3)], [T((4,), dtype)], {"out_type": out_type}, [q8(rng, shape)])
+@pytest.mark.parametrize("seed", cases(6))
+def test_shape(seed):
+    rng = rng_for("SHAPE", seed)
+    shape = rand_shape(rng, int(rng.integers(1, 7)), 1, 4)
+    out_type = ("INT32", "INT64")[seed % 2]
+    check("SHAPE", [T(shape, "int8", 0.1, 3)], [T((len(shape),), out_type.lower())], {"out_type": out_type},
+          [q8(rng, shape)])
 
 
 # ---------------------------------------------------------------------------------------------
