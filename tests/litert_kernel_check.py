@@ -187,3 +187,37 @@ def sweep(*args, **kwargs):
     """:func:`check` for random parameter sweeps: a model LiteRT refuses passes when quantspec
     refuses it too."""
     return check(*args, allow_refusal=True, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# strict comparison, case counts (the convolution / pooling / resize / data-movement tests)
+# ---------------------------------------------------------------------------------------------
+
+#: how many random cases those conformance tests draw (QUANTSPEC_LITERT_CASES scales their defaults)
+SCALE = float(os.environ.get("QUANTSPEC_LITERT_CASES", "1"))
+
+
+def cases(default: int) -> range:
+    return range(max(1, int(round(default * SCALE))))
+
+
+#: quantspec's kernel on the model's tensors; ``feeds`` are the non-constant inputs in order
+run_quantspec = quantspec_run
+
+
+def check_exact(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
+                feeds: Sequence[np.ndarray], version: int = 1) -> list[np.ndarray]:
+    """:func:`check` for a model LiteRT must accept: assert byte-identical outputs (a model both
+    refuse is a failure here, not a pass)."""
+    ref = check(op, inputs, outputs, options, feeds, version)
+    assert ref is not None, f"{op}: LiteRT refused a model meant to be valid: {REFUSED[-1]}"
+    return ref
+
+
+def ref_fails(op: str, inputs, outputs, options, feeds, version: int = 1) -> str | None:
+    """The interpreter's error message when it refuses the model, else None."""
+    try:
+        run_ref(build(op, inputs, outputs, options, version), feeds)
+    except (RuntimeError, ValueError) as e:
+        return str(e)
+    return None
