@@ -93,12 +93,12 @@ QUANTIZE_COMBOS = [(m, r) for m, r in (("MIN_COMBINED", "HALF_AWAY_FROM_ZERO"), 
                                        ("SCALED", "HALF_AWAY_FROM_ZERO"), ("SCALED", "HALF_TO_EVEN"))]
 
 
-def _scales_for(lo, hi, T, mode, round_mode, narrow, emr):
+def _scales_for(lo, hi, T, mode, round_mode, narrow, emr, kernel="eigen"):
     """Scales to aim near-ties at (input generation only)."""
     from quantspec.tf.quantize_op import prepare_quantize
     try:
         p = prepare_quantize(f32(lo), f32(hi), T, shape=(1,), mode=mode, round_mode=round_mode,
-                             narrow_range=narrow, ensure_minimum_range=emr)
+                             narrow_range=narrow, ensure_minimum_range=emr, kernel=kernel)
         return [p.scale[0]]
     except Exception:
         return []
@@ -111,7 +111,7 @@ def quantize_cases(T: str, mode: str, round_mode: str, kernel: str = "eigen") ->
         for narrow in (False, True):
             for emr in ((0.01, 0.0) if (lo, hi) in FIXED_RANGES[:12] or lo == hi else (0.01,)):
                 n = int(rng.choice([1, 7, 33, 160, 257])) * SIZE
-                x = data(rng, lo, hi, n, _scales_for(lo, hi, T, mode, round_mode, narrow, emr))
+                x = data(rng, lo, hi, n, _scales_for(lo, hi, T, mode, round_mode, narrow, emr, kernel))
                 cases.append(Case("quantize", x, f32(lo), f32(hi),
                                   dict(T=T, mode=mode, round_mode=round_mode, narrow_range=narrow, axis=None,
                                        ensure_minimum_range=emr)))
@@ -280,6 +280,73 @@ def fake_quant_cases() -> list[Case]:
     return cases
 
 
+def onednn_cases() -> list[Case]:
+    """The oneDNN corpus: every rewritten case (quantize SCALED/HALF_TO_EVEN qint8 and quint8, MIN_FIRST
+    quint8, dequantize SCALED qint8 and quint8, float32 and bfloat16), NaN included; the rank-0 MIN_FIRST
+    path; the calls oneDNN refuses; and a sample of calls it does not rewrite (those must equal Eigen)."""
+    rng = np.random.default_rng([SEED, 500])
+    cases = []
+    for T in ("qint8", "quint8"):
+        cases += quantize_cases(T, "SCALED", "HALF_TO_EVEN", kernel="onednn")
+    cases += quantize_cases("quint8", "MIN_FIRST", "HALF_AWAY_FROM_ZERO", kernel="onednn")
+    # NaN is deterministic under oneDNN: compare it too
+    for T, mode, rm in (("qint8", "SCALED", "HALF_TO_EVEN"), ("quint8", "SCALED", "HALF_TO_EVEN"),
+                        ("quint8", "MIN_FIRST", "HALF_AWAY_FROM_ZERO")):
+        for lo, hi, emr in ((-2.0, 2.0, 0.01), (0.0, 0.0, 0.0), (-1.0, 3.0, 0.01)):
+            x = data(rng, lo, hi, 50)
+            x[rng.integers(0, x.size, 12)] = np.nan
+            cases.append(Case("quantize", x, f32(lo), f32(hi), dict(T=T, mode=mode, round_mode=rm, narrow_range=False,
+                                                                    axis=None, ensure_minimum_range=emr)))
+    # ranks 0..6
+    for shape in ((), (5,), (2, 3), (2, 1, 3), (1, 2, 1, 3), (1, 2, 1, 1, 3), (1, 1, 2, 1, 1, 3), (0, 4)):
+        for T, mode, rm in (("qint8", "SCALED", "HALF_TO_EVEN"), ("quint8", "MIN_FIRST", "HALF_AWAY_FROM_ZERO"),
+                            ("qint16", "SCALED", "HALF_TO_EVEN"), ("qint32", "SCALED", "HALF_TO_EVEN")):
+            n = int(np.prod(shape))
+            x = rng.uniform(-3, 3, n).astype(f32).reshape(shape)
+            cases.append(Case("quantize", x, f32(-2), f32(2.5), dict(T=T, mode=mode, round_mode=rm, narrow_range=False,
+                                                                     axis=None)))
+    # the rank-0 MIN_FIRST path truncates and wraps
+    for v in (-3.0, -2.5, -2.0, -1e30, 1e30, np.nan, np.inf, -np.inf, 1e-40, 0.0, 1.999, 6.1, 100.0, 1000.0, 1e9, 2.0,
+              -0.7, 0.3):
+        for lo, hi in ((-2.0, 2.0), (0.0, 0.0), (-1e-3, 5.0), (3.0, 7.0)):
+            cases.append(Case("quantize", np.array(v, f32), f32(lo), f32(hi),
+                              dict(T="quint8", mode="MIN_FIRST", round_mode="HALF_AWAY_FROM_ZERO", narrow_range=False,
+                                   axis=None, ensure_minimum_range=0.0 if lo == hi else 0.01)))
+    cases.append(Case("quantize", np.array(0.3, f32), np.array([-1], f32), f32(1),
+                      dict(T="quint8", mode="MIN_FIRST", round_mode="HALF_AWAY_FROM_ZERO", narrow_range=False, axis=None)))
+    # NaN ranges: oneDNN refuses them, Eigen does not
+    for lo, hi in ((np.nan, 1.0), (-1.0, np.nan)):
+        for T, mode, rm in (("qint8", "SCALED", "HALF_TO_EVEN"), ("quint8", "MIN_FIRST", "HALF_AWAY_FROM_ZERO"),
+                            ("qint8", "MIN_COMBINED", "HALF_AWAY_FROM_ZERO")):
+            cases.append(Case("quantize", np.linspace(-2, 2, 9).astype(f32), f32(lo), f32(hi),
+                              dict(T=T, mode=mode, round_mode=rm, narrow_range=False, axis=None)))
+    # not rewritten: must equal Eigen
+    for T in TYPES:
+        for mode, rm in QUANTIZE_COMBOS:
+            for lo, hi in ((-2.5, 2.0), (0.0, 6.0), (-10.0, 9.0)):
+                for narrow in (False, True):
+                    cases.append(Case("quantize", data(rng, lo, hi, 30), f32(lo), f32(hi),
+                                      dict(T=T, mode=mode, round_mode=rm, narrow_range=narrow, axis=None)))
+    cases += [c for c in quantize_axis_cases("qint8")[::7]] + [c for c in quantize_axis_cases("quint8")[::7]]
+    # dequantize
+    for T in TYPES:
+        dq = dequantize_cases(T)
+        take = [c for c in dq if c.attrs["mode"] == "SCALED" and c.attrs["axis"] is None] if T in ("qint8", "quint8") \
+            else dq[::9]
+        cases += take
+        if T in ("qint8", "quint8"):
+            cases += [Case("dequantize", c.x, c.a, c.b, dict(c.attrs, dtype="bfloat16")) for c in take]
+            cases += [c for c in dq if c.attrs["axis"] is not None][::3]
+    for shape in ((), (5,), (2, 3), (1, 2, 1, 1, 3), (1, 1, 2, 1, 1, 3)):
+        for T in ("qint8", "quint8", "qint16", "qint32"):
+            q = rng.integers(-100, 100, int(np.prod(shape))).reshape(shape).astype(STORAGE[T]) if T != "quint8" \
+                else rng.integers(0, 255, int(np.prod(shape))).reshape(shape).astype(np.uint8)
+            for narrow in (False, True):
+                cases.append(Case("dequantize", q, f32(0.5), f32(4.0),
+                                  dict(T=T, mode="SCALED", narrow_range=narrow, axis=None, dtype="float32")))
+    return cases
+
+
 # -- running ---------------------------------------------------------------------------------
 def run_tf(tf, case: Case):
     """TensorFlow's answer: a tuple of numpy arrays, or the exception's class name."""
@@ -444,3 +511,16 @@ def compare(case: Case, want, got) -> str | None:
                     f"x={np.asarray(case.x).ravel()[j] if case.x.size == diff.size else '-'} "
                     f"TF={w.ravel()[j]!r} quantspec={g.ravel()[j]!r}")
     return None
+
+
+def digest(cases: list[Case]) -> str:
+    """A hash of a corpus' inputs, to check that two processes built the same one."""
+    import hashlib
+    h = hashlib.sha256()
+    for c in cases:
+        for v in (c.x, c.a, c.b):
+            v = np.asarray(v)
+            h.update(str((v.dtype.str, v.shape)).encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        h.update(repr(sorted(c.attrs.items())).encode())
+    return h.hexdigest()
