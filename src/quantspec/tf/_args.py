@@ -29,7 +29,8 @@ NUMBER = (int, float, np.integer, np.floating)
 
 
 def _python(value: Any) -> bool:
-    return isinstance(value, (int, float, list, tuple)) and not isinstance(value, bool)
+    """Python data (np.float64 subclasses float but is numpy data, and is not Python data here)."""
+    return (isinstance(value, (int, float, list, tuple)) and not isinstance(value, (bool, np.generic)))
 
 
 def tensor(x: Any, argument: str, allowed: Sequence[np.dtype], op: str) -> np.ndarray:

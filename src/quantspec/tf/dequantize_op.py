@@ -110,8 +110,9 @@ def prepare_dequantize(min_range, max_range, T, *, shape: tuple[int, ...], mode=
     in_min = ftz(_range_arg(min_range, "min_range", ax is not None, channels, axis))
     in_max = ftz(_range_arg(max_range, "max_range", ax is not None, channels, axis))
     if mode not in spec.PER_AXIS_MODES and ax is not None and channels != 1:
-        raise UnsupportedError("mode", f"{mode} has no per-axis kernel (TensorFlow: 'MIN_FIRST mode is not "
-                               "implemented for Dequantize with axis != -1')", f"axis={axis}")
+        raise UnsupportedError("mode", f"has no per-axis kernel in {mode}: use axis=None, or an axis of length 1 "
+                               f"(axis {axis} has {channels}) (TensorFlow: 'MIN_FIRST mode is not implemented for "
+                               "Dequantize with axis != -1')", mode)
     if r.kernel == "onednn":
         if ndim not in spec.ONEDNN_RANKS:
             raise RuntimeUnsupportedError("x", "the oneDNN Dequantize kernel takes inputs of rank 1 to 5 "

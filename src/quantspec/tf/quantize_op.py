@@ -162,9 +162,9 @@ def prepare_quantize(min_range, max_range, T, *, shape: tuple[int, ...], mode="M
     mode = _args.choice(mode, "mode", spec.MODES)
     round_mode = _args.choice(round_mode, "round_mode", spec.ROUND_MODES)
     if round_mode not in spec.QUANTIZE_ROUND_MODES[mode]:
-        raise InvalidArgumentError("round_mode", f"{round_mode} is only supported with mode 'SCALED' "
-                                   f"(TensorFlow: 'Round mode 'HALF_TO_EVEN' only supported for mode 'SCALED'')",
-                                   f"mode={mode}")
+        raise InvalidArgumentError("round_mode", f"must be {' or '.join(spec.QUANTIZE_ROUND_MODES[mode])} with mode "
+                                   f"{mode}: HALF_TO_EVEN needs mode 'SCALED' (TensorFlow: 'Round mode 'HALF_TO_EVEN' "
+                                   "only supported for mode 'SCALED'')", round_mode)
     narrow_range = _args.flag(narrow_range, "narrow_range")
     kernel = _args.kernel_of(kernel)
     if isinstance(ensure_minimum_range, (bool, np.bool_)) or not isinstance(ensure_minimum_range, _args.NUMBER):
@@ -182,8 +182,9 @@ def prepare_quantize(min_range, max_range, T, *, shape: tuple[int, ...], mode="M
     in_min = ftz(_range_arg(min_range, "min_range", ax is not None, channels))
     in_max = ftz(_range_arg(max_range, "max_range", ax is not None, channels))
     if mode not in spec.PER_AXIS_MODES and ax is not None and channels != 1:
-        raise UnsupportedError("mode", f"{mode} has no per-axis kernel (TensorFlow: 'MIN_FIRST mode is not "
-                               "implemented for Quantize with axis != -1')", f"axis={axis}")
+        raise UnsupportedError("mode", f"has no per-axis kernel in {mode}: use axis=None, or an axis of length 1 "
+                               f"(axis {axis} has {channels}) (TensorFlow: 'MIN_FIRST mode is not implemented for "
+                               "Quantize with axis != -1')", mode)
     bad = (~(in_max >= in_min)) if path == "onednn" else (in_max < in_min)
     if np.any(bad):
         i = int(np.argmax(bad))

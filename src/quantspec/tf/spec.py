@@ -62,8 +62,10 @@ class TFType:
         return int(self.qtype.qmax)
 
 
-#: The five quantized types TensorFlow's QuantizeV2 / Dequantize kernels are registered for.
-TYPES: dict[str, TFType] = {t.tf: TFType(t.tf, t) for t in dtypes.TABLE if t.tf}
+#: The five quantized types TensorFlow's QuantizeV2 / Dequantize kernels are registered for, by width,
+#: signed first.
+TYPES: dict[str, TFType] = {t.tf: TFType(t.tf, t)
+                            for t in sorted((t for t in dtypes.TABLE if t.tf), key=lambda t: (t.bits, not t.signed))}
 
 
 def tf_type(value, argument: str = "T") -> TFType:
