@@ -344,7 +344,7 @@ def onednn_cases() -> list[Case]:
             for narrow in (False, True):
                 cases.append(Case("dequantize", q, f32(0.5), f32(4.0),
                                   dict(T=T, mode="SCALED", narrow_range=narrow, axis=None, dtype="float32")))
-    return cases
+    return cases + [c for _, c in DIVERGENCES]
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -524,3 +524,82 @@ def digest(cases: list[Case]) -> str:
             h.update(np.ascontiguousarray(v).tobytes())
         h.update(repr(sorted(c.attrs.items())).encode())
     return h.hexdigest()
+
+
+# -- the eigen / onednn divergence table of docs/tensorflow.md ---------------------------------
+def _q(x, lo, hi, T, mode="SCALED", rm="HALF_TO_EVEN", **kw):
+    return Case("quantize", np.asarray(x, f32), f32(lo), f32(hi),
+                dict(T=T, mode=mode, round_mode=rm, narrow_range=False, axis=None, **kw))
+
+
+def _dq(q, lo, hi, T, dtype="float32", **kw):
+    return Case("dequantize", np.asarray(q, STORAGE[T]), f32(lo), f32(hi),
+                dict(T=T, mode="SCALED", narrow_range=kw.pop("narrow_range", False), axis=None, dtype=dtype, **kw))
+
+
+#: (what differs, the call) -- one row of the table per entry; both columns are checked against
+#: TensorFlow (Eigen in-process, oneDNN in the subprocess corpus, which includes these cases).
+DIVERGENCES = [
+    ("SCALED scale: Eigen min(-128/min, 127/max), oneDNN 127.5/max(abs(min), abs(max))",
+     _q([1.5], -2.5, 2.0, "qint8")),
+    ("SCALED quint8: oneDNN scales by max(abs(min), abs(max)), Eigen by max", _q([3.0], -8.0, 6.0, "quint8")),
+    ("MIN_FIRST quint8: Eigen round(x*s) - round(min*s), oneDNN rint(x*s + (-min)*s)",
+     _q([1.0], -2.0, 2.0, "quint8", "MIN_FIRST", "HALF_AWAY_FROM_ZERO")),
+    ("MIN_FIRST quint8, rank 0: oneDNN truncates and wraps", _q(6.1, -2.0, 2.0, "quint8", "MIN_FIRST",
+                                                                  "HALF_AWAY_FROM_ZERO")),
+    ("NaN input, MIN_FIRST quint8", _q([np.nan], -2.0, 2.0, "quint8", "MIN_FIRST", "HALF_AWAY_FROM_ZERO")),
+    ("degenerate range (min = max = 0, ensure_minimum_range = 0), x = 0",
+     _q([0.0], 0.0, 0.0, "qint8", ensure_minimum_range=0.0)),
+    ("NaN range: Eigen accepts it, oneDNN refuses", _q([0.5], np.nan, 1.0, "qint8")),
+    ("qint32: no oneDNN kernel", _q([0.5], -1.0, 1.0, "qint32")),
+    ("rank 0 SCALED: no oneDNN kernel", _q(0.5, -1.0, 1.0, "qint8")),
+    ("rank 6: no oneDNN kernel", _q(np.full((1, 1, 1, 1, 1, 1), 0.5), -1.0, 1.0, "qint8")),
+    ("Dequantize SCALED quint8 narrow_range: oneDNN reads v_min = 1", _dq([255], 0.5, 4.0, "quint8", narrow_range=True)),
+    ("Dequantize SCALED to bfloat16: only oneDNN has it", _dq([100], -1.0, 1.0, "qint8", dtype="bfloat16")),
+    ("Dequantize SCALED qint32: no oneDNN kernel", _dq([100], -1.0, 1.0, "qint32")),
+]
+
+
+def _f(v) -> str:
+    """The shortest text that reads back as the same float32."""
+    v = f32(v)
+    return "np.nan" if np.isnan(v) else str(v)
+
+
+def _cell(r) -> str:
+    if isinstance(r, str):
+        return f"error ({r})"
+
+    def v(a):
+        a = np.asarray(a)
+        if a.dtype.kind == "V" or a.dtype.kind == "f":
+            vals = [_f(t) for t in a.astype(np.float32).ravel()]
+        else:
+            vals = [str(int(t)) for t in a.ravel()]
+        return vals[0] if len(vals) == 1 else "[" + ", ".join(vals) + "]"
+    if len(r) == 3:
+        return f"{v(r[0])}, range [{v(r[1])}, {v(r[2])}]"
+    return v(r[0])
+
+
+def _call(c: Case) -> str:
+    a = c.attrs
+    x = np.asarray(c.x)
+    xs = (_f(x) if x.ndim == 0 else f"np.full({x.shape}, {_f(x.ravel()[0])})" if x.ndim > 1
+          else "[" + ", ".join(_f(t) if x.dtype.kind == "f" else str(int(t)) for t in x) + "]")
+    lo, hi = _f(c.a), _f(c.b)
+    if c.op == "quantize":
+        extra = "".join(f", {k}={a[k]!r}" for k in ("ensure_minimum_range",) if k in a)
+        return f"`quantize({xs}, {lo}, {hi}, {a['T']!r}, mode={a['mode']!r}, round_mode={a['round_mode']!r}{extra})`"
+    extra = ", narrow_range=True" if a["narrow_range"] else ""
+    extra += f", dtype={a['dtype']!r}" if a["dtype"] != "float32" else ""
+    return f"`dequantize({xs}, {lo}, {hi}, {a['T']!r}, mode='SCALED'{extra})`"
+
+
+def divergence_table_markdown() -> str:
+    """The table as docs/tensorflow.md prints it, from quantspec's answers (tests check both columns
+    against TensorFlow, and that the page carries exactly this text)."""
+    lines = ["| what differs | call | `kernel=\"eigen\"` | `kernel=\"onednn\"` |", "|---|---|---|---|"]
+    for what, c in DIVERGENCES:
+        lines.append(f"| {what} | {_call(c)} | {_cell(run_qs(c, 'eigen'))} | {_cell(run_qs(c, 'onednn'))} |")
+    return "\n".join(lines)
