@@ -146,3 +146,17 @@ def test_nan_elsewhere(tf):
         cases.append(O.Case("fq_channel", x.reshape(10, 4), np.array([lo, -1, lo, 0], f32),
                             np.array([hi, 1, 2, hi], f32), dict(num_bits=8, narrow_range=False)))
     check(tf, cases)
+
+
+def test_flush_to_zero(tf):
+    """Subnormal inputs count as zero: with the degenerate range [0, 0] (scale FLT_MAX) an unflushed
+    1.1e-38 would scale to 3.7 and give code 4."""
+    import quantspec.tf as qt
+
+    x = np.array([1.1e-38, -1.1e-38, 1e-45], np.float32)
+    assert float(x[0]) * float(np.finfo(np.float32).max) > 3.5
+    for T in ("qint8", "quint8", "qint16", "qint32"):
+        r = tf.raw_ops.QuantizeV2(input=x, min_range=np.float32(0), max_range=np.float32(0), T=getattr(tf, T),
+                                  mode="SCALED", ensure_minimum_range=0.0)
+        ours = qt.quantize(x, 0.0, 0.0, T, mode="SCALED", ensure_minimum_range=0.0)[0]
+        assert np.asarray(r.output.numpy()).tolist() == ours.tolist() == [0, 0, 0]

@@ -31,7 +31,7 @@ from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 from . import _args, spec
 from ._fp import cvtt_int32, fadd, fdiv, fmul, fsub, ftz, std_max
-from .quantize_op import _slices
+from .quantize_op import slices
 from .spec import TFType
 
 __all__ = ["DequantizePlan", "prepare_dequantize", "compute_dequantize", "dequantize", "output_dtype"]
@@ -75,7 +75,7 @@ def _dtype_name(dt: np.dtype) -> str:
     return "bfloat16" if dt == _OUTPUT_DTYPES["bfloat16"] else "float32"
 
 
-def _range_arg(value, argument: str, per_axis: bool, channels: int, axis) -> np.ndarray:
+def _range_arg(value, argument: str, per_axis: bool, channels: int) -> np.ndarray:
     a = _args.param(value, argument, np.dtype(f32))
     tf_name = "input_min_tensor" if argument == "min_range" else "input_max_tensor"
     if a.size != channels:
@@ -107,8 +107,8 @@ def prepare_dequantize(min_range, max_range, T, *, shape: tuple[int, ...], mode=
     if mode not in allowed:
         raise UnsupportedError("mode", f"must be {' or '.join(allowed)} for a {_dtype_name(dt)} result (TensorFlow: "
                                f"'When output type is bfloat16, Mode string must be 'MIN_COMBINED'')", mode)
-    in_min = ftz(_range_arg(min_range, "min_range", ax is not None, channels, axis))
-    in_max = ftz(_range_arg(max_range, "max_range", ax is not None, channels, axis))
+    in_min = ftz(_range_arg(min_range, "min_range", ax is not None, channels))
+    in_max = ftz(_range_arg(max_range, "max_range", ax is not None, channels))
     if mode not in spec.PER_AXIS_MODES and ax is not None and channels != 1:
         raise UnsupportedError("mode", f"has no per-axis kernel in {mode}: use axis=None, or an axis of length 1 "
                                f"(axis {axis} has {channels}) (TensorFlow: 'MIN_FIRST mode is not implemented for "
@@ -158,7 +158,7 @@ def prepare_dequantize(min_range, max_range, T, *, shape: tuple[int, ...], mode=
 
 def compute_dequantize(q: np.ndarray, plan: DequantizePlan, out: np.ndarray | None = None) -> np.ndarray:
     """The values of the codes ``q`` under ``plan``."""
-    qf = _slices(q, plan.axis).astype(f32)     # int -> float rounds to nearest even (qint32)
+    qf = slices(q, plan.axis).astype(f32)     # int -> float rounds to nearest even (qint32)
     scale, bias = plan.scale[None, :, None], plan.bias[None, :, None]
     if plan.mode == "MIN_COMBINED":
         y = fadd(fmul(fadd(qf, plan.half), scale), bias)

@@ -24,7 +24,7 @@ from .._core.rounding import half_to_even
 from ..errors import RangeError, ShapeError
 from . import _args, spec
 from ._fp import clamp, fadd, fdiv, fmul, ftz
-from .quantize_op import _slices
+from .quantize_op import slices
 
 __all__ = ["QDQPlan", "prepare_qdq", "compute_qdq", "quantize_and_dequantize_v2",
            "quantize_and_dequantize_v3", "quantize_and_dequantize_v4"]
@@ -96,7 +96,7 @@ def prepare_qdq(x: np.ndarray, input_min, input_max, *, version: int, signed_inp
     round_mode = "HALF_TO_EVEN" if version == 3 else _args.choice(round_mode, "round_mode", spec.QDQ_ROUND_MODES)
     narrow_range = _args.flag(narrow_range, "narrow_range")
     ax = _args.axis_of(axis, x.ndim)
-    x3 = _slices(x, ax)
+    x3 = slices(x, ax)
     channels = x3.shape[1]
     if range_given:
         mn = _args.param(input_min, "input_min", x.dtype)
@@ -125,7 +125,7 @@ def prepare_qdq(x: np.ndarray, input_min, input_max, *, version: int, signed_inp
 
 
 def compute_qdq(x: np.ndarray, plan: QDQPlan) -> np.ndarray:
-    x3 = ftz(_slices(x, plan.axis))
+    x3 = ftz(slices(x, plan.axis))
     lo, hi, scale, inv = (a[None, :, None] for a in (plan.lo, plan.hi, plan.scale, plan.inv))
     if plan.clamp:
         x3 = clamp(x3, lo, hi)

@@ -19,33 +19,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.rounding import half_away_from_zero, half_to_even
-from ..errors import RangeError, RuntimeUnsupportedError, ShapeError, UnsupportedError, InvalidArgumentError
+from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 from . import _args, spec
 from ._fp import F32_MAX, clamp, cvtt_int32, cvtt_int64, fadd, fdiv, fmul, fsub, ftz, std_max, std_min
 from .spec import TFType
 
-__all__ = ["QuantizePlan", "prepare_quantize", "compute_quantize", "quantize"]
+__all__ = ["QuantizePlan", "adjust_range", "prepare_quantize", "precast", "cast", "compute_quantize", "quantize",
+           "slices"]
 
 f32 = np.float32
 
 
 @dataclass(frozen=True)
 class QuantizePlan:
-    """Everything :func:`compute_quantize` needs; per-slice fields are 1-D float32 arrays.
+    """Everything :func:`compute_quantize` needs; per-slice fields are 1-D float32 arrays (one
+    entry per slice), ready for a fused kernel.  How ``lo``, ``hi``, ``scale`` and ``bias`` are used
+    depends on ``path`` and ``mode`` (:func:`precast`):
 
-    How ``lo``, ``hi``, ``scale`` and ``bias`` are used depends on ``path``:
-
-    ============== =====================================================================
-    path           codes
-    ============== =====================================================================
-    eigen/MIN_COMBINED  signed: ``round((clamp(x,lo,hi) - lo) * scale - bias)``;
-                        unsigned: ``trunc((clamp(x,lo,hi) - lo) * scale - bias)`` (bias -0.5)
-    eigen/MIN_FIRST     ``min(max(round(x * scale) - bias, lo), hi)``, through int32
-    eigen/SCALED        ``R(clamp(x, lo, hi) * scale)``
-    onednn/SCALED       ``saturate(rint(x * scale))``
-    onednn/MIN_FIRST    ``saturate(rint(x * scale + bias))`` (bias = -min * scale)
-    onednn/MIN_FIRST0   rank 0: ``uint8(int32(trunc((x - lo) * scale)))``
-    ============== =====================================================================
+    - eigen MIN_COMBINED: ``(clamp(x, lo, hi) - lo) * scale - bias``, rounded for signed T
+      (bias = half range) and truncated by the cast for unsigned T (bias = -0.5);
+    - eigen MIN_FIRST: ``min(max(round(x * scale) - bias, lo), hi)`` (lo, hi: the int32-safe bounds);
+    - eigen SCALED: ``R(clamp(x, lo, hi) * scale)``;
+    - onednn SCALED: ``rint(x * scale)``, saturated; onednn MIN_FIRST: ``rint(x * scale + bias)``,
+      saturated (bias = -min * scale);
+    - onednn-scalar (rank-0 MIN_FIRST): ``(x - lo) * scale``, truncated and wrapped to uint8.
     """
 
     T: TFType
@@ -221,7 +218,7 @@ def prepare_quantize(min_range, max_range, T, *, shape: tuple[int, ...], mode="M
 
 
 # -- compute ---------------------------------------------------------------------------------
-def _slices(x: np.ndarray, axis: int | None) -> np.ndarray:
+def slices(x: np.ndarray, axis: int | None) -> np.ndarray:
     """View x as [outer, slices, inner] (``flat_inner_outer_dims``)."""
     if axis is None:
         return x.reshape(1, 1, x.size)
@@ -242,7 +239,7 @@ def _wrap(i: np.ndarray, T: TFType) -> np.ndarray:
 
 def precast(x: np.ndarray, plan: QuantizePlan) -> np.ndarray:
     """The float32 values the kernel converts to codes, as a [outer, slices, inner] array."""
-    x3 = ftz(_slices(x, plan.axis))
+    x3 = ftz(slices(x, plan.axis))
     lo, hi, scale, bias = (getattr(plan, k)[None, :, None] for k in ("lo", "hi", "scale", "bias"))
     if plan.path == "eigen" and plan.mode == "MIN_COMBINED":
         v = fsub(fmul(fsub(clamp(x3, lo, hi), lo), scale), bias)
