@@ -232,6 +232,16 @@ def qdq_cases(version: int, dtype) -> list[Case]:
                     attrs = dict(version=version, signed_input=signed, num_bits=bits, range_given=range_given,
                                  round_mode=round_mode, narrow_range=narrow, axis=None)
                     cases.append(Case("qdq", x, dtype.type(lo), dtype.type(hi), attrs))
+    # HALF_UP is floor(v + 0.5) in T: 0.49999997 rounds up, odd integers in [2^23, 2^24) move up (float32)
+    ups = np.array([0.49999997, -0.49999997, 2.5, -2.5, 8388609.0, 8388611.0, -8388609.0, 16777215.0, 1e9 + 1],
+                   np.float64).astype(dtype)
+    for round_mode in ("HALF_TO_EVEN",) if version == 3 else ("HALF_TO_EVEN", "HALF_UP"):
+        for bits, lo, hi in ((8, -128.0, 127.0), (32, -2.0 ** 31, 2.0 ** 31), (53, -2.0 ** 52, 2.0 ** 52)):
+            for range_given in (True, False):
+                x = ups if range_given else np.concatenate([ups, dtype.type([lo, hi])])
+                cases.append(Case("qdq", x, dtype.type(lo), dtype.type(hi),
+                                  dict(version=version, signed_input=True, num_bits=bits, range_given=range_given,
+                                       round_mode=round_mode, narrow_range=False, axis=None)))
     for shape, axis in AXIS_SHAPES:
         c = shape[axis]
         for range_given in (True, False):
@@ -344,6 +354,12 @@ def onednn_cases() -> list[Case]:
             for narrow in (False, True):
                 cases.append(Case("dequantize", q, f32(0.5), f32(4.0),
                                   dict(T=T, mode="SCALED", narrow_range=narrow, axis=None, dtype="float32")))
+    for T in TYPES:  # bfloat16 SCALED exists only where the oneDNN kernel runs
+        q = codes_for(T, rng, 40)[:64].reshape(8, 8)
+        for axis in (None, 1):
+            lo, hi = (f32(-1.5), f32(2.5)) if axis is None else (np.full(8, -1.5, f32), np.full(8, 2.5, f32))
+            cases.append(Case("dequantize", q, lo, hi, dict(T=T, mode="SCALED", narrow_range=False, axis=axis,
+                                                            dtype="bfloat16")))
     return cases + [c for _, c in DIVERGENCES]
 
 
