@@ -21,9 +21,10 @@ import numpy as np
 
 from .._core.arrays import as_bool
 from .._core.granularity import normalize_axis
-from ..errors import DTypeError, InvalidArgumentError, ShapeError
+from ..errors import DTypeError, InvalidArgumentError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 
-__all__ = ["tensor", "param", "choice", "kernel_of", "flag", "integer", "axis_of", "check_out", "NUMBER"]
+__all__ = ["tensor", "param", "choice", "kernel_of", "flag", "integer", "axis_of", "require_kernel",
+           "require_per_axis_mode", "check_out", "NUMBER"]
 
 NUMBER = (int, float, np.integer, np.floating)
 
@@ -119,6 +120,25 @@ def axis_of(axis: Any, ndim: int) -> int | None:
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise InvalidArgumentError("axis", "must be None (per-tensor) or an integer", axis)
     return normalize_axis(int(axis), ndim)
+
+
+def require_kernel(kernel: str, op: str, mode: str, T: str) -> None:
+    """Refuse a call that TensorFlow rewrites to a oneDNN op without a kernel for ``T``
+    (``spec.route(...).kernel == "missing"``)."""
+    if kernel == "missing":
+        mkl = {"QuantizeV2": "_MklQuantizeV2", "Dequantize": "_MklDequantize"}[op]
+        raise RuntimeUnsupportedError("T", f"TensorFlow with oneDNN rewrites {op} {mode} to {mkl}, which has no {T} "
+                                      "kernel (NotFoundError); use kernel='eigen'", T)
+
+
+def require_per_axis_mode(op: str, mode: str, axis, channels: int) -> None:
+    """MIN_FIRST has no per-axis kernel; an axis of length 1 takes the per-tensor path and works."""
+    from .spec import PER_AXIS_MODES
+
+    if mode not in PER_AXIS_MODES and axis is not None and channels != 1:
+        raise UnsupportedError("mode", f"has no per-axis kernel in {mode}: use axis=None, or an axis of length 1 "
+                               f"(axis {axis} has {channels}) (TensorFlow: 'MIN_FIRST mode is not implemented for "
+                               f"{op.replace('V2', '')} with axis != -1')", mode)
 
 
 def check_out(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> None:

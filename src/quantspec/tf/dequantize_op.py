@@ -100,19 +100,14 @@ def prepare_dequantize(min_range, max_range, T, *, shape: tuple[int, ...], mode=
     ax = _args.axis_of(axis, ndim)
     channels = 1 if ax is None else shape[ax]
     r = spec.route("dequantize", kernel, mode, T.name, narrow_range=narrow_range, per_axis=ax is not None)
-    if r.kernel == "missing":
-        raise RuntimeUnsupportedError("T", f"TensorFlow with oneDNN rewrites Dequantize {mode} to _MklDequantize, "
-                                      f"which has no {T.name} kernel (NotFoundError); use kernel='eigen'", T.name)
+    _args.require_kernel(r.kernel, "Dequantize", mode, T.name)
     allowed = (spec.ONEDNN_DEQUANTIZE_DTYPES if r.kernel == "onednn" else spec.DEQUANTIZE_DTYPES)[_dtype_name(dt)]
     if mode not in allowed:
         raise UnsupportedError("mode", f"must be {' or '.join(allowed)} for a {_dtype_name(dt)} result (TensorFlow: "
                                f"'When output type is bfloat16, Mode string must be 'MIN_COMBINED'')", mode)
     in_min = ftz(_range_arg(min_range, "min_range", ax is not None, channels))
     in_max = ftz(_range_arg(max_range, "max_range", ax is not None, channels))
-    if mode not in spec.PER_AXIS_MODES and ax is not None and channels != 1:
-        raise UnsupportedError("mode", f"has no per-axis kernel in {mode}: use axis=None, or an axis of length 1 "
-                               f"(axis {axis} has {channels}) (TensorFlow: 'MIN_FIRST mode is not implemented for "
-                               "Dequantize with axis != -1')", mode)
+    _args.require_per_axis_mode("Dequantize", mode, ax, channels)
     if r.kernel == "onednn":
         if ndim not in spec.ONEDNN_RANKS:
             raise RuntimeUnsupportedError("x", "the oneDNN Dequantize kernel takes inputs of rank 1 to 5 "

@@ -91,16 +91,23 @@ def _input(x, op: str) -> np.ndarray:
     return _args.tensor(x, "x", (np.dtype(f32),), op)
 
 
+def _scalar_range(min, max, rule: str):
+    """min and max as float32 scalars (``rule`` is the message for another shape; ``{name}`` is filled in)."""
+    out = []
+    for name, value in (("min", min), ("max", max)):
+        a = _args.param(value, name, np.dtype(f32))
+        if a.ndim != 0:
+            raise ShapeError(name, rule.format(name=name), a.shape)
+        out.append(a)
+    return out
+
+
 def fake_quant_with_min_max_args(x, *, min=-6.0, max=6.0, num_bits=8, narrow_range=False):
     """TensorFlow ``FakeQuantWithMinMaxArgs`` (min and max are float attributes)."""
     x = _input(x, "FakeQuantWithMinMaxArgs")
     nb = _num_bits(num_bits)
     narrow = _args.flag(narrow_range, "narrow_range")
-    mn = _args.param(min, "min", np.dtype(f32))
-    mx = _args.param(max, "max", np.dtype(f32))
-    for name, a in (("min", mn), ("max", mx)):
-        if a.ndim != 0:
-            raise ShapeError(name, "must be a scalar (a float attribute of the op)", a.shape)
+    mn, mx = _scalar_range(min, max, "must be a scalar (a float attribute of the op)")
     if not mn < mx:
         raise RangeError("min", "must be smaller than max (TensorFlow: 'min has to be smaller than max'; NaN is "
                          "refused too)", (mn.item(), mx.item()))
@@ -114,11 +121,7 @@ def fake_quant_with_min_max_vars(x, min, max, *, num_bits=8, narrow_range=False)
     x = _input(x, "FakeQuantWithMinMaxVars")
     nb = _num_bits(num_bits)
     narrow = _args.flag(narrow_range, "narrow_range")
-    mn = _args.param(min, "min", np.dtype(f32))
-    mx = _args.param(max, "max", np.dtype(f32))
-    for name, a in (("min", mn), ("max", mx)):
-        if a.ndim != 0:
-            raise ShapeError(name, f"must be rank 0 (TensorFlow: '`{name}` must be rank 0')", a.shape)
+    mn, mx = _scalar_range(min, max, "must be rank 0 (TensorFlow: '`{name}` must be rank 0')")
     plan = _plan(mn.reshape(1), mx.reshape(1), nb, narrow, divide=True, zero_special=True)
     return compute_fake_quant(x, plan)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.rounding import half_away_from_zero, half_to_even
-from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
+from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
 from . import _args, spec
 from ._fp import F32_MAX, clamp, cvtt_int32, cvtt_int64, fadd, fdiv, fmul, fsub, ftz, std_max, std_min
 from .spec import TFType
@@ -173,15 +173,10 @@ def prepare_quantize(min_range, max_range, T, *, shape: tuple[int, ...], mode="M
     channels = 1 if ax is None else shape[ax]
     path = spec.route("quantize", kernel, mode, T.name, narrow_range=narrow_range, round_mode=round_mode,
                       per_axis=ax is not None).kernel
-    if path == "missing":
-        raise RuntimeUnsupportedError("T", f"TensorFlow with oneDNN rewrites QuantizeV2 {mode} to _MklQuantizeV2, "
-                                      f"which has no {T.name} kernel (NotFoundError); use kernel='eigen'", T.name)
+    _args.require_kernel(path, "QuantizeV2", mode, T.name)
     in_min = ftz(_range_arg(min_range, "min_range", ax is not None, channels))
     in_max = ftz(_range_arg(max_range, "max_range", ax is not None, channels))
-    if mode not in spec.PER_AXIS_MODES and ax is not None and channels != 1:
-        raise UnsupportedError("mode", f"has no per-axis kernel in {mode}: use axis=None, or an axis of length 1 "
-                               f"(axis {axis} has {channels}) (TensorFlow: 'MIN_FIRST mode is not implemented for "
-                               "Quantize with axis != -1')", mode)
+    _args.require_per_axis_mode("QuantizeV2", mode, ax, channels)
     bad = (~(in_max >= in_min)) if path == "onednn" else (in_max < in_min)
     if np.any(bad):
         i = int(np.argmax(bad))
