@@ -156,3 +156,10 @@ def test_qdq_ignores_range_when_not_given():
     assert a.tobytes() == b.tobytes()
     assert qt.quantize_and_dequantize_v3(X, None, None, 8, range_given=False).tobytes() == a.tobytes()
     assert qt.quantize_and_dequantize_v4(X.astype(np.float64)).dtype == np.float64
+
+
+def test_byte_order():
+    x = X.astype(">f4")
+    q = qt.quantize(x, -1.0, 1.0, "qint16")[0]
+    assert q.tobytes() == qt.quantize(X, -1.0, 1.0, "qint16")[0].tobytes()
+    assert qt.dequantize(q.astype(">i2"), -1.0, 1.0).tobytes() == qt.dequantize(q, -1.0, 1.0).tobytes()

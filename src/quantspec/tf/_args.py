@@ -23,7 +23,7 @@ from .._core.arrays import as_bool
 from .._core.granularity import normalize_axis
 from ..errors import DTypeError, InvalidArgumentError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 
-__all__ = ["tensor", "param", "choice", "kernel_of", "flag", "integer", "axis_of", "require_kernel",
+__all__ = ["native", "tensor", "param", "choice", "kernel_of", "flag", "integer", "axis_of", "require_kernel",
            "require_per_axis_mode", "check_out", "NUMBER"]
 
 NUMBER = (int, float, np.integer, np.floating)
@@ -34,11 +34,16 @@ def _python(value: Any) -> bool:
     return (isinstance(value, (int, float, list, tuple)) and not isinstance(value, (bool, np.generic)))
 
 
+def native(a: np.ndarray) -> np.ndarray:
+    """The array in native byte order (a big-endian float32 is still float32)."""
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
 def tensor(x: Any, argument: str, allowed: Sequence[np.dtype], op: str) -> np.ndarray:
     """An input tensor of one of the ``allowed`` float types (the first is the default for Python
     data)."""
     if isinstance(x, (np.ndarray, np.generic)):
-        a = np.asarray(x)
+        a = native(np.asarray(x))
         if a.dtype not in allowed:
             names = " or ".join(str(d) for d in allowed)
             raise DTypeError(argument, f"must be {names}: {op} has no CPU kernel for other input types", str(a.dtype))

@@ -178,13 +178,15 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     uint16 / int32, read as qint8 / quint8 / qint16 / quint16 / qint32; ``T`` defaults to the type
     of ``x``).  ``dtype`` is float32 or bfloat16; ``out=`` receives the result.  See
     docs/tensorflow.md."""
-    if T is None:
-        if not isinstance(x, (np.ndarray, np.generic)):
-            raise DTypeError("T", "is required when x is not a numpy array of a quantized type's storage dtype", T)
-        T = spec.tf_type(np.asarray(x).dtype, "x")
-    T = spec.tf_type(T)
     if isinstance(x, (np.ndarray, np.generic)):
-        q = np.asarray(x)
+        x = _args.native(np.asarray(x))
+    if T is None:
+        if not isinstance(x, np.ndarray):
+            raise DTypeError("T", "is required when x is not a numpy array of a quantized type's storage dtype", T)
+        T = spec.tf_type(x.dtype, "x")
+    T = spec.tf_type(T)
+    if isinstance(x, np.ndarray):
+        q = x
         if q.dtype != T.dtype:
             raise DTypeError("x", f"must hold {T.name} codes as {T.dtype} (T={T.name})", str(q.dtype))
     else:
