@@ -50,7 +50,7 @@ from ..errors import ModelError, QuantSpecError
 from . import _schema
 from .params import QuantParams
 
-__all__ = ["load_model", "Model", "Subgraph", "Tensor", "Operator", "Quantization", "SignatureDef",
+__all__ = ["load_model", "example_model", "EXAMPLE_MODELS", "Model", "Subgraph", "Tensor", "Operator", "Quantization", "SignatureDef",
            "SCHEMA_VERSION", "op_name"]
 
 #: the schema version LiteRT accepts (``TFLITE_SCHEMA_VERSION``)
@@ -653,3 +653,22 @@ def load_model(path_or_bytes: Any) -> Model:
     except (struct.error, IndexError, ValueError, TypeError, OverflowError, MemoryError,
             RecursionError) as e:  # pragma: no cover - every path above is bounds-checked
         raise ModelError("model", "is malformed", detail=f"{type(e).__name__}: {e}") from None
+
+
+#: the example int8 models that ship with quantspec (made by examples/make_litert_models.py)
+EXAMPLE_MODELS = ("mlp_softmax.tflite", "cnn.tflite", "mixed.tflite")
+
+
+def example_model(name: str = "mlp_softmax.tflite") -> str:
+    """The path of an example model shipped in ``quantspec/data``: ``mlp_softmax.tflite`` (FC, FC,
+    SOFTMAX; int8 in/out), ``cnn.tflite`` (CONV_2D, DEPTHWISE_CONV_2D, ADD, pooling, MEAN; float
+    in/out) or ``mixed.tflite`` (RESIZE_BILINEAR, PAD, TANH, LOGISTIC, CONCATENATION, TRANSPOSE;
+    int8 in/out).  The ``.tflite`` suffix may be left out."""
+    from pathlib import Path
+
+    if not isinstance(name, str):
+        raise ModelError("name", "must be the name of an example model: " + ", ".join(EXAMPLE_MODELS), name)
+    key = name if name.endswith(".tflite") else name + ".tflite"
+    if key not in EXAMPLE_MODELS:
+        raise ModelError("name", "must be the name of an example model: " + ", ".join(EXAMPLE_MODELS), name)
+    return str(Path(__file__).resolve().parent.parent / "data" / key)
