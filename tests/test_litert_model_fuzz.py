@@ -1,0 +1,102 @@
+"""Acceptance 3 of issue 5: truncated, corrupted and fuzzed model files never crash the loader or the
+checker.  Each damaged file either loads (and then checks to a clean report) or raises
+:class:`quantspec.errors.ModelError`; nothing else escapes, and every file is handled quickly.
+Seeded, so a failure reproduces."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from litert_models import EXAMPLES, example_bytes, externalize_buffers
+from quantspec.errors import ModelError
+import quantspec.litert as litert
+from quantspec.litert import load_model
+
+#: the slowest one file may take (seconds), generous for a shared, noisy machine
+PER_FILE_LIMIT = 1.0
+
+
+def outcome(data: bytes) -> str:
+    """'ok' or 'error'; any other exception, or a slow file, fails the test."""
+    t0 = time.perf_counter()
+    try:
+        model = load_model(data)
+    except ModelError as e:
+        assert str(e)
+        result = "error"
+    else:
+        report = litert.check_model(model)
+        assert isinstance(report.ok, bool)
+        report.render()
+        report.to_json()
+        result = "ok"
+    elapsed = time.perf_counter() - t0
+    assert elapsed < PER_FILE_LIMIT, f"{elapsed:.2f} s for one file"
+    return result
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_truncation(name):
+    data = example_bytes(name)
+    results = [outcome(data[:n]) for n in range(len(data))]
+    assert results.count("error") > len(data) // 2
+    assert outcome(data) == "ok"
+
+
+def test_every_truncation_of_a_model_with_external_buffers():
+    data = externalize_buffers(example_bytes("mlp_softmax"))
+    for n in range(0, len(data), 3):
+        outcome(data[:n])
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_byte_corrupted(name):
+    """Each byte in turn replaced by its complement, and by 0x00 / 0xFF / 0x7F."""
+    data = example_bytes(name)
+    rng = random.Random(len(data))
+    for k in range(len(data)):
+        for value in (data[k] ^ 0xFF, rng.choice((0x00, 0xFF, 0x7F, 0x80))):
+            b = bytearray(data)
+            b[k] = value
+            outcome(bytes(b))
+
+
+INTERESTING = [b"\x00\x00\x00\x00", b"\xff\xff\xff\xff", b"\xff\xff\xff\x7f", b"\x00\x00\x00\x80",
+               b"\x01\x00\x00\x00", b"\x04\x00", b"\xff\xff", b"\x00\x00\x01\x00"]
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 6)):
+        k = rng.randrange(len(b))
+        r = rng.random()
+        if r < 0.35:
+            b[k] ^= 1 << rng.randrange(8)
+        elif r < 0.6:
+            b[k] = rng.randrange(256)
+        elif r < 0.8:
+            v = rng.choice(INTERESTING)
+            b[k:k + len(v)] = v
+        elif r < 0.9:  # copy a chunk from elsewhere (splices offsets and vtables into new places)
+            j, n = rng.randrange(len(b)), rng.randint(2, 32)
+            b[k:k + n] = b[j:j + n]
+        elif r < 0.95:
+            del b[k:k + rng.randint(1, 8)]
+        else:
+            b[k:k] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        if not b:
+            break
+    return bytes(b)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_fuzzed_models(name):
+    data = example_bytes(name)
+    rng = random.Random(f"fuzz-{name}")
+    t0 = time.perf_counter()
+    results = [outcome(mutate(data, rng)) for _ in range(1500)]
+    assert time.perf_counter() - t0 < 60
+    assert "ok" in results and "error" in results  # both outcomes occur: the mutations are not all fatal
