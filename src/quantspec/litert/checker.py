@@ -49,10 +49,10 @@ RULES: dict[str, str] = {
 #: rules about a tensor itself, reported once per tensor
 TENSOR_RULES = frozenset({"scale", "zero-point-range", "granularity", "legacy-uint8", "quantization-malformed"})
 
-#: what LiteRT does with a violation (``Violation.litert``)
-REJECTS, ABORTS, SILENT, RUNS = optable.REJECTS, optable.ABORTS, optable.SILENT, "runs"
-_LITERT_WORDS = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes",
-                 RUNS: "runs (outside the spec)", None: ""}
+#: what LiteRT does with a violation (``Violation.litert``); None: it depends on more than the rule
+#: (an operator or a type outside the spec, which LiteRT may run with other kernels or refuse)
+REJECTS, ABORTS, SILENT = optable.REJECTS, optable.ABORTS, optable.SILENT
+_LITERT_WORDS = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes", None: "n/a (outside the spec)"}
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,9 @@ class Violation:
 
     ``litert`` says what the LiteRT interpreter does with the model: ``"rejects"`` (an error when the
     model is loaded, prepared or run, at ``litert_stage``), ``"aborts"`` (a CHECK failure kills the
-    process), ``"silent"`` (it runs and silently computes numbers that are not the spec's) or
-    ``"runs"`` (an operator or type outside the spec, which LiteRT runs with kernels the spec does
-    not cover)."""
+    process), ``"silent"`` (it runs and silently computes numbers that are not the spec's), or None
+    when that depends on more than the rule (an operator or a type outside the spec, which LiteRT
+    may run with kernels the spec does not cover, or refuse); ``litert_check`` says more."""
 
     rule: str
     op_index: int | None
@@ -103,7 +103,7 @@ class Violation:
         if self.tensor_index is not None:
             where.append(f"tensor {self.tensor_index} {self.tensor_name!r}")
         return (f"[{self.rule}] {', '.join(where)}: {self.message} (expected {_show(self.expected)}, found "
-                f"{_show(self.found)}); LiteRT {self.litert_text or 'n/a'}")
+                f"{_show(self.found)}); LiteRT: {self.litert_text}")
 
 
 @dataclass(frozen=True)
@@ -236,6 +236,7 @@ class _Collector:
         self.sg = sg
         self.out: list[Violation] = []
         self.seen: set[tuple[str, int]] = set()
+        self.refusal_reported: set[int] = set()
 
     def add(self, rule: str, op: Operator | None, tensor: Tensor | None, message: str, *, position: str = "",
             expected: Any = None, found: Any = None, litert: str | None = None, stage: str | None = None,
@@ -257,17 +258,17 @@ def _tensor_checks(c: _Collector, op: Operator | None, t: Tensor, position: str,
                    refusal: tuple[str, Any, Any] | None) -> None:
     """The rules about a tensor itself, for tensors the op table does not cover (operators outside
     the table, unused tensors) and the load-time refusals the table cannot see."""
-    if refusal is not None:
+    if refusal is not None and t.index not in c.refusal_reported:
         message, expected, found = refusal
+        c.refusal_reported.add(t.index)
         c.add("quantization-malformed", op, t, message, position=position, expected=expected, found=found,
-              litert=REJECTS, stage="load", check="InterpreterBuilder::ParseQuantization refuses the model")
+              litert=REJECTS, stage="load", check=_LOAD_CHECK)
     p = t.params
     if p is None or t.dtype is None:
         return
     if t.dtype.name == "uint8":
         c.add("legacy-uint8", op, t, "quantized uint8 is the legacy scheme; the spec's tensors are int8",
-              position=position, expected="int8", found="uint8", litert=RUNS,
-              check="LiteRT runs its legacy uint8 kernels")
+              position=position, expected="int8", found="uint8", litert=None, check=_UINT8_CHECK)
     with np.errstate(all="ignore"):
         bad = ~np.isfinite(p.scale) | (p.scale <= 0)
     if np.any(bad):
@@ -284,9 +285,15 @@ def _tensor_checks(c: _Collector, op: Operator | None, t: Tensor, position: str,
 _REFUSAL_RULES = ("weight-axis", "granularity", "bias-granularity")
 
 #: types for which LiteRT has kernels outside the int8 spec: a tensor of one of these where the spec
-#: wants int8 makes LiteRT run another kernel (not fail, as for a type with no kernel path)
-_OTHER_KERNELS = {"float": "LiteRT runs its float32 kernel: this part of the model is not quantized",
-                  "int16": "LiteRT runs its 16x8 kernel (int16 activations), outside the 8-bit spec"}
+#: wants int8 may make LiteRT run another kernel rather than fail (the table's type check is about
+#: types with no kernel path)
+_OTHER_KERNELS = {"float": "LiteRT has float32 kernels: it runs the op unquantized when its tensors are float "
+                           "(hybrid kernels for some mixes), and rejects other mixes of types",
+                  "int16": "LiteRT has 16x8 kernels (int16 activations, outside the 8-bit spec) for some ops; "
+                           "other mixes of types fail Prepare"}
+_UINT8_CHECK = ("LiteRT has legacy uint8 kernels for many ops: it runs the op when its types fit one of them "
+                "and rejects mixes of int8 and uint8")
+_LOAD_CHECK = "InterpreterBuilder::ParseQuantization refuses the tensor when the model is loaded"
 
 
 def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, Any]]) -> None:
@@ -298,7 +305,7 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
 
     if rule_op is None:
         c.add("op-not-in-spec", op, None, "the operator is not in the LiteRT int8 spec's list", expected="an op of "
-              "the spec's int8 list", found=op.name, litert=RUNS,
+              "the spec's int8 list", found=op.name, litert=None,
               check="no spec guarantee: LiteRT runs the op with whatever kernel it has, or rejects it")
         for side, indices in (("input", op.inputs), ("output", op.outputs)):
             for k, i in enumerate(indices):
@@ -331,19 +338,22 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
         pos = position(f.side, f.index, trule.name if trule else None)
         e = f.enforcement
         rule, litert, stage, check = f.rule, e.action, e.stage, e.check
+        message, expected, value = f.message, f.expected, f.found
         if rule == "dtype" and f.found == "uint8" and t.params is not None:
             c.add("legacy-uint8", op, t, "quantized uint8 is the legacy scheme; the spec's tensors are int8",
-                  position=pos, expected="int8", found="uint8", litert=RUNS,
-                  check="LiteRT runs its legacy uint8 kernels")
+                  position=pos, expected="int8", found="uint8", litert=None, check=_UINT8_CHECK)
             continue
         if rule == "dtype" and f.found in _OTHER_KERNELS and e.fails:
             # the table's type check is about types with no kernel path; these have one
-            litert, stage, check = RUNS, None, _OTHER_KERNELS[f.found]
+            litert, stage, check = None, None, _OTHER_KERNELS[f.found]
         if t.index in refusals and rule in _REFUSAL_RULES:
             # LiteRT does not get as far as the kernel: it refuses the tensor when it loads the model
-            message = refusals.pop(t.index)[0]
-            litert, stage, check = REJECTS, "load", f"InterpreterBuilder::ParseQuantization: {message}"
-        c.add(rule, op, t, f.message, position=pos, expected=f.expected, found=f.found, litert=litert,
+            litert, stage, check = REJECTS, "load", _LOAD_CHECK
+            if t.params is None:  # the table sees no parameters at all: say what is wrong with them
+                rule = "quantization-malformed"
+                message, expected, value = refusals[t.index]
+            c.refusal_reported.add(t.index)
+        c.add(rule, op, t, message, position=pos, expected=expected, found=value, litert=litert,
               stage=stage, check=check)
     for side, indices in (("input", op.inputs), ("output", op.outputs)):
         for k, i in enumerate(indices):
@@ -351,7 +361,7 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
                 trule = (rule_op.input_rule(k) if side == "input" else
                          rule_op.outputs[k] if k < len(rule_op.outputs) else None)
                 _tensor_checks(c, op, sg.tensors[i], position(side, k, trule.name if trule else None),
-                               refusals.pop(i, None))
+                               refusals.get(i))
 
 
 def check_model(path_or_bytes: Any) -> CheckReport:
@@ -369,7 +379,7 @@ def check_model(path_or_bytes: Any) -> CheckReport:
         used = {i for op in sg.operators for i in (*op.inputs, *op.outputs) if i >= 0}
         for t in sg.tensors:  # tensors no operator uses (graph inputs passed straight through, leftovers)
             if t.index not in used:
-                _tensor_checks(c, None, t, "", refusals.pop(t.index, None))
+                _tensor_checks(c, None, t, "", refusals.get(t.index))
         violations += c.out
         n_ops += len(sg.operators)
         n_tensors += len(sg.tensors)
