@@ -100,3 +100,76 @@ def test_unsupported_operator_exits_2(tmp_path, capsys):
     assert main(["run", str(path), "--random", "0"]) == 2
     err = capsys.readouterr().err
     assert "no kernel for" in err and "CUSTOM:Mystery" in err
+
+
+# --- quantspec quantize|dequantize --spec litert ------------------------------------------------------
+
+def _ref_quantize(x, scale, zp):
+    data = build("QUANTIZE", [T(x.shape, "float")], [T(x.shape, "int8", scale, zp)])
+    return run_ref(data, [x])[0]
+
+
+def _ref_dequantize(q, scale, zp):
+    data = build("DEQUANTIZE", [T(q.shape, "int8", scale, zp)], [T(q.shape, "float")])
+    return run_ref(data, [q])[0]
+
+
+def _half_away(v):
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)  # exact for the float64 products used here
+
+
+def test_quantize_matches_litert_quantize(tmp_path, capsys):
+    x = np.concatenate([R.normal(0, 3, 200), [0.5, -0.5, 1.5, -2.5, 1e9, -1e9]]).astype(np.float32).reshape(2, -1)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert",
+                 "--scale", "0.05", "--zero-point", "-7"]) == 0
+    q = np.load(tmp_path / "q.npy")
+    assert q.dtype == np.int8 and q.tobytes() == _ref_quantize(x, 0.05, -7).tobytes()
+    assert "scale 0.0500000007, zero point -7" in capsys.readouterr().err
+
+
+def test_dequantize_matches_litert_dequantize(tmp_path):
+    q = R.integers(-128, 128, (3, 7), dtype=np.int8)
+    np.save(tmp_path / "q.npy", q)
+    assert main(["dequantize", str(tmp_path / "q.npy"), str(tmp_path / "d.npy"), "--spec", "litert",
+                 "--scale", "0.0377", "--zero-point", "12"]) == 0
+    assert np.load(tmp_path / "d.npy").tobytes() == _ref_dequantize(q, 0.0377, 12).tobytes()
+
+
+def test_quantize_with_the_converters_activation_parameters(tmp_path):
+    """--range / --from-data: scale = f32((f32(max) - f32(min)) / 255) over the range widened to 0,
+    zp = round(-128 - min / scale) (notes/litert.md §4), then LiteRT QUANTIZE."""
+    x = R.uniform(-1.3, 4.1, (5, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    lo, hi = np.float32(min(x.min(), 0)), np.float32(max(x.max(), 0))
+    scale = np.float32((hi - lo) / np.float32(255))
+    zp = int(_half_away(np.float32(-128 - np.float64(lo) / np.float64(scale))))
+    expected = _ref_quantize(x, scale, zp)
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "a.npy"), "--spec", "litert", "--from-data"]) == 0
+    assert np.load(tmp_path / "a.npy").tobytes() == expected.tobytes()
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "b.npy"), "--spec", "litert",
+                 "--range", str(float(x.min())), str(float(x.max()))]) == 0
+    assert np.load(tmp_path / "b.npy").tobytes() == expected.tobytes()
+
+
+def test_quantize_weights_per_axis(tmp_path, capsys):
+    """--weights: scale_c = f32(max|w_c| / 127), q = clamp(round(w * f32(1 / scale_c)), -127, 127)."""
+    w = R.normal(0, 1, (4, 3, 3, 2)).astype(np.float32)
+    np.save(tmp_path / "w.npy", w)
+    assert main(["quantize", str(tmp_path / "w.npy"), str(tmp_path / "wq.npy"), "--spec", "litert",
+                 "--weights", "--axis", "0"]) == 0
+    maxabs = np.abs(w).reshape(4, -1).max(axis=1).astype(np.float64)
+    scale = (maxabs / 127).astype(np.float32)
+    inv = (1.0 / scale.astype(np.float64)).astype(np.float32)
+    expected = np.clip(_half_away((w * inv[:, None, None, None]).astype(np.float64)), -127, 127).astype(np.int8)
+    assert np.load(tmp_path / "wq.npy").tobytes() == expected.tobytes()
+    assert "4 scales along dimension 0" in capsys.readouterr().err
+
+
+def test_elementwise_needs_parameters(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.zeros(3, np.float32))
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert"]) == 2
+    assert "--scale: is required" in capsys.readouterr().err
+    assert main(["dequantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert"]) == 2
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert",
+                 "--scale", "abc"]) == 2

@@ -232,3 +232,106 @@ def run_main(argv: Sequence[str]) -> int:
             print(note, file=sys.stderr)
         print(f"outputs written to {args.output}")
     return status
+
+
+# ------------------------------------------------------------------------------------------------
+# quantspec quantize|dequantize --spec litert
+# ------------------------------------------------------------------------------------------------
+
+def add_arguments(group, direction: str) -> None:
+    """The LiteRT options of ``quantspec quantize|dequantize``."""
+    q = direction == "quantize"
+    group.add_argument("--scale", metavar="S",
+                       help="scale: a number (per-tensor) or a comma-separated list (per-axis, one per slice of "
+                       "--axis)" + ("; or use --range / --from-data / --weights to let quantspec choose it as "
+                                    "the converter does" if q else " (required)"))
+    group.add_argument("--zero-point", metavar="Z",
+                       help="zero point: a number or a comma-separated list (default 0)")
+    group.add_argument("--axis", "--quantized-dimension", type=int, default=0, dest="axis",
+                       help="the quantized dimension of per-axis parameters (default 0; 3 for DEPTHWISE_CONV_2D "
+                       "weights)")
+    if q:
+        how = group.add_mutually_exclusive_group()
+        how.add_argument("--range", nargs=2, type=float, metavar=("MIN", "MAX"),
+                         help="activation parameters the converter picks for a calibrated range [MIN, MAX]")
+        how.add_argument("--from-data", action="store_true",
+                         help="activation parameters the converter picks, from each tensor's own min and max")
+        how.add_argument("--weights", action="store_true",
+                         help="quantize as the converter quantizes weights: symmetric, zero point 0, values in "
+                         "[-127, 127], per-axis along --axis (parameters from the data unless --scale is given)")
+        how.add_argument("--bias", action="store_true",
+                         help="quantize as the converter quantizes a bias: int32, zero point 0 (--scale = input "
+                         "scale x weight scale)")
+        group.add_argument("--per-tensor", action="store_true",
+                           help="with --weights: one scale for the whole tensor instead of per-axis")
+
+
+def _numbers(text: str | None, argument: str, kind: type) -> list | None:
+    if text is None:
+        return None
+    try:
+        values = [kind(float(v)) if kind is float else int(v) for v in text.split(",")]
+    except ValueError:
+        raise InvalidArgumentError(argument, f"must be a number or a comma-separated list of {kind.__name__}s",
+                                   text) from None
+    return values
+
+
+def _given_params(args, x_shape: tuple[int, ...] | None = None):
+    from .params import QuantParams
+
+    scale = _numbers(args.scale, "--scale", float)
+    if scale is None:
+        return None
+    zp = _numbers(args.zero_point, "--zero-point", int) or [0]
+    if len(scale) > 1 and x_shape is not None and not (0 <= args.axis < len(x_shape)):
+        raise InvalidArgumentError("--axis", f"must name a dimension of the tensor (rank {len(x_shape)})", args.axis)
+    return QuantParams(np.array(scale, np.float32), np.array(zp, np.int64), args.axis if len(scale) > 1 else 0)
+
+
+def _describe(name: str, p) -> str:
+    if p.per_axis:
+        return (f"{name}: {len(p)} scales along dimension {p.quantized_dimension} (min {float(p.scale.min()):.9g}, "
+                f"max {float(p.scale.max()):.9g}), zero points {sorted(set(p.zero_point.tolist()))[:4]}")
+    return f"{name}: scale {float(p.scale[0]):.9g}, zero point {int(p.zero_point[0])}"
+
+
+def run(args, direction: str, tensors: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Quantize (LiteRT QUANTIZE float -> int8, or the converter's weight / bias quantization) or
+    dequantize (LiteRT DEQUANTIZE) every tensor; return the results and notes on the parameters used."""
+    from . import params as P
+
+    outputs: dict[str, np.ndarray] = {}
+    notes: list[str] = []
+    for name, x in tensors.items():
+        if direction == "dequantize":
+            p = _given_params(args, x.shape)
+            if p is None:
+                raise InvalidArgumentError("--scale", "is required to dequantize")
+            outputs[name] = P.dequantize(x, p)
+            continue
+        if args.weights:
+            p = _given_params(args, x.shape)
+            if p is None:
+                p = P.weight_params(x, None if args.per_tensor else args.axis)
+            outputs[name] = P.quantize_weights(x, p)
+        elif args.bias:
+            p = _given_params(args, x.shape)
+            if p is None:
+                raise InvalidArgumentError("--scale", "is required with --bias (input scale x weight scale)")
+            outputs[name] = P.quantize_bias(x, p)
+        else:
+            if args.range is not None:
+                p = P.activation_params(args.range[0], args.range[1])
+            elif args.from_data:
+                a = np.asarray(x, np.float32)
+                if a.size == 0:
+                    raise InvalidArgumentError("--from-data", "needs a non-empty tensor", name)
+                p = P.activation_params(float(np.nanmin(a)), float(np.nanmax(a)))
+            else:
+                p = _given_params(args, x.shape)
+                if p is None:
+                    raise InvalidArgumentError("--scale", "is required (or --range MIN MAX, --from-data, --weights)")
+            outputs[name] = P.quantize(x, p)
+        notes.append(_describe(name, p))
+    return outputs, notes
