@@ -63,7 +63,7 @@ def random_geometry(rng, padding):
     return dict(h=h, w=w, kh=kh, kw=kw, stride=stride, dilation=dilation, padding=padding)
 
 
-@pytest.mark.parametrize("seed", cases(16))
+@pytest.mark.parametrize("seed", cases(40))
 def test_conv2d_random(seed):
     rng = np.random.default_rng([seed, 2])
     groups = 1 if seed % 4 else int(rng.integers(2, 4))
@@ -114,6 +114,20 @@ def test_conv2d_accumulator_wraps():
     check("CONV_2D", ins, outs, options, arrays, version=3)
 
 
+@pytest.mark.parametrize("budget", [16, 1 << 10, 1 << 15])
+def test_conv2d_im2col_blocks(budget, monkeypatch):
+    """A small im2col budget forces the block paths: several images per block, and row blocks
+    within one image (with groups too)."""
+    from quantspec.litert import _gemm
+
+    monkeypatch.setattr(_gemm, "IM2COL_BUDGET", budget)
+    rng = np.random.default_rng(budget)
+    for groups in (1, 2):
+        ins, outs, options, arrays = conv_model(rng, n=3, h=9, w=7, c=4 * groups, o=2 * groups, kh=3, kw=2,
+                                                groups=groups, stride=(2, 1), padding="SAME")
+        check("CONV_2D", ins, outs, options, arrays, version=3)
+
+
 # ---------------------------------------------------------------------------------------------
 
 def dw_model(rng, *, n, h, w, c, m, kh, kw, stride=(1, 1), dilation=(1, 1), padding="SAME", per_channel=True,
@@ -141,7 +155,7 @@ def dw_model(rng, *, n, h, w, c, m, kh, kw, stride=(1, 1), dilation=(1, 1), padd
     return ins, [T((n, oh, ow, o), "int8", s_out, zo)], options, arrays
 
 
-@pytest.mark.parametrize("seed", cases(16))
+@pytest.mark.parametrize("seed", cases(40))
 def test_depthwise_random(seed):
     rng = np.random.default_rng([seed, 3])
     geo = random_geometry(rng, "SAME" if seed % 2 else "VALID")

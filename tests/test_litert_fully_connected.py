@@ -55,7 +55,7 @@ def fc_case(rng, K, N, batch_shape, *, per_channel, filter_zp=0, bias=True, keep
     return ins, outs, {"fused_activation_function": act, "keep_num_dims": keep}, arrays
 
 
-@pytest.mark.parametrize("seed", cases(16))
+@pytest.mark.parametrize("seed", cases(40))
 def test_fully_connected_random(seed):
     rng = np.random.default_rng([seed, 4])
     K = int(rng.choice([1, 3, 16, 100, 300, 1024, 1025, 2000]))

@@ -34,7 +34,7 @@ def rand_shape(rng, rank, lo=1, hi=5):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_concatenation(seed):
     rng = rng_for("CONCATENATION", seed)
     rank = int(rng.integers(1, 6))
@@ -64,7 +64,7 @@ def test_concatenation(seed):
     check("CONCATENATION", ins, [T(out, "int8", s, z)], {"axis": axis}, arrays)
 
 
-@pytest.mark.parametrize("seed", cases(3))
+@pytest.mark.parametrize("seed", cases(6))
 def test_concatenation_int32(seed):
     rng = rng_for("CONCATENATION32", seed)
     a = rng.integers(-2**31, 2**31, size=(2, 3), dtype=np.int32)
@@ -74,7 +74,7 @@ def test_concatenation_int32(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_reshape(seed):
     rng = rng_for("RESHAPE", seed)
     shape = rand_shape(rng, int(rng.integers(1, 5)))
@@ -109,7 +109,7 @@ def test_reshape(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(6))
+@pytest.mark.parametrize("seed", cases(12))
 def test_squeeze(seed):
     rng = rng_for("SQUEEZE", seed)
     rank = int(rng.integers(1, 7))
@@ -129,11 +129,11 @@ def test_squeeze(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_transpose(seed):
     rng = rng_for("TRANSPOSE", seed)
-    rank = int(rng.integers(1, 7))
-    shape = rand_shape(rng, rank, 1, 4)
+    rank = int(rng.integers(1, 9))         # LiteRT transposes up to 8-D
+    shape = rand_shape(rng, rank, 1, 4 if rank <= 5 else 2)
     perm = [int(v) for v in rng.permutation(rank)]
     given = [p - rank if rng.random() < 0.3 else p for p in perm]
     s, z = params(rng)
@@ -147,7 +147,7 @@ def test_transpose(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(10))
+@pytest.mark.parametrize("seed", cases(20))
 def test_gather(seed):
     rng = rng_for("GATHER", seed)
     rank = int(rng.integers(1, 5))
@@ -173,7 +173,7 @@ def test_gather(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_slice(seed):
     rng = rng_for("SLICE", seed)
     rank = int(rng.integers(1, 7))      # ranks above 5 take LiteRT's general path
@@ -194,7 +194,7 @@ def test_slice(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(5))
+@pytest.mark.parametrize("seed", cases(10))
 def test_space_to_depth(seed):
     rng = rng_for("SPACE_TO_DEPTH", seed)
     bs = int(rng.integers(1, 4))
@@ -207,7 +207,7 @@ def test_space_to_depth(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_space_to_batch_nd(seed):
     rng = rng_for("SPACE_TO_BATCH_ND", seed)
     rank = 4 if seed % 3 else 3
@@ -233,7 +233,7 @@ def test_space_to_batch_nd(seed):
               [T(out, "int8", s, z)], {}, [x, np.array(block, np.int32), np.array(pads, np.int32)])
 
 
-@pytest.mark.parametrize("seed", cases(8))
+@pytest.mark.parametrize("seed", cases(16))
 def test_batch_to_space_nd(seed):
     rng = rng_for("BATCH_TO_SPACE_ND", seed)
     rank = 4 if seed % 3 else 3
@@ -260,7 +260,7 @@ def test_batch_to_space_nd(seed):
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", cases(10))
+@pytest.mark.parametrize("seed", cases(20))
 def test_pad_and_padv2(seed):
     rng = rng_for("PAD", seed)
     rank = int(rng.integers(1, 6))
@@ -376,6 +376,14 @@ INVALID = [
      [T((3, 2), "int8", 0.1, 1), T((2, 2), "int32", data=np.array([[0, 1], [0, 0]])),
       T((1,), "int8", 0.1, 2, data=np.array([5]))], [T((4, 2), "int8", 0.1, 1)], {},
      [np.zeros((3, 2), np.int8)], InvalidArgumentError, "zero point must equal the output's"),
+    ("pad 6-D", "PAD",
+     [T((1,) * 6, "int8", 0.1, 1), T((6, 2), "int32", data=np.ones((6, 2)))], [T((3,) * 6, "int8", 0.1, 1)],
+     {}, [np.zeros((1,) * 6, np.int8)], ShapeError, "up to 5 dimensions"),
+    ("transpose 9-D", "TRANSPOSE",
+     [T((1,) * 9, "int8", 0.1, 1), T((9,), "int32", data=np.arange(9))], [T((1,) * 9, "int8", 0.1, 1)],
+     {}, [np.zeros((1,) * 9, np.int8)], ShapeError, "1-D to 8-D"),
+    ("squeeze 9-D", "SQUEEZE", [T((1,) * 9, "int8", 0.1, 1)], [T((), "int8", 0.1, 1)],
+     {}, [np.zeros((1,) * 9, np.int8)], ShapeError, "rank <= 8"),
     ("shape out_type", "SHAPE", [T((3, 2), "int8", 0.1, 1)], [T((2,), "int32")], {},
      [np.zeros((3, 2), np.int8)], UnsupportedError, "out_type"),
 ]

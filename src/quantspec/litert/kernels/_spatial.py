@@ -15,6 +15,7 @@ import numpy as np
 
 from ...dtypes import QType, qtype
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
+from ..._core.rounding import half_away_from_zero
 from .base import FUSED_ACTIVATIONS, TensorSpec, activation_range
 
 INT8 = qtype("int8")
@@ -68,6 +69,20 @@ def fused_activation(options: Mapping[str, Any] | None, output: TensorSpec, *, c
     if fused not in FUSED_ACTIVATIONS:
         raise UnsupportedError("options['fused_activation_function']",
                                f"{op} (int8) supports " + ", ".join(FUSED_ACTIVATIONS), fused)
+    if fused == "NONE":
+        return int(output.dtype.qmin), int(output.dtype.qmax)
+    # LiteRT's Quantize() inside CalculateActivationRangeQuantized fails when a bound / scale is
+    # NaN or outside int32 (a zero or tiny output scale): Prepare fails (the pooling kernels ignore
+    # the failure and read uninitialised bounds) -- refused here either way.
+    scale, _ = legacy(output)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for bound in FUSED_ACTIVATIONS[fused]:
+            if bound is None:
+                continue
+            tmp = half_away_from_zero(np.float32(bound) / scale)
+            if not (tmp >= np.float32(-2.0 ** 31) and tmp <= np.float32(2.0 ** 31 - 1)):
+                raise InvalidArgumentError("output.scale", f"{op}: the {fused} bound {bound} / scale is not an "
+                                           "int32 (LiteRT's CalculateActivationRangeQuantized fails)", float(scale))
     return activation_range(fused, output.params, output.dtype)
 
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from .. import fixedpoint
-from .._gemm import F32_EXACT, IM2COL_BUDGET, matmul_exact, patches, wrap_int32
+from .. import _gemm, fixedpoint
+from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
 from ._spatial import (table_checks, constants, fused_activation, int_option, legacy, need, padding_option, present,
                        require_quantized, require_rank, require_type, value, window_geometry)
 from .base import Kernel, TensorSpec, register
@@ -63,7 +63,7 @@ class ConvPrepared:
     shift: np.ndarray               # int32 (O,)
     act_min: int
     act_max: int
-    filter: np.ndarray | None       # CONV: float32 (G, O/G, K) ; DEPTHWISE: int32 (KH, KW, I, M)
+    filter: np.ndarray | None       # CONV: float32 (G, K, O/G) ; DEPTHWISE: int32 (KH, KW, I, M)
     filter_sums: np.ndarray | None  # CONV: int64 (O,) Σ w over each filter
     filter_bound: int
     bias: np.ndarray | None         # int32 (O,)
@@ -126,10 +126,21 @@ def _spatial_options(op: str, options, limit: int | None):
     return (sh, sw), (dh, dw)
 
 
+#: elements requantized per block: the int64 temporaries of the fixed-point arithmetic stay in cache
+_REQUANT_BLOCK = 1 << 16
+
+
 def _requantize(acc32: np.ndarray, p: ConvPrepared) -> np.ndarray:
-    y = fixedpoint.multiply_by_quantized_multiplier(acc32, p.multiplier, p.shift).astype(np.int64)
-    y = wrap_int32(y + p.output_zero_point)
-    return np.clip(y, p.act_min, p.act_max).astype(np.int8)
+    """``clamp(MultiplyByQuantizedMultiplier(acc, M[oc], e[oc]) + z_out)`` as int8, block by block."""
+    o = acc32.shape[-1]
+    flat = acc32.reshape(-1, o)
+    out = np.empty(flat.shape, np.int8)
+    rows = max(1, _REQUANT_BLOCK // max(o, 1))
+    for r0 in range(0, flat.shape[0], rows):
+        y = fixedpoint.multiply_by_quantized_multiplier(flat[r0:r0 + rows], p.multiplier, p.shift)
+        y = wrap_int32(y.astype(np.int64) + p.output_zero_point)
+        out[r0:r0 + rows] = np.clip(y, p.act_min, p.act_max)
+    return out.reshape(acc32.shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,13 +213,15 @@ class Conv2D(Kernel):
 
 
 def _conv_filter(w: np.ndarray, groups: int):
-    """(float32 (G, O/G, K) filter matrices, int64 (O,) filter sums, max |w|)."""
+    """(float32 (G, K, O/G) filter matrices — contiguous, the layout BLAS runs fastest on — int64 (O,)
+    filter sums, max |w|)."""
     w = np.asarray(w).astype(np.int8, copy=False)
     o = w.shape[0]
     w2 = w.reshape(o, -1)
     sums = w2.astype(np.int64).sum(axis=1)
     bound = max(int(np.abs(w2.astype(np.int64)).max(initial=0)), 1)
-    return np.ascontiguousarray(w2.reshape(groups, o // groups, -1).astype(np.float32)), sums, bound
+    mats = w2.reshape(groups, o // groups, -1).transpose(0, 2, 1).astype(np.float32)
+    return np.ascontiguousarray(mats), sums, bound
 
 
 def conv_accumulate(x: np.ndarray, p: ConvPrepared, filt: np.ndarray, sums: np.ndarray, bound: int) -> np.ndarray:
@@ -227,8 +240,8 @@ def conv_accumulate(x: np.ndarray, p: ConvPrepared, filt: np.ndarray, sums: np.n
     xf = x.astype(dtype)
     view = patches(xf, (kh, kw), p.stride, p.dilation, p.pad, (oh, ow), dtype(zx))   # (N, OH, OW, KH, KW, C)
     a_bound = max(128, abs(zx))
-    wt = filt.transpose(0, 2, 1)                                                     # (G, K, O/G)
-    rows_budget = max(1, IM2COL_BUDGET // (max(k * g, 1) * np.dtype(dtype).itemsize))
+    wt = filt                                                                        # (G, K, O/G)
+    rows_budget = max(1, _gemm.IM2COL_BUDGET // (max(k * g, 1) * np.dtype(dtype).itemsize))
     pix = oh * ow
 
     def run(block: np.ndarray, rows: int) -> np.ndarray:

@@ -48,7 +48,7 @@ class FullyConnectedPrepared:
     effective_scale: np.ndarray     # float64, (units,) or (1,): double(s_in)*double(s_w)/double(s_out)
     act_min: int
     act_max: int
-    weights: np.ndarray | None      # float32 (units, depth) when the filter is constant
+    weights: np.ndarray | None      # float32 (depth, units), contiguous, when the filter is constant
     weight_sums: np.ndarray | None  # int64 (units,) Σ_i w[o, i] when the filter is constant
     weight_bound: int               # max |w| (128 when the filter is not constant)
     bias: np.ndarray | None         # int32 (units,) when the bias is constant
@@ -136,7 +136,7 @@ class FullyConnected(Kernel):
         bound = 128
         if w.data is not None:
             wd = np.asarray(w.data).astype(np.int8, copy=False).reshape(units, depth)
-            weights = wd.astype(np.float32)
+            weights = np.ascontiguousarray(wd.T.astype(np.float32))
             sums = wd.astype(np.int64).sum(axis=1)
             bound = max(int(np.abs(wd.astype(np.int64)).max(initial=0)), 1)
         bias = None
@@ -172,12 +172,12 @@ def accumulate(p: FullyConnectedPrepared, x: np.ndarray, w_runtime: np.ndarray |
     """``Σ_i (w[o,i] - zw)(x[b,i] - zx)`` exactly, as int64 ``(rows, units)``."""
     if w_runtime is not None:
         wd = np.asarray(w_runtime).astype(np.int8, copy=False).reshape(p.units, p.depth)
-        weights = wd.astype(np.float32)
+        weights = np.ascontiguousarray(wd.T.astype(np.float32))
         sums = wd.astype(np.int64).sum(axis=1)
         bound = max(int(np.abs(wd.astype(np.int64)).max(initial=0)), 1)
     else:
         weights, sums, bound = p.weights, p.weight_sums, p.weight_bound
-    acc = matmul_exact(x.astype(np.float32), weights.T, 128, bound)
+    acc = matmul_exact(x.astype(np.float32), weights, 128, bound)
     zx, zw = p.input_zero_point, p.filter_zero_point
     if zx:
         acc -= zx * sums
