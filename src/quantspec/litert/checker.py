@@ -263,24 +263,30 @@ def _tensor_checks(c: _Collector, op: Operator | None, t: Tensor, position: str,
         c.refusal_reported.add(t.index)
         c.add("quantization-malformed", op, t, message, position=position, expected=expected, found=found,
               litert=REJECTS, stage="load", check=_LOAD_CHECK)
-    p = t.params
-    if p is None or t.dtype is None:
+    if t.params is None or t.dtype is None:
         return
     if t.dtype.name == "uint8":
-        c.add("legacy-uint8", op, t, "quantized uint8 is the legacy scheme; the spec's tensors are int8",
-              position=position, expected="int8", found="uint8", litert=None, check=_UINT8_CHECK)
-    with np.errstate(all="ignore"):
-        bad = ~np.isfinite(p.scale) | (p.scale <= 0)
-    if np.any(bad):
-        c.add("scale", op, t, "scales must be finite and > 0", position=position, expected="> 0",
-              found=float(p.scale[bad][0]), litert=SILENT, check="not checked")
-    if t.dtype.is_int:
-        lo, hi = int(t.dtype.qmin), int(t.dtype.qmax)
-        badz = (p.zero_point < lo) | (p.zero_point > hi)
-        if np.any(badz):
-            c.add("zero-point-range", op, t, f"zero points must lie in [{lo}, {hi}]", position=position,
-                  expected=(lo, hi), found=int(p.zero_point[badz][0]), litert=SILENT, check="not checked")
+        _legacy_uint8(c, op, t, position)
+    # the op table's own tensor-level restrictions, as on any activation (optable.act)
+    spec = _spec(t)
+    for r in _GENERIC.restrictions:
+        if r.rule in ("scale", "zero-point-range"):
+            with np.errstate(all="ignore"):
+                result = optable._evaluate(r, _GENERIC, spec, [spec], [], None)
+            if result is not None:
+                message, expected, found, _ = result
+                e = r.litert[0]
+                c.add(r.rule, op, t, message, position=position, expected=expected, found=found,
+                      litert=e.action, stage=e.stage, check=e.check)
 
+
+def _legacy_uint8(c: _Collector, op: Operator | None, t: Tensor, position: str) -> None:
+    c.add("legacy-uint8", op, t, "quantized uint8 is the legacy scheme; the spec's tensors are int8",
+          position=position, expected="int8", found="uint8", litert=None, check=_UINT8_CHECK)
+
+
+#: the restrictions every quantized tensor has, whatever reads it
+_GENERIC = optable.act("tensor")
 
 _REFUSAL_RULES = ("weight-axis", "granularity", "bias-granularity")
 
@@ -340,8 +346,7 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
         rule, litert, stage, check = f.rule, e.action, e.stage, e.check
         message, expected, value = f.message, f.expected, f.found
         if rule == "dtype" and f.found == "uint8" and t.params is not None:
-            c.add("legacy-uint8", op, t, "quantized uint8 is the legacy scheme; the spec's tensors are int8",
-                  position=pos, expected="int8", found="uint8", litert=None, check=_UINT8_CHECK)
+            _legacy_uint8(c, op, t, pos)
             continue
         if rule == "dtype" and f.found in _OTHER_KERNELS and e.fails:
             # the table's type check is about types with no kernel path; these have one
