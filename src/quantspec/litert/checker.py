@@ -237,6 +237,7 @@ class _Collector:
         self.out: list[Violation] = []
         self.seen: set[tuple[str, int]] = set()
         self.refusal_reported: set[int] = set()
+        self.generic_done: set[int] = set()
 
     def add(self, rule: str, op: Operator | None, tensor: Tensor | None, message: str, *, position: str = "",
             expected: Any = None, found: Any = None, litert: str | None = None, stage: str | None = None,
@@ -263,8 +264,9 @@ def _tensor_checks(c: _Collector, op: Operator | None, t: Tensor, position: str,
         c.refusal_reported.add(t.index)
         c.add("quantization-malformed", op, t, message, position=position, expected=expected, found=found,
               litert=REJECTS, stage="load", check=_LOAD_CHECK)
-    if t.params is None or t.dtype is None:
+    if t.params is None or t.dtype is None or t.index in c.generic_done:
         return
+    c.generic_done.add(t.index)
     if t.dtype.name == "uint8":
         _legacy_uint8(c, op, t, position)
     # the op table's own tensor-level restrictions, as on any activation (optable.act)
