@@ -20,15 +20,6 @@ import numpy as np
 from litert_build import T, build
 from refs import require
 
-#: how many random cases each conformance test of the conv/pool/movement suites draws
-#: (QUANTSPEC_LITERT_CASES scales the default)
-SCALE = float(os.environ.get("QUANTSPEC_LITERT_CASES", "1"))
-
-
-def cases(default: int) -> range:
-    return range(max(1, int(round(default * SCALE))))
-
-
 #: models per op and per test (QUANTSPEC_LITERT_MODELS; the default keeps the suite fast)
 N_MODELS = int(os.environ.get("QUANTSPEC_LITERT_MODELS", "12"))
 SEED = int(os.environ.get("QUANTSPEC_TEST_SEED", "0"))
@@ -75,27 +66,12 @@ def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], opt
     return kernel.compute(prepared, arrays)
 
 
-def run_quantspec(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
-                  arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """quantspec's kernel on the model's tensors; ``arrays`` are the non-constant inputs in order."""
-    return quantspec_run(op, inputs, outputs, options, arrays)
-
-
-def ref_fails(op: str, inputs, outputs, options, arrays, version: int = 1) -> str | None:
-    """The interpreter's error message when it refuses the model, else None."""
-    try:
-        run_ref(build(op, inputs, outputs, options, version), arrays)
-    except Exception as e:  # the interpreter raises RuntimeError / ValueError
-        return str(e)
-    return None
-
-
 #: (op, LiteRT's message) of the random models both LiteRT and quantspec refused
 REFUSED: list[tuple[str, str]] = []
 
 
 def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
-          feeds: Sequence[np.ndarray], version: int = 1, model_options: Mapping[str, Any] | None = None) -> list[np.ndarray]:
+          feeds: Sequence[np.ndarray], version: int = 2, model_options: Mapping[str, Any] | None = None) -> list[np.ndarray]:
     """Assert that LiteRT and quantspec give byte-identical outputs; return LiteRT's outputs, or
     None when LiteRT refuses the model and quantspec raises a quantspec error for it as well.
 
@@ -195,3 +171,37 @@ def int8(r: np.random.Generator, shp: tuple[int, ...], zp: int | None = None) ->
     for i, v in enumerate(specials[: flat.size]):
         flat[int(r.integers(0, flat.size))] = v
     return x
+
+
+# ---------------------------------------------------------------------------------------------
+# strict comparison, case counts (the convolution / pooling / resize / data-movement tests)
+# ---------------------------------------------------------------------------------------------
+
+#: how many random cases those conformance tests draw (QUANTSPEC_LITERT_CASES scales their defaults)
+SCALE = float(os.environ.get("QUANTSPEC_LITERT_CASES", "1"))
+
+
+def cases(default: int) -> range:
+    return range(max(1, int(round(default * SCALE))))
+
+
+#: quantspec's kernel on the model's tensors; ``feeds`` are the non-constant inputs in order
+run_quantspec = quantspec_run
+
+
+def check_exact(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
+                feeds: Sequence[np.ndarray], version: int = 1) -> list[np.ndarray]:
+    """:func:`check` for a model LiteRT must accept: assert byte-identical outputs (a model both
+    refuse is a failure here, not a pass)."""
+    ref = check(op, inputs, outputs, options, feeds, version)
+    assert ref is not None, f"{op}: LiteRT refused a model meant to be valid: {REFUSED[-1]}"
+    return ref
+
+
+def ref_fails(op: str, inputs, outputs, options, feeds, version: int = 1) -> str | None:
+    """The interpreter's error message when it refuses the model, else None."""
+    try:
+        run_ref(build(op, inputs, outputs, options, version), feeds)
+    except (RuntimeError, ValueError) as e:
+        return str(e)
+    return None

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import cases, check, ref_fails, run_quantspec
+from litert_kernel_check import cases, ref_fails, run_quantspec
+from litert_kernel_check import check_exact as check
 from quantspec.errors import InvalidArgumentError, ShapeError
 
 ACTS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH")

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import cases, check, ref_fails, run_quantspec
+from litert_kernel_check import cases, ref_fails, run_quantspec
+from litert_kernel_check import check_exact as check
 from quantspec.errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 
 
@@ -154,8 +155,7 @@ def test_gather(seed):
     shape = rand_shape(rng, rank, 1, 5)
     axis = int(rng.integers(0, rank))
     batch_dims = int(rng.integers(0, axis + 1)) if seed % 3 == 0 else 0
-    # (run_ref cannot feed a 0-d run-time input: np.ascontiguousarray makes it 1-d)
-    pos_shape = tuple(shape[:batch_dims]) + rand_shape(rng, int(rng.integers(0 if seed % 2 else 1, 3)), 1, 4)
+    pos_shape = tuple(shape[:batch_dims]) + rand_shape(rng, int(rng.integers(0, 3)), 1, 4)
     pos = rng.integers(0, shape[axis], size=pos_shape)
     ptype = ("int32", "int64", "int16")[seed % 3]
     out_shape = shape[:axis] + pos_shape[batch_dims:] + shape[axis + 1:]
@@ -169,6 +169,14 @@ def test_gather(seed):
     else:
         check("GATHER", [T(shape, "int8", s, z), T(pos_shape, ptype)], [T(out_shape, "int8", s, z)], options,
               [x, pos.astype(ptype)])
+
+
+def test_gather_negative_batch_dims():
+    """batch_dims < 0 counts from the end of the positions' shape."""
+    x = np.arange(24).astype(np.int8).reshape(2, 3, 4)
+    pos = np.array([[0, 2], [1, 1]], np.int32)
+    check("GATHER", [T(x.shape, "int8", 0.1, 0), T(pos.shape, "int32", data=pos)], [T((2, 2, 4), "int8", 0.1, 0)],
+          {"axis": -2, "batch_dims": -1}, [x])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,6 +241,14 @@ def test_space_to_batch_nd(seed):
               [T(out, "int8", s, z)], {}, [x, np.array(block, np.int32), np.array(pads, np.int32)])
 
 
+def test_space_to_batch_nd_negative_paddings():
+    """LiteRT does not check the paddings' sign: negative paddings crop, by the same index formula."""
+    x = np.arange(48).astype(np.int8).reshape(1, 6, 4, 2)
+    check("SPACE_TO_BATCH_ND", [T(x.shape, "int8", 0.1, 3), T((2,), "int32", data=np.array([2, 2])),
+                                T((2, 2), "int32", data=np.array([[-1, -1], [1, -1]]))],
+          [T((4, 2, 2, 2), "int8", 0.1, 3)], {}, [x])
+
+
 @pytest.mark.parametrize("seed", cases(16))
 def test_batch_to_space_nd(seed):
     rng = rng_for("BATCH_TO_SPACE_ND", seed)
@@ -292,12 +308,13 @@ def test_padv2_runtime_constant_value():
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("out_type", ["INT32", "INT64"])
-def test_shape(out_type):
-    rng = rng_for("SHAPE", 0)
-    shape = (2, 3, 1, 5)
-    dtype = out_type.lower()
-    check("SHAPE", [T(shape, "int8", 0.1, 3)], [T((4,), dtype)], {"out_type": out_type}, [q8(rng, shape)])
+@pytest.mark.parametrize("seed", cases(6))
+def test_shape(seed):
+    rng = rng_for("SHAPE", seed)
+    shape = rand_shape(rng, int(rng.integers(1, 7)), 1, 4)
+    out_type = ("INT32", "INT64")[seed % 2]
+    check("SHAPE", [T(shape, "int8", 0.1, 3)], [T((len(shape),), out_type.lower())], {"out_type": out_type},
+          [q8(rng, shape)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,7 +329,8 @@ INVALID = [
      [np.zeros((1, 2), np.int8)] * 2, InvalidArgumentError, "scale must equal the output's"),
     ("concat activation", "CONCATENATION",
      [T((1, 2), "int8", 0.1, 1), T((1, 2), "int8", 0.1, 1)], [T((1, 4), "int8", 0.1, 1)],
-     {"axis": 1, "fused_activation_function": "RELU"}, [np.zeros((1, 2), np.int8)] * 2, UnsupportedError, "must be NONE"),
+     {"axis": 1, "fused_activation_function": "RELU"}, [np.zeros((1, 2), np.int8)] * 2, UnsupportedError,
+     "must be NONE"),
     ("concat axis", "CONCATENATION",
      [T((1, 2), "int8", 0.1, 1), T((1, 2), "int8", 0.1, 1)], [T((1, 4), "int8", 0.1, 1)], {"axis": 2},
      [np.zeros((1, 2), np.int8)] * 2, AxisError, "options['axis']"),

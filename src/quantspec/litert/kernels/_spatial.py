@@ -13,14 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import QType, qtype
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ..._core.rounding import half_away_from_zero
 from .base import FUSED_ACTIVATIONS, TensorSpec, activation_range
-
-INT8 = qtype("int8")
-INT32 = qtype("int32")
-INT64 = qtype("int64")
 
 #: ActivationFunctionType values a quantized kernel's CalculateActivationRangeQuantized does not
 #: clamp for (its final ``else`` branch): CONV_2D, DEPTHWISE_CONV_2D and the pooling kernels accept
@@ -69,20 +63,11 @@ def fused_activation(options: Mapping[str, Any] | None, output: TensorSpec, *, c
     if fused not in FUSED_ACTIVATIONS:
         raise UnsupportedError("options['fused_activation_function']",
                                f"{op} (int8) supports " + ", ".join(FUSED_ACTIVATIONS), fused)
-    if fused == "NONE":
-        return int(output.dtype.qmin), int(output.dtype.qmax)
-    # LiteRT's Quantize() inside CalculateActivationRangeQuantized fails when a bound / scale is
-    # NaN or outside int32 (a zero or tiny output scale): Prepare fails (the pooling kernels ignore
-    # the failure and read uninitialised bounds) -- refused here either way.
-    scale, _ = legacy(output)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for bound in FUSED_ACTIVATIONS[fused]:
-            if bound is None:
-                continue
-            tmp = half_away_from_zero(np.float32(bound) / scale)
-            if not (tmp >= np.float32(-2.0 ** 31) and tmp <= np.float32(2.0 ** 31 - 1)):
-                raise InvalidArgumentError("output.scale", f"{op}: the {fused} bound {bound} / scale is not an "
-                                           "int32 (LiteRT's CalculateActivationRangeQuantized fails)", float(scale))
+    if output.params is None:
+        raise InvalidArgumentError("output", f"needs quantization parameters for int8 {op}", None)
+    # activation_range raises where LiteRT's Quantize() fails (a bound / scale outside int32: a zero
+    # or tiny output scale); the pooling kernels ignore that failure and read uninitialised bounds,
+    # which quantspec refuses all the same
     return activation_range(fused, output.params, output.dtype)
 
 
@@ -127,7 +112,7 @@ def require_quantized(spec: TensorSpec, argument: str, op: str) -> None:
 def require_rank(spec: TensorSpec, ranks: int | tuple[int, ...], argument: str, op: str) -> None:
     ranks = (ranks,) if isinstance(ranks, int) else ranks
     if len(spec.shape) not in ranks:
-        raise ShapeError(argument, f"must have rank " + " or ".join(map(str, ranks)) + f" for {op}",
+        raise ShapeError(argument, "must have rank " + " or ".join(map(str, ranks)) + f" for {op}",
                          tuple(spec.shape))
 
 
@@ -143,16 +128,6 @@ def same_legacy_params(a: TensorSpec, b: TensorSpec, argument: str, op: str, *, 
                                    "(LiteRT Prepare)", za, detail=f"expected {zb}")
 
 
-def int_data(spec: TensorSpec | None, array: np.ndarray | None, argument: str) -> np.ndarray | None:
-    """The integer contents of an index/shape tensor: its constant data, else the run-time array
-    (``None`` when neither is known yet)."""
-    if spec is not None and spec.data is not None:
-        return np.asarray(spec.data)
-    if array is None:
-        return None
-    return np.asarray(array)
-
-
 # -- window geometry (tflite/kernels/padding.h) ---------------------------------------------------
 
 def out_size(padding: str, image: int, filt: int, stride: int, dilation: int) -> int | None:
@@ -161,11 +136,11 @@ def out_size(padding: str, image: int, filt: int, stride: int, dilation: int) ->
         return None
     effective = (filt - 1) * dilation + 1
     if padding == "SAME":
-        value = (image + stride - 1) // stride
+        size = (image + stride - 1) // stride
     else:
         num = image + stride - effective
-        value = int(num / stride) if num < 0 else num // stride   # C division truncates
-    return value if value >= 0 else None
+        size = -(-num // stride) if num < 0 else num // stride    # C division truncates
+    return size if size >= 0 else None
 
 
 def pad_before(stride: int, dilation: int, image: int, filt: int, out: int) -> int:
@@ -188,18 +163,6 @@ def window_geometry(op: str, padding: str, image_hw: tuple[int, int], filter_hw:
         outs.append(o)
         pads.append(pad_before(s, d, i, f, o))
     return (outs[0], outs[1]), (pads[0], pads[1])
-
-
-def positive(value: int, argument: str, op: str, *, limit: int | None = None) -> int:
-    if value <= 0:
-        raise InvalidArgumentError(argument, f"must be positive for {op}", value)
-    if limit is not None and value > limit:
-        raise InvalidArgumentError(argument, f"must be at most {limit} for {op}", value)
-    return value
-
-
-def as_qtype(t: QType | str) -> QType:
-    return qtype(t)
 
 
 # -- constant inputs ------------------------------------------------------------------------------

@@ -41,8 +41,8 @@ import numpy as np
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .. import _gemm, fixedpoint
 from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
-from ._spatial import (table_checks, constants, fused_activation, int_option, legacy, need, padding_option, present,
-                       require_quantized, require_rank, require_type, value, window_geometry)
+from ._spatial import (constants, fused_activation, int_option, legacy, need, padding_option, present,
+                       require_quantized, require_rank, require_type, table_checks, value, window_geometry)
 from .base import Kernel, TensorSpec, register
 
 INT16_MAX = (1 << 15) - 1
@@ -172,7 +172,8 @@ class Conv2D(Kernel):
                              tuple(w.shape))
         groups = c // fc
         if o % groups:
-            raise ShapeError("filter.shape", f"output channels ({o}) must be a multiple of the groups ({groups}) for {op}",
+            raise ShapeError("filter.shape", f"output channels ({o}) must be a multiple of the groups ({groups}) "
+                             f"for {op}",
                              tuple(w.shape))
         require_type(x, ("int8",), "input.dtype", op)
         if out.dtype != x.dtype:

@@ -28,8 +28,8 @@ import numpy as np
 from ..._core.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
-from ._spatial import (table_checks, bool_option, fused_activation, legacy, need, option, present, require_quantized,
-                       require_type)
+from ._spatial import (bool_option, constants, fused_activation, legacy, need, option, present, require_quantized,
+                       require_type, table_checks, value)
 from .base import Kernel, register
 
 OP = "FULLY_CONNECTED"
@@ -53,6 +53,7 @@ class FullyConnectedPrepared:
     weight_bound: int               # max |w| (128 when the filter is not constant)
     bias: np.ndarray | None         # int32 (units,) when the bias is constant
     has_bias: bool
+    consts: tuple = ()
 
 
 @register
@@ -146,7 +147,7 @@ class FullyConnected(Kernel):
             output_shape=tuple(int(s) for s in shape), rows=rows, depth=depth, units=units,
             input_zero_point=z_in, filter_zero_point=z_w, output_zero_point=z_out, effective_scale=eff,
             act_min=act_min, act_max=act_max, weights=weights, weight_sums=sums, weight_bound=bound,
-            bias=bias, has_bias=b is not None)
+            bias=bias, has_bias=b is not None, consts=constants(inputs))
 
     @staticmethod
     def _empty(shape, units) -> FullyConnectedPrepared:
@@ -158,10 +159,12 @@ class FullyConnected(Kernel):
     def compute(self, p: FullyConnectedPrepared, arrays) -> list[np.ndarray]:
         if p.depth == 0 or int(np.prod(p.output_shape, dtype=np.int64)) == 0:
             return [np.zeros(p.output_shape, np.int8)]
-        x = np.asarray(arrays[0]).reshape(-1)[: p.rows * p.depth].reshape(p.rows, p.depth)
-        acc = accumulate(p, x, None if p.weights is not None else arrays[1])
+        x = value(arrays, p.consts, 0).reshape(-1)[: p.rows * p.depth].reshape(p.rows, p.depth)
+        acc = accumulate(p, x, None if p.weights is not None else value(arrays, p.consts, 1, "filter"))
         if p.has_bias:
-            bias = p.bias if p.bias is not None else np.asarray(arrays[2]).astype(np.int32).reshape(p.units)
+            bias = p.bias
+            if bias is None:
+                bias = value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(p.units)
             acc += bias
         acc32 = wrap_int32(acc)
         return [requantize_double(acc32, p.effective_scale, p.output_zero_point, p.act_min,

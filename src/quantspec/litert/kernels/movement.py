@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ._spatial import (table_checks, constants, int_option, legacy, need, option, present, require_same_type,
-                       same_legacy_params, value)
+from ._spatial import (constants, int_option, legacy, need, option, present, require_same_type, same_legacy_params,
+                       table_checks, value)
 from .base import Kernel, TensorSpec, register
 
 QUANT8 = ("int8", "uint8")
@@ -44,12 +44,6 @@ def _index_type(spec: TensorSpec, allowed: tuple[str, ...], argument: str, op: s
             raise UnsupportedError(argument, f"{op} reads this tensor as int32 (LiteRT reinterprets int64 bytes), "
                                    "so it must be int32", spec.dtype.name)
         raise DTypeError(argument, f"{op} supports " + ", ".join(allowed), spec.dtype.name)
-
-
-def _runtime(value: np.ndarray | None, argument: str, op: str) -> np.ndarray:
-    if value is None:
-        raise InvalidArgumentError(argument, f"{op} needs this run-time tensor's value", None)
-    return np.asarray(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,13 +173,14 @@ class Reshape(Kernel):
         new_shape = [int(v) for v in new_shape]
         if len(new_shape) == 1 and new_shape[0] == 0:   # legacy models write [0] for a scalar
             new_shape = []
-        return ReshapePrepared(_resolve_shape(_shape(x), new_shape, "options['new_shape']", op), consts=constants(inputs))
+        return ReshapePrepared(_resolve_shape(_shape(x), new_shape, "options['new_shape']", op),
+                               consts=constants(inputs))
 
     def compute(self, p: ReshapePrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
         shape = p.output_shape
         if shape is None:
-            shape = _resolve_shape(x.shape, _runtime(arrays[1], "shape", self.name), "shape", self.name)
+            shape = _resolve_shape(x.shape, value(arrays, p.consts, 1, "shape"), "shape", self.name)
         return [x.reshape(shape).copy()]
 
 
@@ -277,7 +272,7 @@ class Transpose(Kernel):
 
     def compute(self, p: TransposePrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
-        perm = p.perm if p.perm is not None else _check_perm(_runtime(arrays[1], "perm", self.name), x.ndim,
+        perm = p.perm if p.perm is not None else _check_perm(value(arrays, p.consts, 1, "perm"), x.ndim,
                                                              self.name)
         return [np.ascontiguousarray(np.transpose(x, perm))]
 
@@ -342,7 +337,7 @@ class Gather(Kernel):
         x = value(arrays, p.consts, 0)
         pos = p.positions
         if pos is None:
-            pos = _gather_positions(_runtime(arrays[1], "positions", self.name), x.shape[p.axis], self.name)
+            pos = _gather_positions(value(arrays, p.consts, 1, "positions"), x.shape[p.axis], self.name)
         bd, axis = p.batch_dims, p.axis
         if bd == 0:
             return [np.take(x, pos, axis=axis)]
@@ -421,8 +416,8 @@ class Slice(Kernel):
 
     def compute(self, p: SlicePrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
-        bounds = p.bounds or _slice_bounds(x.shape, _runtime(arrays[1], "begin", self.name),
-                                           _runtime(arrays[2], "size", self.name), self.name)
+        bounds = p.bounds or _slice_bounds(x.shape, value(arrays, p.consts, 1, "begin"),
+                                           value(arrays, p.consts, 2, "size"), self.name)
         index = tuple(slice(b, b + s) for b, s in zip(*bounds))
         return [x[index].copy()]
 
@@ -546,7 +541,7 @@ def _b2s_plan(shape, block, crops, op):
 @dataclass(frozen=True, eq=False)
 class SpaceBatchPrepared:
     plan: tuple | None
-    pad_byte: int                   # SPACE_TO_BATCH_ND: the pad value's low byte (8-bit types), else 0
+    pad_byte: int                   # SPACE_TO_BATCH_ND: the memset byte (zero point's low byte for 8/16-bit)
     consts: tuple = ()
 
 
@@ -566,8 +561,8 @@ class SpaceToBatchND(Kernel):
 
     def compute(self, p: SpaceBatchPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
-        plan = p.plan or _s2b_plan(x.shape, _runtime(arrays[1], "block_shape", self.name),
-                                   _runtime(arrays[2], "paddings", self.name), self.name)
+        plan = p.plan or _s2b_plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
+                                   value(arrays, p.consts, 2, "paddings"), self.name)
         block, pads, out_shape = plan
         x4 = x if x.ndim == 4 else x[:, :, None, :]
         bh, bw = (block[0], block[1]) if x.ndim == 4 else (block[0], 1)
@@ -605,8 +600,8 @@ class BatchToSpaceND(Kernel):
 
     def compute(self, p: SpaceBatchPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
-        plan = p.plan or _b2s_plan(x.shape, _runtime(arrays[1], "block_shape", self.name),
-                                   _runtime(arrays[2], "crops", self.name), self.name)
+        plan = p.plan or _b2s_plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
+                                   value(arrays, p.consts, 2, "crops"), self.name)
         block, crops, out_shape = plan
         x4 = x if x.ndim == 4 else x[:, :, None, :]
         bh, bw = (block[0], block[1]) if x.ndim == 4 else (block[0], 1)
@@ -703,10 +698,10 @@ class _PadBase(Kernel):
     def compute(self, p: PadPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
         pads = p.paddings if p.paddings is not None else _pad_plan(
-            x.ndim, _runtime(arrays[1], "paddings", self.name), self.name)
+            x.ndim, value(arrays, p.consts, 1, "paddings"), self.name)
         fill = p.pad_value
         if fill is None:
-            fill = np.asarray(_runtime(arrays[2], "constant_values", self.name)).astype(x.dtype).reshape(-1)[0]
+            fill = value(arrays, p.consts, 2, "constant_values").astype(x.dtype).reshape(-1)[0]
         out = np.empty(tuple(int(d) + int(a) + int(b) for d, (a, b) in zip(x.shape, pads)), x.dtype)
         out[...] = fill
         out[tuple(slice(int(a), int(a) + d) for d, (a, _) in zip(x.shape, pads))] = x

@@ -24,8 +24,8 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from .._gemm import patches
-from ._spatial import (table_checks, fused_activation, int_option, need, out_size, pad_before, padding_option, present,
-                       require_rank, require_same_type, require_type)
+from ._spatial import (constants, fused_activation, int_option, need, out_size, pad_before, padding_option, present,
+                       require_rank, require_same_type, require_type, table_checks, value)
 from .base import Kernel, register
 
 
@@ -39,6 +39,7 @@ class PoolPrepared:
     counts: np.ndarray | None       # int64 (OH, OW) taps inside the image (average only)
     act_min: int
     act_max: int
+    consts: tuple = ()
 
 
 def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
@@ -74,7 +75,8 @@ def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
             raise InvalidArgumentError("options", f"{op}: some windows have no tap inside the image (the "
                                        "reference kernel fails on them)", dict(options or {}))
     return PoolPrepared(input_shape=(n, h, w, c), output_shape=(n, oh, ow, c), filter_hw=(fh, fw),
-                        stride=(sh, sw), pad=(ph, pw), counts=counts, act_min=act_min, act_max=act_max)
+                        stride=(sh, sw), pad=(ph, pw), counts=counts, act_min=act_min, act_max=act_max,
+                        consts=constants(inputs))
 
 
 def _tap_counts(out: int, stride: int, pad: int, filt: int, image: int) -> np.ndarray:
@@ -101,7 +103,7 @@ class AveragePool2D(Kernel):
     def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
         if 0 in p.output_shape:
             return [np.zeros(p.output_shape, np.int8)]
-        x = np.asarray(arrays[0]).reshape(p.input_shape).astype(np.int32)
+        x = value(arrays, p.consts, 0).reshape(p.input_shape).astype(np.int32)
         acc = _windows(p, x, 0).sum(axis=(3, 4), dtype=np.int64)           # (N, OH, OW, C)
         n = p.counts[None, :, :, None]
         half = n // 2
@@ -120,6 +122,6 @@ class MaxPool2D(Kernel):
     def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
         if 0 in p.output_shape:
             return [np.zeros(p.output_shape, np.int8)]
-        x = np.asarray(arrays[0]).reshape(p.input_shape).astype(np.int8, copy=False)
+        x = value(arrays, p.consts, 0).reshape(p.input_shape).astype(np.int8, copy=False)
         m = _windows(p, x, -128).max(axis=(3, 4))
         return [np.clip(m, p.act_min, p.act_max).astype(np.int8)]

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
-from ._spatial import bool_option, need, present, require_rank, require_same_type, require_type, table_checks
+from ._spatial import (bool_option, constants, need, present, require_rank, require_same_type, require_type,
+                       table_checks, value)
 from .base import Kernel, register
 
 OP = "RESIZE_BILINEAR"
@@ -42,6 +43,7 @@ class ResizePrepared:
     align_corners: bool
     half_pixel_centers: bool
     plan: tuple | None              # (out_h, out_w, rows, cols) when the size is constant
+    consts: tuple = ()
 
 
 def _axis_plan(in_size: int, out_size: int, align: bool, half: bool, argument: str):
@@ -101,11 +103,11 @@ class ResizeBilinear(Kernel):
                                                                               "half_pixel_centers": True})
             plan = _plan(x.shape, size.data, align, half)
         return ResizePrepared(input_shape=tuple(int(s) for s in x.shape), align_corners=align,
-                              half_pixel_centers=half, plan=plan)
+                              half_pixel_centers=half, plan=plan, consts=constants(inputs))
 
     def compute(self, p: ResizePrepared, arrays) -> list[np.ndarray]:
-        x = np.asarray(arrays[0])
-        plan = p.plan or _plan(x.shape, arrays[1], p.align_corners, p.half_pixel_centers)
+        x = value(arrays, p.consts, 0)
+        plan = p.plan or _plan(x.shape, value(arrays, p.consts, 1, "size"), p.align_corners, p.half_pixel_centers)
         oh, ow, (y0, y1, wy0, wy1), (x0, x1, wx0, wx1) = plan
         xi = x.astype(np.int64)
         top = xi[:, y0] * wy0[None, :, None, None] + xi[:, y1] * wy1[None, :, None, None]   # (N, OH, W, C)
