@@ -66,14 +66,18 @@ def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], opt
     return kernel.compute(prepared, arrays)
 
 
+#: the op of every model compared byte for byte (for reports)
+CHECKED: list[str] = []
 #: (op, LiteRT's message) of the random models both LiteRT and quantspec refused
 REFUSED: list[tuple[str, str]] = []
 
 
 def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
-          feeds: Sequence[np.ndarray], version: int = 2, model_options: Mapping[str, Any] | None = None) -> list[np.ndarray]:
-    """Assert that LiteRT and quantspec give byte-identical outputs; return LiteRT's outputs, or
-    None when LiteRT refuses the model and quantspec raises a quantspec error for it as well.
+          feeds: Sequence[np.ndarray], version: int = 2, model_options: Mapping[str, Any] | None = None,
+          allow_refusal: bool = False) -> list[np.ndarray] | None:
+    """Assert that LiteRT and quantspec give byte-identical outputs; return LiteRT's outputs.  With
+    ``allow_refusal`` (random parameter sweeps), a model LiteRT refuses passes when quantspec raises a
+    quantspec error for it as well (None is returned and the refusal recorded in REFUSED).
 
     ``model_options`` (default: ``options``) are written into the model; ``options`` go to the
     kernel (they differ only by quantspec's own keys such as ``quantspec_sum_semantics``)."""
@@ -83,6 +87,8 @@ def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
     try:
         ref = run_ref(model, feeds)
     except (RuntimeError, ValueError) as e:
+        if not allow_refusal:
+            raise
         # LiteRT refuses the model (a random parameter set broke one of its checks): quantspec must too
         try:
             quantspec_run(op, inputs, outputs, options, feeds)
@@ -92,6 +98,7 @@ def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
         raise AssertionError(f"{op}: LiteRT refuses ({e}) but quantspec computes; inputs {inputs}, "
                              f"outputs {outputs}, options {options}") from None
     ours = quantspec_run(op, inputs, outputs, options, feeds)
+    CHECKED.append(op)
     assert len(ours) == len(ref)
     for r, o in zip(ref, ours):
         assert o.dtype == r.dtype, (op, o.dtype, r.dtype)
@@ -205,3 +212,9 @@ def ref_fails(op: str, inputs, outputs, options, feeds, version: int = 1) -> str
     except (RuntimeError, ValueError) as e:
         return str(e)
     return None
+
+
+def sweep(*args, **kwargs):
+    """:func:`check` for random parameter sweeps: a model LiteRT refuses passes when quantspec
+    refuses it too."""
+    return check(*args, allow_refusal=True, **kwargs)

@@ -550,6 +550,7 @@ def _requantize_cases():
     f = np.float32
     cases = [(1.0, 0, 2.0, 0), (1.0, 3, 4.0, -2), (1.5, 0, 1.0, 0), (2.5, 1, 1.0, 0), (0.5, -7, 1.0, 5),
              (1.0, 0, 2.0 ** 29, 0), (1.0, 0, 2.0 ** 31, 0), (2.0 ** 31, 0, 1.0, 0), (1.0, 0, 2.0 ** -20, 0),
+             (1.0, 0, 2.0 ** 32, 0), (3.0, 0, 2.0 ** 33, 0), (1.0, 0, 2.0 ** 33, 0),     # shift -31, flushed
              (float(f(1) - f(2 ** -24)), 0, 1.0, 0), (1.0, 0, float(f(1) + f(2 ** -23)), 0),
              (1e-30, 0, 1.0, 0), (1.0, 0, 1e30, 0), (1e-10, -128, 1e-1, 127), (3e-3, 10, 7e-3, -20)]
     r = rng(70)
@@ -575,3 +576,19 @@ def test_requantize_through_litert_matches_fixedpoint():
         m2, e2 = fp.quantize_multiplier(real)
         ours = np.clip(fp.multiply_by_quantized_multiplier(x.astype(np.int64) - z_in, m2, e2) + z_out, -128, 127)
         assert ours.tolist() == expected
+
+
+def test_multiplier_rounding_to_2_31_through_litert_softmax():
+    """SOFTMAX's multiplier is beta * s_in * 2^26 in double: with beta = 1 + 2^-20 and
+    s_in = (1 - 2^-20) * 2^-10 it is (1 - 2^-40) * 2^16, whose significand rounds up to 2^31, so
+    QuantizeMultiplier returns (2^30, 17).  LiteRT's outputs agree with quantspec's kernel built on it."""
+    from litert_build import T
+    from litert_kernel_check import check
+
+    beta = 1 + 2.0 ** -20
+    s_in = (1 - 2.0 ** -20) * 2.0 ** -10
+    real = beta * s_in * 2.0 ** 26
+    assert real == (1 - 2.0 ** -40) * 2.0 ** 16
+    assert fp.quantize_multiplier(real) == quantize_multiplier_model(real) == (1 << 30, 17)
+    x = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
+    check("SOFTMAX", [T((4, 64), "int8", s_in, 0)], [T((4, 64), "int8", 1 / 256, -128)], {"beta": beta}, [x])

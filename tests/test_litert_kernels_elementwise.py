@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_outcome, quantspec_run, rng_for, scale,
-                                 zero_point)
+from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_outcome, quantspec_run, rng_for,
+                                 scale, sweep, zero_point)
 from quantspec.errors import QuantSpecError, UnsupportedError
 
-FUSED = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+FUSED = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "SIGN_BIT"]
 COMPARISONS = ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"]
 
 
@@ -29,7 +29,7 @@ def _binary_case(r, op, i):
     if op == "MUL" and i % 4 == 3:
         scales[2] = float(np.float32(scales[0] * scales[1] / 300))     # a multiplier > 1 (left shift)
     zps = [zero_point(r) for _ in range(3)]
-    fused = FUSED[i % 4]
+    fused = FUSED[i % 6]
     return s1, s2, scales, zps, fused
 
 
@@ -39,7 +39,7 @@ def test_arithmetic_matches_litert(op):
     for i in range(N_MODELS):
         s1, s2, (a, b, o), (za, zb, zo), fused = _binary_case(r, op, i)
         out = np.broadcast_shapes(s1, s2)
-        check(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)],
+        sweep(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)],
               {"fused_activation_function": fused}, [int8(r, s1, za), int8(r, s2, zb)])
 
 
@@ -65,7 +65,7 @@ def test_maximum_minimum_match_litert(op):
         if i % 2:
             b, zb, o, zo = a, za, a, za            # conformant: one set of parameters
         out = np.broadcast_shapes(s1, s2)
-        check(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)], {},
+        sweep(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "int8", o, zo)], {},
               [int8(r, s1), int8(r, s2)])
 
 
@@ -85,7 +85,7 @@ def test_comparisons_match_litert(op):
             y = x.copy()                             # equal values: exercises EQUAL / LESS_EQUAL ties
             zb = za
         out = np.broadcast_shapes(s1, s2)
-        check(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "bool")], {}, [x, y])
+        sweep(op, [T(s1, "int8", a, za), T(s2, "int8", b, zb)], [T(out, "bool")], {}, [x, y])
 
 
 @pytest.mark.parametrize("op", COMPARISONS)
@@ -123,6 +123,15 @@ def test_sub_large_output_multiplier():
     x = np.array([127, -128, 0, 5], np.int8)
     _raises("SUB", [T((4,), "int8", 1.0, 3), T((4,), "int8", 0.7, -2)], [T((4,), "int8", 1e-9, 5)], {},
             [x, x[::-1].copy()], "undefined behaviour")
+
+
+def test_comparison_large_scale_beyond_the_determined_range_raises():
+    # scale 2^20: the rescaled values leave the range where LiteRT's code paths agree
+    ins = [T((4,), "int8", 2.0 ** 20, 0), T((4,), "int8", 0.5, 0)]
+    _raises("GREATER", ins, [T((4,), "bool")], {}, [np.array([100, -100, 0, 1], np.int8), np.zeros(4, np.int8)],
+            "undefined behaviour")
+    # small values stay within it and match
+    check("GREATER", ins, [T((4,), "bool")], {}, [np.array([3, -3, 0, 1], np.int8), np.array([1, 2, 0, -1], np.int8)])
 
 
 def test_comparison_scale_one_aborts_litert():
@@ -163,7 +172,7 @@ def test_invalid_kernel_inputs():
     _raises("ADD", [T((3,), "int16", 0.5, 0), T((3,), "int16", 0.5, 0)], [T((3,), "int16", 0.5, 0)], {},
             [np.zeros(3, np.int16)] * 2, "int8 only")
     _raises("ADD", [T((3,), "int8", 0.5, 0), T((3,), "int8", 0.5, 0)], [T((3,), "int8", 0.5, 0)],
-            {"fused_activation_function": "TANH"}, [np.zeros(3, np.int8)] * 2, "fused_activation_function")
+            {"fused_activation_function": "SIGMOID"}, [np.zeros(3, np.int8)] * 2, "fused_activation_function")
     _raises("ADD", [T((3,), "int8", 0.0, 0), T((3,), "int8", 0.5, 0)], [T((3,), "int8", 0.5, 0)], {},
             [np.zeros(3, np.int8)] * 2, "must be finite and > 0")
     from litert_kernel_check import spec

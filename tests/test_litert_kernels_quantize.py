@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from litert_build import T
-from litert_kernel_check import N_MODELS, check, int8, quantspec_run, rng_for, scale, shape, zero_point
+from litert_kernel_check import (N_MODELS, check, int8, quantspec_run, rng_for, scale, shape, sweep, zero_point)
 from quantspec.errors import QuantSpecError
 
 
@@ -21,7 +21,7 @@ def test_requantize_matches_litert():
         if i % 5 == 1:
             s_out = float(np.float32(s_in * 2.0 ** int(r.integers(-8, 9))))   # exact ties
         z_in, z_out = zero_point(r), zero_point(r)
-        check("QUANTIZE", [T((256,), "int8", s_in, z_in)], [T((256,), "int8", s_out, z_out)], {}, [x])
+        sweep("QUANTIZE", [T((256,), "int8", s_in, z_in)], [T((256,), "int8", s_out, z_out)], {}, [x])
     shp = shape(r, 5, 6)
     check("QUANTIZE", [T(shp, "int8", 0.02, 3)], [T(shp, "int8", 0.05, -9)], {}, [int8(r, shp)])
 
@@ -43,7 +43,7 @@ def test_float_quantize_matches_litert():
         k = r.integers(-300, 300, shp).astype(np.float32)
         x = (k + np.float32(0.5) * (r.random(shp) < 0.5)) * np.float32(s)       # grid points and ties
         x = np.where(r.random(shp) < 0.2, r.standard_normal(shp) * 1e10, x).astype(np.float32)
-        check("QUANTIZE", [T(shp, "float")], [T(shp, "int8", s, z)], {}, [x])
+        sweep("QUANTIZE", [T(shp, "float")], [T(shp, "int8", s, z)], {}, [x])
     shp = (2, 3, 4)
     x = (r.standard_normal(shp) * 3).astype(np.float32)
     for axis in range(3):
@@ -57,7 +57,7 @@ def test_dequantize_matches_litert():
     for i in range(N_MODELS):
         shp = shape(r, 4, 6)
         s, z = scale(r, -8, 8), zero_point(r)
-        check("DEQUANTIZE", [T(shp, "int8", s, z)], [T(shp, "float")], {}, [int8(r, shp)])
+        sweep("DEQUANTIZE", [T(shp, "int8", s, z)], [T(shp, "float")], {}, [int8(r, shp)])
     shp = (3, 4)
     for axis in (0, 1):
         n = shp[axis]

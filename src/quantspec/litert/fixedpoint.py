@@ -237,7 +237,8 @@ def saturating_rounding_doubling_high_mul(a: Any, b: Any) -> np.ndarray:
     """gemmlowp ``SaturatingRoundingDoublingHighMul`` (ARM ``VQRDMULH``), element-wise:
     ``(a*b + nudge) / 2^31`` with C truncation, ``nudge = 2^30`` if ``a*b >= 0`` else ``1 - 2^30``
     (so the result is ``a*b / 2^31`` rounded to nearest with ties toward +infinity: 1.5 -> 2,
-    -1.5 -> -1), and ``INT32_MIN * INT32_MIN`` saturated to ``INT32_MAX``.  The fixed-point product of two Q0.31 numbers."""
+    -1.5 -> -1), and ``INT32_MIN * INT32_MIN`` saturated to ``INT32_MAX``.  The fixed-point product
+    of two Q0.31 numbers."""
     return _out(_srdhm(_as_int64(a, "a"), _as_int64(b, "b")))
 
 

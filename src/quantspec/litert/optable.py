@@ -47,7 +47,7 @@ rejects or aborts on (the kernels call it from ``prepare``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -737,6 +737,7 @@ def markdown_table() -> str:
                 gran = tr.granularity or ""
                 if tr.quantized_dimension is not None and tr.role == WEIGHT:
                     gran += f" (dim {tr.quantized_dimension})"
-                lines.append(f"| {label} | {idx} | {tr.role} | {', '.join(tr.dtypes)} | {rng} | {gran} | "
-                             f"{_restriction_cell(tr)} | {_enforcement_cell(tr)} |")
+                cells = [label, idx, tr.role, ", ".join(tr.dtypes), rng, gran, _restriction_cell(tr),
+                         _enforcement_cell(tr)]
+                lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)

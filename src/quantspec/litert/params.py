@@ -184,7 +184,8 @@ def activation_params(min: Any, max: Any, dtype: str = "int8") -> QuantParams:  
         raise ShapeError("min" if lo.ndim else "max", "must be a scalar (activations are per-tensor)",
                          lo.shape if lo.ndim else hi.shape)
     if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise RangeError("min" if not np.isfinite(lo) else "max", "must be finite", float(lo if not np.isfinite(lo) else hi))
+        bad_min = not np.isfinite(lo)
+        raise RangeError("min" if bad_min else "max", "must be finite", float(lo if bad_min else hi))
     if lo > hi:
         raise RangeError("min", f"must be <= max ({float(hi)!r})", float(lo))
     qmin, qmax = -128, 127
@@ -267,7 +268,8 @@ def bias_params(input_params: QuantParams, weight_params: QuantParams) -> QuantP
 BIAS_MAX = INT32_MAX // 2
 
 
-def adjust_for_bias(input_params: QuantParams, weight_params: QuantParams, bias: Any) -> tuple[QuantParams, QuantParams]:
+def adjust_for_bias(input_params: QuantParams, weight_params: QuantParams,
+                    bias: Any) -> tuple[QuantParams, QuantParams]:
     """The converter's final ``(weight params, bias params)`` of a FULLY_CONNECTED / CONV_2D /
     DEPTHWISE_CONV_2D with float bias ``bias`` (``QuantizationDriver::SetBiasParamsWithAdjustments``).
 

@@ -87,7 +87,8 @@ def broadcast_shape(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[in
 _MISSING = object()
 
 
-def option(options: Mapping[str, Any], key: str, default: Any, allowed: tuple | None = None, kind: type | None = None) -> Any:
+def option(options: Mapping[str, Any], key: str, default: Any, allowed: tuple | None = None,
+           kind: type | None = None) -> Any:
     """``options[key]`` with the schema default; checked against ``allowed`` values or a ``kind``."""
     value = options.get(key, _MISSING) if options is not None else _MISSING
     if value is _MISSING or value is None:
@@ -105,7 +106,8 @@ def option(options: Mapping[str, Any], key: str, default: Any, allowed: tuple | 
     return value
 
 
-def check_arrays(op: str, arrays: Sequence[np.ndarray | None], specs: Sequence[tuple[int, tuple[int, ...], np.dtype]]) -> list[np.ndarray]:
+def check_arrays(op: str, arrays: Sequence[np.ndarray | None],
+                 specs: Sequence[tuple[int, tuple[int, ...], np.dtype]]) -> list[np.ndarray]:
     """The run-time arrays a compute step needs, checked against the shapes and dtypes it was
     prepared for: ``specs`` lists ``(input index, shape, dtype)``."""
     out = []
@@ -146,8 +148,26 @@ def requantize_smaller_than_one(x: np.ndarray, multiplier: int, shift: int, op: 
     return rdbpot_signed_exponent(_srdhm(x, multiplier), shift, op)
 
 
+#: fused activations of the schema that CalculateActivationRangeQuantized treats as "no clamp"
+UNCLAMPED_ACTIVATIONS = ("TANH", "SIGN_BIT")
+
+
+def fused_range(options: Mapping[str, Any], output: TensorSpec) -> tuple[int, int]:
+    """The int8 clamp of the ``fused_activation_function`` option (default NONE).
+
+    RELU, RELU6 and RELU_N1_TO_1 clamp (:func:`.base.activation_range`); TANH and SIGN_BIT are
+    accepted by ADD / SUB / MUL in LiteRT and, for int8, clamp nothing (measured: identical to
+    NONE), so quantspec computes them the same way."""
+    from .base import FUSED_ACTIVATIONS, activation_range
+    from ...dtypes import qtype
+    fused = option(options, "fused_activation_function", "NONE", tuple(FUSED_ACTIVATIONS) + UNCLAMPED_ACTIVATIONS)
+    if fused in UNCLAMPED_ACTIVATIONS:
+        return -128, 127
+    return activation_range(fused, output.params, qtype("int8"))
+
+
 def clamp_to(x: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
     return np.clip(x, lo, hi).astype(dtype)
 
 
-__all__ += ["requantize_smaller_than_one", "clamp_to", "wrap_int32", "INT32_MIN", "INT32_MAX"]
+__all__ += ["requantize_smaller_than_one", "clamp_to", "fused_range", "wrap_int32", "INT32_MIN", "INT32_MAX"]

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...dtypes import qtype
 from ...errors import RangeError, UnsupportedError
 from .. import fixedpoint as fp
 from ..fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
 from . import _common as c
-from .base import FUSED_ACTIVATIONS, Kernel, activation_range, register
+from .base import Kernel, register
 
 __all__ = ["Add", "Sub", "Mul", "Maximum", "Minimum"]
 
@@ -58,7 +57,7 @@ def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
     s2, z2 = c.activation(op, "input 1", y)
     so, zo = c.activation(op, "output", o)
     c.enforce(op, inputs, outputs)
-    fused = c.option(options, "fused_activation_function", "NONE", tuple(FUSED_ACTIVATIONS))
+    lo, hi = c.fused_range(options, o)
     shape = c.broadcast_shape(op, x.shape, y.shape)
 
     twice = np.float64(np.float32(2) * max(s1, s2))
@@ -80,7 +79,6 @@ def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
         except RangeError:
             raise UnsupportedError(f"{op} output", "an output multiplier of exactly 1.0 makes LiteRT abort "
                                    "(TFLITE_CHECK)", float(so)) from None
-    lo, hi = activation_range(fused, o.params, qtype("int8"))
     return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (z1, z2), (m1, m2, mo), (e1, e2, eo), zo, lo, hi)
 
 
@@ -150,7 +148,7 @@ class Mul(Kernel):
         s2, z2 = c.activation(self.name, "input 1", y)
         so, zo = c.activation(self.name, "output", o)
         c.enforce(self.name, inputs, outputs)
-        fused = c.option(options, "fused_activation_function", "NONE", tuple(FUSED_ACTIVATIONS))
+        lo, hi = c.fused_range(options, o)
         shape = c.broadcast_shape(self.name, x.shape, y.shape)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             real = np.float64(s1 * s2 / so)                      # float32 arithmetic throughout
@@ -160,7 +158,6 @@ class Mul(Kernel):
         if e > 30:
             raise UnsupportedError("MUL output", "a multiplier s1 * s2 / s_out >= 2^30 needs a left shift of 31 or "
                                    "more, undefined in LiteRT's C++", float(real))
-        lo, hi = activation_range(fused, o.params, qtype("int8"))
         return MulParams((tuple(x.shape), tuple(y.shape)), shape, (z1, z2), m, e, zo, lo, hi)
 
     def compute(self, p: MulParams, arrays):
@@ -184,10 +181,7 @@ class _MaxMin(Kernel):
         c.count(self.name, inputs, outputs, 2)
         x, y, o = inputs[0], inputs[1], outputs[0]
         c.require_types(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
-        for i, t in enumerate((x, y)):
-            if t.params is not None:
-                c.activation(self.name, f"input {i}", t)
-        c.enforce(self.name, inputs, outputs)
+        c.enforce(self.name, inputs, outputs)          # (parameters play no part in the selection)
         return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape), _INT8)
 
     def compute(self, p: SelectParams, arrays):
