@@ -48,13 +48,20 @@ def test_example_models_are_byte_identical_to_builtin_ref(name):
     assert check_model(model).ok
     require_kernels(model)
     interp = Interpreter(model)
-    for seed in range(4):
-        inputs = random_inputs(model, seed)
+    cases = {f"seed {seed}": random_inputs(model, seed) for seed in range(4)}
+    for label, fill in (("minimum", -np.inf), ("maximum", np.inf), ("zero", 0.0)):
+        cases[label] = [np.full(t.shape, fill if t.dtype.kind == "float" else np.clip(fill, -128, 127), t.dtype.dtype)
+                        for t in interp.inputs]
+    if interp.inputs[0].dtype.kind == "float":   # beyond the input's quantization range, and NaN
+        rng = np.random.default_rng(99)
+        cases["wide"] = [rng.uniform(-50, 50, t.shape).astype(np.float32) for t in interp.inputs]
+        cases["nan"] = [np.full(t.shape, np.nan, np.float32) for t in interp.inputs]
+    for label, inputs in cases.items():
         ours = interp.run(inputs)
         theirs = run_ref(data, inputs)
         for a, b in zip(ours, theirs):
             assert a.dtype == b.dtype and a.shape == b.shape
-            assert a.tobytes() == b.tobytes(), f"seed {seed}: {np.count_nonzero(a != b)} values differ"
+            assert a.tobytes() == b.tobytes(), f"{label}: {np.count_nonzero(a != b)} values differ"
 
 
 def test_external_buffers_run_the_same():
