@@ -56,27 +56,18 @@ OPTION_ENUMS = {  # option field name -> enum, in every BuiltinOptions table tha
     ("LSHProjectionOptions", "type"): "LSHProjectionType",
 }
 
-#: Builtin operator -> the BuiltinOptions table its parser reads (tflite/core/api/
-#: flatbuffer_conversions.cc ``ParseOpData``: ``op->builtin_options_as_<Table>()``), for the ops of
-#: the int8 spec list and QUANTIZE / DEQUANTIZE.  None: the op has no options.
-OP_OPTIONS = {
-    "ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions",
-    "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions",
-    "CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
-    "FULLY_CONNECTED": "FullyConnectedOptions", "CONCATENATION": "ConcatenationOptions",
-    "L2_NORMALIZATION": "L2NormOptions", "RESHAPE": "ReshapeOptions",
-    "RESIZE_BILINEAR": "ResizeBilinearOptions", "SOFTMAX": "SoftmaxOptions",
-    "SPACE_TO_DEPTH": "SpaceToDepthOptions", "PAD": "PadOptions", "PADV2": "PadV2Options",
-    "GATHER": "GatherOptions", "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
-    "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions", "TRANSPOSE": "TransposeOptions",
-    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "SQUEEZE": "SqueezeOptions",
-    "LOG_SOFTMAX": "LogSoftmaxOptions", "MAXIMUM": "MaximumMinimumOptions",
-    "MINIMUM": "MaximumMinimumOptions", "ARG_MAX": "ArgMaxOptions", "LESS": "LessOptions",
-    "GREATER": "GreaterOptions", "GREATER_EQUAL": "GreaterEqualOptions",
-    "LESS_EQUAL": "LessEqualOptions", "EQUAL": "EqualOptions", "NOT_EQUAL": "NotEqualOptions",
-    "SLICE": "SliceOptions", "SHAPE": "ShapeOptions", "TANH": None, "LOGISTIC": None,
-    "QUANTIZE": None, "DEQUANTIZE": None,
-}
+def op_options() -> dict:
+    """Builtin operator -> the BuiltinOptions table its parser reads (tflite/core/api/
+    flatbuffer_conversions.cc ``ParseOpData``: ``op->builtin_options_as_<Table>()``), for the ops of
+    the int8 spec list and QUANTIZE / DEQUANTIZE; None: the op has no options.  The test model
+    builder (tests/litert_build.py) keeps this table; it is copied from there."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    try:
+        from litert_build import OPTIONS_TABLE
+    finally:
+        sys.path.pop(0)
+    return dict(OPTIONS_TABLE)
+
 
 _SCALARS = {"Bool": "bool", "Int8": "int8", "Uint8": "uint8", "Int16": "int16", "Uint16": "uint16",
             "Int32": "int32", "Uint32": "uint32", "Int64": "int64", "Uint64": "uint64",
@@ -149,6 +140,7 @@ def main() -> int:
     tables = {}
     for t in (*CORE_TABLES, *sorted(OPTION_TABLES)):
         tables[t] = tuple(table_fields(t, set()))
+    OP_OPTIONS = op_options()
     for op, table in OP_OPTIONS.items():
         assert op in all_enums["BuiltinOperator"].values(), op
         assert table is None or table in tables, table
