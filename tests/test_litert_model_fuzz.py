@@ -100,3 +100,51 @@ def test_fuzzed_models(name):
     results = [outcome(mutate(data, rng)) for _ in range(1500)]
     assert time.process_time() - t0 < 60
     assert "ok" in results and "error" in results  # both outcomes occur: the mutations are not all fatal
+
+
+def _shared_tensor_model(n_tensors: int, rank: int) -> bytes:
+    """A crafted file: one tensor table with a ``rank``-long shape, referenced ``n_tensors`` times by
+    the subgraph's tensors vector (flatbuffers let offsets share a target), so decoding it naively
+    costs n_tensors x rank."""
+    flatbuffers = __import__("refs").require("flatbuffers")
+    S = __import__("litert_models").schema()
+    b = flatbuffers.Builder(1024)
+    S.TensorStartShapeVector(b, rank)
+    for _ in range(rank):
+        b.PrependInt32(1)
+    shape = b.EndVector()
+    S.TensorStart(b)
+    S.TensorAddShape(b, shape)
+    S.TensorAddType(b, S.TensorType.INT8)
+    tensor = S.TensorEnd(b)
+    S.SubGraphStartTensorsVector(b, n_tensors)
+    for _ in range(n_tensors):
+        b.PrependUOffsetTRelative(tensor)
+    tensors = b.EndVector()
+    S.SubGraphStart(b)
+    S.SubGraphAddTensors(b, tensors)
+    subgraph = S.SubGraphEnd(b)
+    S.ModelStartSubgraphsVector(b, 1)
+    b.PrependUOffsetTRelative(subgraph)
+    subgraphs = b.EndVector()
+    S.BufferStart(b)
+    empty = S.BufferEnd(b)
+    S.ModelStartBuffersVector(b, 1)
+    b.PrependUOffsetTRelative(empty)
+    buffers = b.EndVector()
+    S.ModelStart(b)
+    S.ModelAddVersion(b, 3)
+    S.ModelAddSubgraphs(b, subgraphs)
+    S.ModelAddBuffers(b, buffers)
+    b.Finish(S.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_shared_objects_cannot_blow_up_the_work():
+    small = _shared_tensor_model(50, 4)                  # sharing as such is legal flatbuffers
+    assert len(load_model(small).tensors) == 50
+    crafted = _shared_tensor_model(20000, 20000)         # 160 kB that would decode to 4e8 dimensions
+    t0 = time.process_time()
+    with pytest.raises(ModelError, match="far more structure than its size allows"):
+        load_model(crafted)
+    assert time.process_time() - t0 < PER_FILE_LIMIT

@@ -415,9 +415,12 @@ def _options(table: str | None, raw: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _ints(raw: dict[str, Any], key: str) -> tuple[int, ...]:
+def _ints(r: _Reader, raw: dict[str, Any], key: str, where: str) -> tuple[int, ...]:
     v = raw.get(key)
-    return tuple(int(x) for x in v.tolist()) if isinstance(v, np.ndarray) else ()
+    if not isinstance(v, np.ndarray):
+        return ()
+    r.spend(v.size, where)
+    return tuple(v.tolist())
 
 
 def _unpack_subbyte(data: np.ndarray, qt: QType, n: int) -> np.ndarray:
@@ -537,7 +540,7 @@ def _build(buf: bytes) -> Model:
         tensors = []
         for ti, t in enumerate(sg["tensors"]):
             where = f"{where_sg} tensor {ti}"
-            shape = _ints(t, "shape")
+            shape = _ints(r, t, "shape", where)
             if any(d < 0 for d in shape):
                 raise ModelError(where + " shape", "must not hold negative dimensions", list(shape))
             tnum = int(t.get("type", 0))
@@ -549,13 +552,17 @@ def _build(buf: bytes) -> Model:
             except QuantSpecError:
                 qt = None
             q = _quantization(t.get("quantization"))
+            if q is not None:  # each tensor holds its own copy of its parameters
+                r.spend(q.scale.size + q.zero_point.size, where + " quantization")
             k = int(t.get("buffer", 0))
             raw = buffer_data(k, where + " buffer")
+            if raw is not None and qt is not None and qt.is_packed:  # unpacking copies the data
+                r.spend(2 * raw.size, where + " data")
             data = _constant(f"{where} ({t.get('name', '')!r}) buffer {k}", raw, qt, shape) if raw is not None else None
             tensors.append(Tensor(
                 index=ti, name=t.get("name", ""), shape=shape, type_name=type_name, dtype=qt,
                 quantization=q, params=_params(q), buffer=k, data=data,
-                shape_signature=_ints(t, "shape_signature") if "shape_signature" in t else None,
+                shape_signature=_ints(r, t, "shape_signature", where) if "shape_signature" in t else None,
                 is_variable=bool(t.get("is_variable", False)), sparse="sparsity" in t,
                 external_buffer=int(t.get("external_buffer", 0))))
         nt = len(tensors)
@@ -582,6 +589,7 @@ def _build(buf: bytes) -> Model:
             expected = _schema.OP_OPTIONS.get(name, options_type)
             raw_opts = op.get("builtin_options") if options_type == expected else None
             opts = _options(expected, raw_opts)
+            r.spend(sum(len(v) for v in opts.values() if isinstance(v, tuple)), where + " options")
             co = op.get("custom_options")
             if isinstance(co, np.ndarray):
                 co = co.tobytes()
@@ -595,16 +603,16 @@ def _build(buf: bytes) -> Model:
                     co = bytes(buf[off:off + n])
             operators.append(Operator(
                 index=oi, name=name,
-                inputs=check_indices(_ints(op, "inputs"), where + " inputs", True),
-                outputs=check_indices(_ints(op, "outputs"), where + " outputs", False),
+                inputs=check_indices(_ints(r, op, "inputs", where), where + " inputs", True),
+                outputs=check_indices(_ints(r, op, "outputs", where), where + " outputs", False),
                 options=MappingProxyType(opts), options_type=options_type, opcode_index=ci,
                 builtin_code=b, deprecated_builtin_code=d, custom_code=custom, version=op_version,
-                intermediates=check_indices(_ints(op, "intermediates"), where + " intermediates", False),
+                intermediates=check_indices(_ints(r, op, "intermediates", where), where + " intermediates", False),
                 custom_options=co))
         subgraphs.append(Subgraph(
             index=si, name=sg.get("name", ""), tensors=tuple(tensors), operators=tuple(operators),
-            inputs=check_indices(_ints(sg, "inputs"), where_sg + " inputs", False),
-            outputs=check_indices(_ints(sg, "outputs"), where_sg + " outputs", False)))
+            inputs=check_indices(_ints(r, sg, "inputs", where_sg), where_sg + " inputs", False),
+            outputs=check_indices(_ints(r, sg, "outputs", where_sg), where_sg + " outputs", False)))
 
     signatures = []
     for i, sd in enumerate(root.get("signature_defs") or []):
