@@ -138,6 +138,7 @@ CLAIMS = [
     ("conv-bias-scale", lambda T: _conv(T, b_scale=[1.0, 1.0, 1.0]), "ok", ("input", 2, "bias-scale")),
     ("dw-filter-scales", lambda T: _dw(T, w_scales=(0.1, 0.2, 0.3)), "prepare", ("input", 1, "weight-axis")),
     ("dw-filter-zp", lambda T: _dw(T, w_zp=3), "ok", ("input", 1, "weight-zero-point")),
+    ("dw-filter-axis-dimension", lambda T: _dw(T, w_qdim=1), "ok", ("input", 1, "weight-axis")),
     ("dw-bias-zp", lambda T: _dw(T, b_zp=1, w_scales=(0.1,)), "prepare", ("input", 2, "bias-zero-point")),
     ("dw-bias-zp-per-axis", lambda T: _dw(T, b_zp=1), "ok", ("input", 2, "bias-zero-point")),
     ("fc-axis", lambda T: _fc(T, w_scales=(0.1, 0.2, 0.3, 0.4), w_qdim=1), "prepare", ("input", 1, "weight-axis")),

@@ -26,6 +26,7 @@ _EXPORTS = {
     "OP_TABLE": "optable",
     "load_model": "model",
     "Model": "model",
+    "example_model": "model",
     "check_model": "checker",
     "CheckReport": "checker",
     "Violation": "checker",

@@ -327,6 +327,8 @@ _DW_AXIS = (_rejects("prepare", "#scales must be 1 or the output channel count (
                      "equal filter.dims[quantized_dimension]; the quantized dimension itself is not checked",
                      K + "depthwise_conv.cc: Prepare; kernel_util.cc: PopulateConvolutionQuantizationParams",
                      None),)
+#: ops whose LiteRT weight check counts the scales and does not look at the quantized dimension
+_AXIS_COUNTED_ONLY = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 _FC_AXIS = (_rejects("prepare", "per-axis weights need quantized_dimension == 0 and #scales == "
                      "filter.dims[0]", K + "fully_connected.cc: PrepareImpl", None),)
 _BIAS_ZP_REJECTED = (_rejects("prepare", "TF_LITE_ENSURE_EQ(bias zero point, 0) on the legacy zero point",
@@ -592,7 +594,12 @@ def _evaluate(r: Restriction, trule: TensorRule, t, inputs, outputs, op: OpRule)
         if n == 1:
             return None
         if p.quantized_dimension != dim:
-            return f"per-axis weights must be quantized along dimension {dim}", dim, p.quantized_dimension, None
+            # LiteRT's CONV_2D / DEPTHWISE_CONV_2D checks count the scales only: with one scale per slice
+            # of both the stored and the op's dimension it runs, applying them along the op's dimension
+            qd = p.quantized_dimension
+            accepts = (op.name in _AXIS_COUNTED_ONLY and qd < len(t.shape) and dim < len(t.shape)
+                       and n == t.shape[qd] == t.shape[dim])
+            return f"per-axis weights must be quantized along dimension {dim}", dim, qd, accepts
         if dim >= len(t.shape) or n != t.shape[dim]:
             size = t.shape[dim] if dim < len(t.shape) else None
             return f"needs one scale per slice of dimension {dim}", size, n, None
