@@ -22,7 +22,7 @@ SPEC_LIST = ("ADD AVERAGE_POOL_2D CONCATENATION CONV_2D DEPTHWISE_CONV_2D FULLY_
 
 
 def test_table_covers_the_spec_list_and_builtin_numbers_match_the_schema():
-    S = pytest.importorskip("ai_edge_litert.schema_py_generated")
+    S = require("ai_edge_litert.schema_py_generated")
     assert set(SPEC_LIST) <= set(OP_TABLE)
     assert set(OP_TABLE) - set(SPEC_LIST) == {"DEQUANTIZE"}
     for name, op in OP_TABLE.items():
