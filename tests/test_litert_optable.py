@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from refs import require
+
 from quantspec.dtypes import qtype
 from quantspec.errors import InvalidArgumentError, QuantSpecError
 from quantspec.litert import optable
