@@ -118,9 +118,9 @@ class _LutKernel(Kernel):
     transform = staticmethod(_sigmoid)
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 1)
-        x, o = inputs[0], outputs[0]
-        c.require_types(self.name, [("input", x), ("output", o)], ("int8",))
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
         c.enforce(self.name, inputs, outputs)
@@ -183,9 +183,9 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 def _softmax_prepare(kernel, inputs, outputs):
     op = kernel.name
-    c.count(op, inputs, outputs, 1)
-    x, o = inputs[0], outputs[0]
-    c.require_types(op, [("input", x), ("output", o)], ("int8",))
+    (x,) = c.count(op, inputs, outputs, 1, names=("input",))
+    o = outputs[0]
+    c.require_type(op, [("input", x), ("output", o)], ("int8",))
     if len(x.shape) < 1:
         raise InvalidArgumentError(f"{op} input", "must have at least one dimension (LiteRT rejects a scalar)", x.shape)
     s_in, _ = c.activation(op, "input", x)
@@ -293,9 +293,9 @@ class L2Normalization(Kernel):
     name = "L2_NORMALIZATION"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 1)
-        x, o = inputs[0], outputs[0]
-        c.require_types(self.name, [("input", x), ("output", o)], ("int8",))
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
         if len(x.shape) < 1:
             raise InvalidArgumentError("L2_NORMALIZATION input", "must have at least one dimension", x.shape)
         _, z = c.activation(self.name, "input", x)

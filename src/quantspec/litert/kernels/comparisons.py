@@ -59,10 +59,10 @@ class _Comparison(Kernel):
 
     def prepare(self, inputs, outputs, options):
         op = self.name
-        c.count(op, inputs, outputs, 2)
-        x, y, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(op, [("input 0", x), ("input 1", y)], ("int8",))
-        c.require_types(op, [("output", o)], ("bool",))
+        x, y = c.count(op, inputs, outputs, 2, names=("input 0", "input 1"))
+        o = outputs[0]
+        c.require_type(op, [("input 0", x), ("input 1", y)], ("int8",))
+        c.require_type(op, [("output", o)], ("bool",))
         s1, z1 = c.activation(op, "input 0", x)
         s2, z2 = c.activation(op, "input 1", y)
         c.enforce(op, inputs, outputs)

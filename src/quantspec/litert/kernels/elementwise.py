@@ -49,15 +49,14 @@ class AddSubParams:
 
 
 def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
-    c.count(op, inputs, outputs, 2)
-    x, y = inputs[0], inputs[1]
+    x, y = c.count(op, inputs, outputs, 2, names=("input 0", "input 1"))
     o = outputs[0]
-    c.require_types(op, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
+    c.require_type(op, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
     s1, z1 = c.activation(op, "input 0", x)
     s2, z2 = c.activation(op, "input 1", y)
     so, zo = c.activation(op, "output", o)
     c.enforce(op, inputs, outputs)
-    lo, hi = c.fused_range(options, o)
+    lo, hi = c.fused_range(op, options, o)
     shape = c.broadcast_shape(op, x.shape, y.shape)
 
     twice = np.float64(np.float32(2) * max(s1, s2))
@@ -141,14 +140,14 @@ class Mul(Kernel):
     name = "MUL"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 2)
-        x, y, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
+        x, y = c.count(self.name, inputs, outputs, 2, names=("input 0", "input 1"))
+        o = outputs[0]
+        c.require_type(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
         s1, z1 = c.activation(self.name, "input 0", x)
         s2, z2 = c.activation(self.name, "input 1", y)
         so, zo = c.activation(self.name, "output", o)
         c.enforce(self.name, inputs, outputs)
-        lo, hi = c.fused_range(options, o)
+        lo, hi = c.fused_range(self.name, options, o)
         shape = c.broadcast_shape(self.name, x.shape, y.shape)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             real = np.float64(s1 * s2 / so)                      # float32 arithmetic throughout
@@ -178,9 +177,9 @@ class _MaxMin(Kernel):
     pick = staticmethod(np.maximum)
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 2)
-        x, y, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
+        x, y = c.count(self.name, inputs, outputs, 2, names=("input 0", "input 1"))
+        o = outputs[0]
+        c.require_type(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
         c.enforce(self.name, inputs, outputs)          # (parameters play no part in the selection)
         return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape), _INT8)
 

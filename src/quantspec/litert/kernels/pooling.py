@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
+from ...errors import DTypeError, InvalidArgumentError
 from .._gemm import patches
-from ._spatial import (constants, fused_activation, int_option, need, out_size, pad_before, padding_option, present,
-                       require_rank, require_same_type, require_type, table_checks, value)
+from ._common import (constants, count, enforce, fused_range, option, out_size, pad_before, require_rank,
+                      require_same_type, require_type, value)
 from .base import Kernel, register
 
 
@@ -43,21 +43,19 @@ class PoolPrepared:
 
 
 def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
-    need(inputs, 1, op)
-    need(outputs, 1, op, "outputs")
-    table_checks(op, inputs, outputs)
-    x = present(inputs[0], "input", op)
+    (x,) = count(op, inputs, outputs, 1, names=("input",))
+    enforce(op, inputs, outputs)
     out = outputs[0]
     require_rank(x, 4, "input.shape", op)
     require_same_type(x, out, "output.dtype", op)
-    require_type(x, ("int8",), "input.dtype", op)
-    sh = int_option(options, "stride_h", 0)
-    sw = int_option(options, "stride_w", 0)
+    require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
+    sh = option(options, "stride_h", 0, kind=int)
+    sw = option(options, "stride_w", 0, kind=int)
     if sh <= 0 or sw <= 0:
         raise InvalidArgumentError("options['stride_h'/'stride_w']", f"must be positive for {op}", (sh, sw))
-    fh = int_option(options, "filter_height", 0)
-    fw = int_option(options, "filter_width", 0)
-    padding = padding_option(options)
+    fh = option(options, "filter_height", 0, kind=int)
+    fw = option(options, "filter_width", 0, kind=int)
+    padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
     n, h, w, c = (int(s) for s in x.shape)
     # ComputePaddingHeightWidth (unchecked): a failed size check leaves the size 0 and the padding 0
     ow = out_size(padding, w, fw, sw, 1)
@@ -65,7 +63,7 @@ def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
     ow, oh = ow or 0, oh or 0
     ph = pad_before(sh, 1, h, fh, oh) if oh and ow else 0
     pw = pad_before(sw, 1, w, fw, ow) if oh and ow else 0
-    act_min, act_max = fused_activation(options, out, clamp_all=False, op=op)
+    act_min, act_max = fused_range(op, options, out)
     counts = None
     if average and oh and ow and n and c:
         rows = _tap_counts(oh, sh, ph, fh, h)
