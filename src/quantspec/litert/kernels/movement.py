@@ -523,33 +523,56 @@ class SpaceBatchPrepared:
     consts: tuple = ()
 
 
-@register
-class SpaceToBatchND(Kernel):
-    name = "SPACE_TO_BATCH_ND"
+class _SpaceBatchND(Kernel):
+    """What SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND share: the checks, the plan (constant block
+    shape and paddings / crops: in prepare, else in compute), and 3-D (NHC) inputs moved as NH1C."""
+
+    second: str                         # the name of input 2: SPACE_TO_BATCH_ND's paddings, BATCH_TO_SPACE_ND's crops
+    plan: Any                           # (shape, block, input 2, op) -> (block, input 2 as (n, 2), output shape)
+
+    def pad_byte(self, x: TensorSpec, out: TensorSpec) -> int:
+        return 0
 
     def prepare(self, inputs, outputs, options) -> SpaceBatchPrepared:
         op = self.name
-        x, block, pads = _nd_checks(op, inputs, outputs, "paddings")
-        # the kernel memsets padding with the output zero point for 8- and 16-bit types, 0 otherwise
-        pad_byte = (legacy(outputs[0])[1] & 0xFF) if x.dtype.dtype.itemsize <= 2 else 0
+        x, block, margins = _nd_checks(op, inputs, outputs, self.second)
         plan = None
-        if block.data is not None and pads.data is not None:
-            plan = _s2b_plan(_shape(x), block.data, pads.data, op)
-        return SpaceBatchPrepared(plan, pad_byte, consts=constants(inputs))
+        if block.data is not None and margins.data is not None:
+            plan = self.plan(_shape(x), block.data, margins.data, op)
+        return SpaceBatchPrepared(plan, self.pad_byte(x, outputs[0]), consts=constants(inputs))
 
     def compute(self, p: SpaceBatchPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
-        plan = p.plan or _s2b_plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
-                                   value(arrays, p.consts, 2, "paddings"), self.name)
-        block, pads, out_shape = plan
+        plan = p.plan or self.plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
+                                   value(arrays, p.consts, 2, self.second), self.name)
+        block, margins, out_shape = plan
         x4 = x if x.ndim == 4 else x[:, :, None, :]
         bh, bw = (block[0], block[1]) if x.ndim == 4 else (block[0], 1)
-        top, left = int(pads[0, 0]), (int(pads[1, 0]) if x.ndim == 4 else 0)
-        n, h, w, c = x4.shape
+        top, left = int(margins[0, 0]), (int(margins[1, 0]) if x.ndim == 4 else 0)
         ob, oh, ow = out_shape[0], out_shape[1], (out_shape[2] if x.ndim == 4 else 1)
-        fill = np.frombuffer(bytes([p.pad_byte]) * x.dtype.itemsize, dtype=x.dtype)[0]
+        return [self.move(p, x4, (bh, bw), (top, left), (ob, oh, ow)).reshape(out_shape)]
+
+    def move(self, p: SpaceBatchPrepared, x4: np.ndarray, block: tuple[int, int], before: tuple[int, int],
+             out: tuple[int, int, int]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@register
+class SpaceToBatchND(_SpaceBatchND):
+    name = "SPACE_TO_BATCH_ND"
+    second = "paddings"
+    plan = staticmethod(_s2b_plan)
+
+    def pad_byte(self, x: TensorSpec, out: TensorSpec) -> int:
+        # the kernel memsets padding with the output zero point for 8- and 16-bit types, 0 otherwise
+        return (legacy(out)[1] & 0xFF) if x.dtype.dtype.itemsize <= 2 else 0
+
+    def move(self, p, x4, block, before, out):
+        (bh, bw), (top, left), (ob, oh, ow) = block, before, out
+        n, h, w, c = x4.shape
+        fill = np.frombuffer(bytes([p.pad_byte]) * x4.dtype.itemsize, dtype=x4.dtype)[0]
         # one extra row and column holding the pad value: invalid positions point there
-        ext = np.empty((n, h + 1, w + 1, c), x.dtype)
+        ext = np.empty((n, h + 1, w + 1, c), x4.dtype)
         ext[...] = fill
         ext[:, :h, :w] = x4
         b_idx = np.arange(ob)
@@ -560,38 +583,23 @@ class SpaceToBatchND(Kernel):
         pw = np.arange(ow)[None, :] * bw + shift_w[:, None] - left         # (OB, OW)
         ph = np.where((ph >= 0) & (ph < h), ph, h)
         pw = np.where((pw >= 0) & (pw < w), pw, w)
-        y = ext[in_b[:, None, None], ph[:, :, None], pw[:, None, :]]      # (OB, OH, OW, C)
-        return [y.reshape(out_shape)]
+        return ext[in_b[:, None, None], ph[:, :, None], pw[:, None, :]]   # (OB, OH, OW, C)
 
 
 @register
-class BatchToSpaceND(Kernel):
+class BatchToSpaceND(_SpaceBatchND):
     name = "BATCH_TO_SPACE_ND"
+    second = "crops"
+    plan = staticmethod(_b2s_plan)
 
-    def prepare(self, inputs, outputs, options) -> SpaceBatchPrepared:
-        op = self.name
-        x, block, crops = _nd_checks(op, inputs, outputs, "crops")
-        plan = None
-        if block.data is not None and crops.data is not None:
-            plan = _b2s_plan(_shape(x), block.data, crops.data, op)
-        return SpaceBatchPrepared(plan, 0, consts=constants(inputs))
-
-    def compute(self, p: SpaceBatchPrepared, arrays) -> list[np.ndarray]:
-        x = value(arrays, p.consts, 0)
-        plan = p.plan or _b2s_plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
-                                   value(arrays, p.consts, 2, "crops"), self.name)
-        block, crops, out_shape = plan
-        x4 = x if x.ndim == 4 else x[:, :, None, :]
-        bh, bw = (block[0], block[1]) if x.ndim == 4 else (block[0], 1)
-        top, left = int(crops[0, 0]), (int(crops[1, 0]) if x.ndim == 4 else 0)
-        ob, oh, ow = out_shape[0], out_shape[1], (out_shape[2] if x.ndim == 4 else 1)
+    def move(self, p, x4, block, before, out):
+        (bh, bw), (top, left), (ob, oh, ow) = block, before, out
         th = np.arange(oh) + top
         tw = np.arange(ow) + left
         in_h, sh = th // bh, th % bh
         in_w, sw = tw // bw, tw % bw
         in_b = (sh[:, None] * bw + sw[None, :])[None, :, :] * ob + np.arange(ob)[:, None, None]   # (OB, OH, OW)
-        y = x4[in_b, in_h[None, :, None], in_w[None, None, :]]
-        return [y.reshape(out_shape)]
+        return x4[in_b, in_h[None, :, None], in_w[None, None, :]]
 
 
 # ---------------------------------------------------------------------------------------------
