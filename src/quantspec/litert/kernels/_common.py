@@ -46,10 +46,10 @@ from ..fixedpoint import _rdbpot, _srdhm
 from .base import FUSED_ACTIVATIONS, TensorSpec, activation_range
 
 __all__ = ["count", "option", "require_type", "require_same_type", "require_quantized", "require_rank",
-           "activation", "legacy", "same_legacy_params", "enforce", "fused_range", "fused_activation_name",
-           "UNCLAMPED_ACTIVATIONS", "broadcast_shape", "MAX_BROADCAST_RANK", "check_arrays",
-           "rdbpot_signed_exponent", "requantize_smaller_than_one", "out_size", "pad_before", "window_geometry",
-           "constants", "value"]
+           "activation", "legacy", "same_legacy_params", "binary_operands", "enforce", "fused_range",
+           "fused_activation_name", "UNCLAMPED_ACTIVATIONS", "broadcast_shape", "MAX_BROADCAST_RANK",
+           "check_arrays", "rdbpot_signed_exponent", "requantize_smaller_than_one", "out_size", "pad_before",
+           "window_geometry", "constants", "value"]
 
 #: BroadcastBinaryOpSimple (reference/broadcast_loop.h) aborts above this rank when shapes differ
 MAX_BROADCAST_RANK = 8
@@ -170,6 +170,25 @@ def same_legacy_params(a: TensorSpec, b: TensorSpec, argument: str, op: str, *, 
     if za != zb:
         raise InvalidArgumentError(f"{argument}.zero_point", f"must equal {of} zero point for int8 {op} "
                                    "(LiteRT Prepare)", za, detail=f"expected {zb}")
+
+
+def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec], *,
+                    output_type: str = "int8", quantized: bool = True):
+    """The start every binary int8 kernel's prepare shares (ADD, SUB, MUL, MAXIMUM, MINIMUM and the
+    comparisons): two int8 inputs and one ``output_type`` output; where ``quantized``, the
+    :func:`activation` parameters of the inputs and of an int8 output; then the op table's rules.
+
+    Returns ``(x, y, output, params)``, ``params`` the list of ``(scale, zero point)`` read."""
+    x, y = count(op, inputs, outputs, 2, names=("input 0", "input 1"))
+    o = outputs[0]
+    require_type(op, [("input 0", x), ("input 1", y)], ("int8",))
+    require_type(op, [("output", o)], (output_type,))
+    params = []
+    if quantized:
+        named = [("input 0", x), ("input 1", y)] + ([("output", o)] if output_type == "int8" else [])
+        params = [activation(op, name, t) for name, t in named]
+    enforce(op, inputs, outputs)
+    return x, y, o, params
 
 
 # -- the op table ---------------------------------------------------------------------------------
