@@ -71,6 +71,24 @@ class ConvPrepared:
     consts: tuple = ()
 
 
+def _operands(op: str, inputs, outputs) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
+    """Input, filter and output of CONV_2D / DEPTHWISE_CONV_2D: the tensor counts, the op table's
+    rules and the 4-D input and filter."""
+    x, w = count(op, inputs, outputs, (2, 3), names=("input", "filter"))
+    enforce(op, inputs, outputs)
+    require_rank(x, 4, "input.shape", op)
+    require_rank(w, 4, "filter.shape", op)
+    return x, w, outputs[0]
+
+
+def _types(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec) -> None:
+    """int8 input, output and filter (the int16 and hybrid paths are not implemented)."""
+    require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
+    if out.dtype != x.dtype:
+        raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
+    require_type(op, [("filter.dtype", w)], ("int8",), error=DTypeError)
+
+
 def _conv_quantization(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec, channels: int, options):
     """PopulateConvolutionQuantizationParams: per-channel multipliers and the activation clamp."""
     require_quantized(x, "input", op)
@@ -152,11 +170,7 @@ class Conv2D(Kernel):
 
     def prepare(self, inputs, outputs, options) -> ConvPrepared:
         op = self.name
-        x, w = count(op, inputs, outputs, (2, 3), names=("input", "filter"))
-        enforce(op, inputs, outputs)
-        out = outputs[0]
-        require_rank(x, 4, "input.shape", op)
-        require_rank(w, 4, "filter.shape", op)
+        x, w, out = _operands(op, inputs, outputs)
         n, h, wd, c = (int(s) for s in x.shape)
         o, kh, kw, fc = (int(s) for s in w.shape)
         for name, v in (("input height", h), ("input width", wd), ("input channels", c)):
@@ -172,10 +186,7 @@ class Conv2D(Kernel):
             raise ShapeError("filter.shape", f"output channels ({o}) must be a multiple of the groups ({groups}) "
                              f"for {op}",
                              tuple(w.shape))
-        require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
-        if out.dtype != x.dtype:
-            raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
-        require_type(op, [("filter.dtype", w)], ("int8",), error=DTypeError)
+        _types(op, x, w, out)
         require_quantized(w, "filter", op)
         if np.any(w.params.zero_point != 0):
             raise InvalidArgumentError("filter.zero_point", f"must be 0 for int8 {op} (LiteRT Prepare)",
@@ -279,11 +290,7 @@ class DepthwiseConv2D(Kernel):
 
     def prepare(self, inputs, outputs, options) -> ConvPrepared:
         op = self.name
-        x, w = count(op, inputs, outputs, (2, 3), names=("input", "filter"))
-        enforce(op, inputs, outputs)
-        out = outputs[0]
-        require_rank(x, 4, "input.shape", op)
-        require_rank(w, 4, "filter.shape", op)
+        x, w, out = _operands(op, inputs, outputs)
         stride, dilation = _spatial_options(op, options, INT16_MAX)
         n, h, wd, c = (int(s) for s in x.shape)
         one, kh, kw, oc = (int(s) for s in w.shape)
@@ -291,10 +298,7 @@ class DepthwiseConv2D(Kernel):
             raise ShapeError("input.shape", f"height, width and channels must be positive for {op}", tuple(x.shape))
         if min(kh, kw, oc) <= 0:
             raise ShapeError("filter.shape", f"dimensions 1-3 must be positive for {op}", tuple(w.shape))
-        require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
-        if out.dtype != x.dtype:
-            raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
-        require_type(op, [("filter.dtype", w)], ("int8",), error=DTypeError)
+        _types(op, x, w, out)
         if one != 1:
             raise ShapeError("filter.shape", f"must be [1, KH, KW, channels] for {op}", tuple(w.shape))
         if oc % c:
