@@ -86,40 +86,48 @@ def _tap_counts(out: int, stride: int, pad: int, filt: int, image: int) -> np.nd
 
 
 def _windows(p: PoolPrepared, x: np.ndarray, fill) -> np.ndarray:
-    n, oh, ow, c = p.output_shape
-    v = patches(x, p.filter_hw, p.stride, (1, 1), p.pad, (oh, ow), fill)   # (N, OH, OW, KH, KW, C)
-    return v
+    """The window taps, (N, OH, OW, KH, KW, C), taps outside the image reading ``fill``."""
+    return patches(x, p.filter_hw, p.stride, (1, 1), p.pad, p.output_shape[1:3], fill)
 
 
-@register
-class AveragePool2D(Kernel):
-    name = "AVERAGE_POOL_2D"
+class _Pool2D(Kernel):
+    """Both pooling kernels: prepare, an empty output, the input, the clamp; :meth:`pool` is the rest."""
+
+    average: bool
 
     def prepare(self, inputs, outputs, options) -> PoolPrepared:
-        return _prepare(self.name, inputs, outputs, options, average=True)
+        return _prepare(self.name, inputs, outputs, options, average=self.average)
 
     def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
         if 0 in p.output_shape:
             return [np.zeros(p.output_shape, np.int8)]
-        x = value(arrays, p.consts, 0).reshape(p.input_shape).astype(np.int32)
-        acc = _windows(p, x, 0).sum(axis=(3, 4), dtype=np.int64)           # (N, OH, OW, C)
+        x = value(arrays, p.consts, 0).reshape(p.input_shape)
+        return [np.clip(self.pool(p, x), p.act_min, p.act_max).astype(np.int8)]
+
+    @staticmethod
+    def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@register
+class AveragePool2D(_Pool2D):
+    name = "AVERAGE_POOL_2D"
+    average = True
+
+    @staticmethod
+    def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:
+        acc = _windows(p, x.astype(np.int32), 0).sum(axis=(3, 4), dtype=np.int64)   # (N, OH, OW, C)
         n = p.counts[None, :, :, None]
         half = n // 2
         num = np.where(acc > 0, acc + half, acc - half)
-        q = np.sign(num) * (np.abs(num) // n)                               # C division truncates
-        return [np.clip(q, p.act_min, p.act_max).astype(np.int8)]
+        return np.sign(num) * (np.abs(num) // n)                                    # C division truncates
 
 
 @register
-class MaxPool2D(Kernel):
+class MaxPool2D(_Pool2D):
     name = "MAX_POOL_2D"
+    average = False
 
-    def prepare(self, inputs, outputs, options) -> PoolPrepared:
-        return _prepare(self.name, inputs, outputs, options, average=False)
-
-    def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
-        if 0 in p.output_shape:
-            return [np.zeros(p.output_shape, np.int8)]
-        x = value(arrays, p.consts, 0).reshape(p.input_shape).astype(np.int8, copy=False)
-        m = _windows(p, x, -128).max(axis=(3, 4))
-        return [np.clip(m, p.act_min, p.act_max).astype(np.int8)]
+    @staticmethod
+    def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:
+        return _windows(p, x.astype(np.int8, copy=False), -128).max(axis=(3, 4))
