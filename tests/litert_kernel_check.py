@@ -17,29 +17,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from litert_build import T, build
-from refs import require
+from litert_build import T, build, run_ref
 
 #: models per op and per test (QUANTSPEC_LITERT_MODELS; the default keeps the suite fast)
 N_MODELS = int(os.environ.get("QUANTSPEC_LITERT_MODELS", "12"))
 SEED = int(os.environ.get("QUANTSPEC_TEST_SEED", "0"))
-
-
-def run_ref(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF") -> list[np.ndarray]:
-    """``litert_build.run_ref``, except that 0-d inputs stay 0-d (``np.ascontiguousarray`` there
-    turns them into shape (1,), which the interpreter refuses for a scalar input)."""
-    interp_mod = require("ai_edge_litert.interpreter")
-    it = interp_mod.Interpreter(model_content=model,
-                                experimental_op_resolver_type=getattr(interp_mod.OpResolverType, resolver))
-    details = it.get_input_details()
-    for d, x in zip(details, inputs):
-        if tuple(d["shape"]) != tuple(np.shape(x)):
-            it.resize_tensor_input(d["index"], list(np.shape(x)))
-    it.allocate_tensors()
-    for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.require(x, requirements="C"))
-    it.invoke()
-    return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
 
 
 def spec(t: T | None):

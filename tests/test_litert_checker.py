@@ -79,31 +79,28 @@ def q(obj, i):
     return tensors(obj)[i].quantization
 
 
-def set_scale(i, value, k=None):
+def _edit(i, field, edit):
+    """A change of tensor ``i``'s quantization ``field`` (a list): ``edit(list) -> list``."""
     def change(obj):
-        s = list(q(obj, i).scale)
-        if k is None:
-            s = [value] * len(s)
-        else:
-            s[k] = value
-        q(obj, i).scale = s
+        setattr(q(obj, i), field, edit(list(getattr(q(obj, i), field))))
     return change
+
+
+def _put(values, k, value):
+    values[k] = value
+    return values
+
+
+def set_scale(i, value, k=None):
+    return _edit(i, "scale", lambda s: [value] * len(s) if k is None else _put(s, k, value))
 
 
 def set_zp(i, value, k=0):
-    def change(obj):
-        z = list(q(obj, i).zeroPoint)
-        z[k] = value
-        q(obj, i).zeroPoint = z
-    return change
+    return _edit(i, "zeroPoint", lambda z: _put(z, k, value))
 
 
 def scale_times(i, factor, k=0):
-    def change(obj):
-        s = list(q(obj, i).scale)
-        s[k] = float(np.float32(s[k]) * np.float32(factor))
-        q(obj, i).scale = s
-    return change
+    return _edit(i, "scale", lambda s: _put(s, k, float(np.float32(s[k]) * np.float32(factor))))
 
 
 def retype(i, type_name, dtype=None):

@@ -118,9 +118,9 @@ class _LutKernel(Kernel):
     transform = staticmethod(_sigmoid)
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 1)
-        x, o = inputs[0], outputs[0]
-        c.require_types(self.name, [("input", x), ("output", o)], ("int8",))
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
         c.enforce(self.name, inputs, outputs)
@@ -181,11 +181,25 @@ def _rows(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1]).astype(np.int64)
 
 
+def _differences(x: np.ndarray, diff_min: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the last axis: ``d = x - max(row)`` (int64), and where ``d >= diff_min`` (the
+    terms that count; the others give -128)."""
+    rows = _rows(x)
+    d = rows - rows.max(axis=1, keepdims=True)
+    return d, d >= diff_min
+
+
+def _sum_of_exps(exps: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """``sum(Rescale<12>(e_d))`` per row over the terms inside, in the wrapping int32 accumulator."""
+    terms = fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
+    return wrap_int32(np.where(inside, terms, 0).sum(axis=1))
+
+
 def _softmax_prepare(kernel, inputs, outputs):
     op = kernel.name
-    c.count(op, inputs, outputs, 1)
-    x, o = inputs[0], outputs[0]
-    c.require_types(op, [("input", x), ("output", o)], ("int8",))
+    (x,) = c.count(op, inputs, outputs, 1, names=("input",))
+    o = outputs[0]
+    c.require_type(op, [("input", x), ("output", o)], ("int8",))
     if len(x.shape) < 1:
         raise InvalidArgumentError(f"{op} input", "must have at least one dimension (LiteRT rejects a scalar)", x.shape)
     s_in, _ = c.activation(op, "input", x)
@@ -211,13 +225,10 @@ class Softmax(Kernel):
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
         if x.size == 0:
             return [x.copy()]
-        rows = _rows(x)
-        d = rows - rows.max(axis=1, keepdims=True)
-        inside = d >= p.diff_min
+        d, inside = _differences(x, p.diff_min)
         scaled = _srdhm(wrap_int32(d << p.left_shift), p.multiplier)           # MBQM GreaterThanOne
         exps = fp.exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
-        terms = fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
-        total = wrap_int32(np.where(inside, terms, 0).sum(axis=1))
+        total = _sum_of_exps(exps, inside)
         reciprocal, bits_over_unit = fp.get_reciprocal(total, ACCUMULATION_INTEGER_BITS)
         exponent = bits_over_unit + 31 - 8
         if np.any((exponent < 0) | (exponent > 31)):
@@ -261,12 +272,9 @@ class LogSoftmax(Kernel):
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
         if x.size == 0:
             return [x.copy()]
-        rows = _rows(x)
-        d = rows - rows.max(axis=1, keepdims=True)
-        inside = d >= p.diff_min
+        d, inside = _differences(x, p.diff_min)
         diff_q5 = _mbqm(d, p.multiplier, p.left_shift)
-        terms = fp.rescale(fp.exp_on_negative_values(diff_q5, SCALED_DIFF_INTEGER_BITS), 0, ACCUMULATION_INTEGER_BITS)
-        total = wrap_int32(np.where(inside, terms, 0).sum(axis=1))
+        total = _sum_of_exps(fp.exp_on_negative_values(diff_q5, SCALED_DIFF_INTEGER_BITS), inside)
         log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(total, ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS)
         shifted = wrap_int32(log_sum + INT32_MIN)
         adjusted = np.maximum(p.diff_min - 1, _mbqm(shifted, p.reverse_multiplier, -p.reverse_right_shift))
@@ -293,9 +301,9 @@ class L2Normalization(Kernel):
     name = "L2_NORMALIZATION"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 1)
-        x, o = inputs[0], outputs[0]
-        c.require_types(self.name, [("input", x), ("output", o)], ("int8",))
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
         if len(x.shape) < 1:
             raise InvalidArgumentError("L2_NORMALIZATION input", "must have at least one dimension", x.shape)
         _, z = c.activation(self.name, "input", x)

@@ -59,13 +59,7 @@ class _Comparison(Kernel):
 
     def prepare(self, inputs, outputs, options):
         op = self.name
-        c.count(op, inputs, outputs, 2)
-        x, y, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(op, [("input 0", x), ("input 1", y)], ("int8",))
-        c.require_types(op, [("output", o)], ("bool",))
-        s1, z1 = c.activation(op, "input 0", x)
-        s2, z2 = c.activation(op, "input 1", y)
-        c.enforce(op, inputs, outputs)
+        x, y, _, ((s1, z1), (s2, z2)) = c.binary_operands(op, inputs, outputs, output_type="bool")
         m1, e1 = _multiplier(op, "input 0", s1)
         m2, e2 = _multiplier(op, "input 1", s2)
         return ComparisonParams(op, (tuple(x.shape), tuple(y.shape)), c.broadcast_shape(op, x.shape, y.shape),
@@ -80,43 +74,17 @@ class _Comparison(Kernel):
         return [self.compare(scaled[0], scaled[1]).reshape(p.output_shape)]
 
 
-@register
-class Less(_Comparison):
-    """LESS on int8 inputs with their own parameters; bool output."""
-    name = "LESS"
-    compare = staticmethod(np.less)
+def _comparison(op: str, cls_name: str, compare) -> type[_Comparison]:
+    """Register the comparison kernel ``op``: :class:`_Comparison` with the numpy comparison ``compare``."""
+    cls = type(cls_name, (_Comparison,), {
+        "name": op, "compare": staticmethod(compare), "__module__": __name__, "__qualname__": cls_name,
+        "__doc__": f"{op} on int8 inputs with their own parameters; bool output."})
+    return register(cls)
 
 
-@register
-class LessEqual(_Comparison):
-    """LESS_EQUAL on int8 inputs with their own parameters; bool output."""
-    name = "LESS_EQUAL"
-    compare = staticmethod(np.less_equal)
-
-
-@register
-class Greater(_Comparison):
-    """GREATER on int8 inputs with their own parameters; bool output."""
-    name = "GREATER"
-    compare = staticmethod(np.greater)
-
-
-@register
-class GreaterEqual(_Comparison):
-    """GREATER_EQUAL on int8 inputs with their own parameters; bool output."""
-    name = "GREATER_EQUAL"
-    compare = staticmethod(np.greater_equal)
-
-
-@register
-class Equal(_Comparison):
-    """EQUAL on int8 inputs with their own parameters; bool output."""
-    name = "EQUAL"
-    compare = staticmethod(np.equal)
-
-
-@register
-class NotEqual(_Comparison):
-    """NOT_EQUAL on int8 inputs with their own parameters; bool output."""
-    name = "NOT_EQUAL"
-    compare = staticmethod(np.not_equal)
+Less = _comparison("LESS", "Less", np.less)
+LessEqual = _comparison("LESS_EQUAL", "LessEqual", np.less_equal)
+Greater = _comparison("GREATER", "Greater", np.greater)
+GreaterEqual = _comparison("GREATER_EQUAL", "GreaterEqual", np.greater_equal)
+Equal = _comparison("EQUAL", "Equal", np.equal)
+NotEqual = _comparison("NOT_EQUAL", "NotEqual", np.not_equal)

@@ -41,8 +41,8 @@ import numpy as np
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .. import _gemm, fixedpoint
 from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
-from ._spatial import (constants, fused_activation, int_option, legacy, need, padding_option, present,
-                       require_quantized, require_rank, require_type, table_checks, value, window_geometry)
+from ._common import (constants, count, enforce, fused_range, legacy, option, require_quantized, require_rank,
+                      require_type, value, window_geometry)
 from .base import Kernel, TensorSpec, register
 
 INT16_MAX = (1 << 15) - 1
@@ -71,6 +71,24 @@ class ConvPrepared:
     consts: tuple = ()
 
 
+def _operands(op: str, inputs, outputs) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
+    """Input, filter and output of CONV_2D / DEPTHWISE_CONV_2D: the tensor counts, the op table's
+    rules and the 4-D input and filter."""
+    x, w = count(op, inputs, outputs, (2, 3), names=("input", "filter"))
+    enforce(op, inputs, outputs)
+    require_rank(x, 4, "input.shape", op)
+    require_rank(w, 4, "filter.shape", op)
+    return x, w, outputs[0]
+
+
+def _types(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec) -> None:
+    """int8 input, output and filter (the int16 and hybrid paths are not implemented)."""
+    require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
+    if out.dtype != x.dtype:
+        raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
+    require_type(op, [("filter.dtype", w)], ("int8",), error=DTypeError)
+
+
 def _conv_quantization(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec, channels: int, options):
     """PopulateConvolutionQuantizationParams: per-channel multipliers and the activation clamp."""
     require_quantized(x, "input", op)
@@ -95,7 +113,7 @@ def _conv_quantization(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec, c
     if shift.size and (int(shift.max()) > 30):
         raise UnsupportedError("output.scale", f"{op}: an effective scale s_in*s_w/s_out >= 2^30 makes LiteRT's "
                                "MultiplyByQuantizedMultiplier shift past int32 (undefined behaviour)", float(s_out))
-    act_min, act_max = fused_activation(options, out, clamp_all=False, op=op)
+    act_min, act_max = fused_range(op, options, out)
     return z_in, z_out, np.asarray(mult, np.int32), np.asarray(shift, np.int32), act_min, act_max
 
 
@@ -116,8 +134,8 @@ def _bias(op: str, b: TensorSpec | None, channels: int, *, check_rank: bool):
 
 
 def _spatial_options(op: str, options, limit: int | None):
-    sh, sw = int_option(options, "stride_h", 0), int_option(options, "stride_w", 0)
-    dh, dw = int_option(options, "dilation_h_factor", 1), int_option(options, "dilation_w_factor", 1)
+    sh, sw = option(options, "stride_h", 0, kind=int), option(options, "stride_w", 0, kind=int)
+    dh, dw = option(options, "dilation_h_factor", 1, kind=int), option(options, "dilation_w_factor", 1, kind=int)
     for name, v in (("stride_h", sh), ("stride_w", sw), ("dilation_h_factor", dh), ("dilation_w_factor", dw)):
         if v <= 0:
             raise InvalidArgumentError(f"options[{name!r}]", f"must be positive for {op}", v)
@@ -152,14 +170,7 @@ class Conv2D(Kernel):
 
     def prepare(self, inputs, outputs, options) -> ConvPrepared:
         op = self.name
-        need(inputs, (2, 3), op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
-        w = present(inputs[1], "filter", op)
-        out = outputs[0]
-        require_rank(x, 4, "input.shape", op)
-        require_rank(w, 4, "filter.shape", op)
+        x, w, out = _operands(op, inputs, outputs)
         n, h, wd, c = (int(s) for s in x.shape)
         o, kh, kw, fc = (int(s) for s in w.shape)
         for name, v in (("input height", h), ("input width", wd), ("input channels", c)):
@@ -175,10 +186,7 @@ class Conv2D(Kernel):
             raise ShapeError("filter.shape", f"output channels ({o}) must be a multiple of the groups ({groups}) "
                              f"for {op}",
                              tuple(w.shape))
-        require_type(x, ("int8",), "input.dtype", op)
-        if out.dtype != x.dtype:
-            raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
-        require_type(w, ("int8",), "filter.dtype", op)
+        _types(op, x, w, out)
         require_quantized(w, "filter", op)
         if np.any(w.params.zero_point != 0):
             raise InvalidArgumentError("filter.zero_point", f"must be 0 for int8 {op} (LiteRT Prepare)",
@@ -188,7 +196,7 @@ class Conv2D(Kernel):
         if b is None:
             raise InvalidArgumentError("bias", f"is required by LiteRT's {op} (Prepare: has_bias)", None)
         bias = _bias(op, b, o, check_rank=False)
-        padding = padding_option(options)
+        padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
         (oh, ow), pad = window_geometry(op, padding, (h, wd), (kh, kw), stride, dilation)
         z_in, z_out, mult, shift, act_min, act_max = _conv_quantization(op, x, w, out, o, options)
         filt = sums = None
@@ -282,14 +290,7 @@ class DepthwiseConv2D(Kernel):
 
     def prepare(self, inputs, outputs, options) -> ConvPrepared:
         op = self.name
-        need(inputs, (2, 3), op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
-        w = present(inputs[1], "filter", op)
-        out = outputs[0]
-        require_rank(x, 4, "input.shape", op)
-        require_rank(w, 4, "filter.shape", op)
+        x, w, out = _operands(op, inputs, outputs)
         stride, dilation = _spatial_options(op, options, INT16_MAX)
         n, h, wd, c = (int(s) for s in x.shape)
         one, kh, kw, oc = (int(s) for s in w.shape)
@@ -297,10 +298,7 @@ class DepthwiseConv2D(Kernel):
             raise ShapeError("input.shape", f"height, width and channels must be positive for {op}", tuple(x.shape))
         if min(kh, kw, oc) <= 0:
             raise ShapeError("filter.shape", f"dimensions 1-3 must be positive for {op}", tuple(w.shape))
-        require_type(x, ("int8",), "input.dtype", op)
-        if out.dtype != x.dtype:
-            raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
-        require_type(w, ("int8",), "filter.dtype", op)
+        _types(op, x, w, out)
         if one != 1:
             raise ShapeError("filter.shape", f"must be [1, KH, KW, channels] for {op}", tuple(w.shape))
         if oc % c:
@@ -311,7 +309,7 @@ class DepthwiseConv2D(Kernel):
             raise InvalidArgumentError("bias", f"{op} with three inputs needs the bias tensor (LiteRT Prepare: an "
                                        "absent optional bias is refused; give two inputs instead)", None)
         bias = _bias(op, b, oc, check_rank=True)
-        padding = padding_option(options)
+        padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
         (oh, ow), pad = window_geometry(op, padding, (h, wd), (kh, kw), stride, dilation)
         z_in, z_out, mult, shift, act_min, act_max = _conv_quantization(op, x, w, out, oc, options)
         filt = None

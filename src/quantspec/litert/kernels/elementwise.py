@@ -49,15 +49,8 @@ class AddSubParams:
 
 
 def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
-    c.count(op, inputs, outputs, 2)
-    x, y = inputs[0], inputs[1]
-    o = outputs[0]
-    c.require_types(op, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
-    s1, z1 = c.activation(op, "input 0", x)
-    s2, z2 = c.activation(op, "input 1", y)
-    so, zo = c.activation(op, "output", o)
-    c.enforce(op, inputs, outputs)
-    lo, hi = c.fused_range(options, o)
+    x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(op, inputs, outputs)
+    lo, hi = c.fused_range(op, options, o)
     shape = c.broadcast_shape(op, x.shape, y.shape)
 
     twice = np.float64(np.float32(2) * max(s1, s2))
@@ -93,32 +86,28 @@ def _add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
     return [np.clip(out, p.act_min, p.act_max).astype(np.int8).reshape(p.output_shape)]
 
 
-@register
-class Add(Kernel):
-    """ADD: int8 + int8 -> int8 with broadcasting and a fused activation."""
-
-    name = "ADD"
-
+class _AddSub(Kernel):
     def prepare(self, inputs, outputs, options):
-        return _add_sub_prepare("ADD", inputs, outputs, options)
+        return _add_sub_prepare(self.name, inputs, outputs, options)
 
     def compute(self, prepared, inputs):
         return _add_sub_compute(prepared, inputs)
 
 
 @register
-class Sub(Kernel):
+class Add(_AddSub):
+    """ADD: int8 + int8 -> int8 with broadcasting and a fused activation."""
+
+    name = "ADD"
+
+
+@register
+class Sub(_AddSub):
     """SUB: int8 - int8 -> int8 with broadcasting and a fused activation.  LiteRT rejects zero points
     outside [-128, 127]; an output multiplier above 1 goes through undefined behaviour in LiteRT
     (see :func:`._common.rdbpot_signed_exponent`)."""
 
     name = "SUB"
-
-    def prepare(self, inputs, outputs, options):
-        return _add_sub_prepare("SUB", inputs, outputs, options)
-
-    def compute(self, prepared, inputs):
-        return _add_sub_compute(prepared, inputs)
 
 
 @dataclass(frozen=True)
@@ -141,14 +130,8 @@ class Mul(Kernel):
     name = "MUL"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 2)
-        x, y, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
-        s1, z1 = c.activation(self.name, "input 0", x)
-        s2, z2 = c.activation(self.name, "input 1", y)
-        so, zo = c.activation(self.name, "output", o)
-        c.enforce(self.name, inputs, outputs)
-        lo, hi = c.fused_range(options, o)
+        x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(self.name, inputs, outputs)
+        lo, hi = c.fused_range(self.name, options, o)
         shape = c.broadcast_shape(self.name, x.shape, y.shape)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             real = np.float64(s1 * s2 / so)                      # float32 arithmetic throughout
@@ -178,10 +161,7 @@ class _MaxMin(Kernel):
     pick = staticmethod(np.maximum)
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 2)
-        x, y, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(self.name, [("input 0", x), ("input 1", y), ("output", o)], ("int8",))
-        c.enforce(self.name, inputs, outputs)          # (parameters play no part in the selection)
+        x, y, _, _ = c.binary_operands(self.name, inputs, outputs, quantized=False)   # parameters play no part
         return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape), _INT8)
 
     def compute(self, p: SelectParams, arrays):

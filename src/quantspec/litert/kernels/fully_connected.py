@@ -28,8 +28,8 @@ import numpy as np
 from ..._core.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
-from ._spatial import (bool_option, constants, fused_activation, legacy, need, option, present, require_quantized,
-                       require_type, table_checks, value)
+from ._common import (constants, count, enforce, fused_activation_name, fused_range, legacy, option,
+                      require_quantized, require_type, value)
 from .base import Kernel, register
 
 OP = "FULLY_CONNECTED"
@@ -61,16 +61,11 @@ class FullyConnected(Kernel):
     name = OP
 
     def prepare(self, inputs, outputs, options) -> FullyConnectedPrepared:
-        need(inputs, (2, 3), OP)
-        need(outputs, 1, OP, "outputs")
-        table_checks(OP, inputs, outputs)
-        x = present(inputs[0], "input", OP)
-        w = present(inputs[1], "filter", OP)
+        x, w = count(OP, inputs, outputs, (2, 3), names=("input", "filter"))
+        enforce(OP, inputs, outputs)
         b = inputs[2] if len(inputs) == 3 else None
         out = outputs[0]
-        require_type(w, ("int8",), "filter.dtype", OP)
-        require_type(x, ("int8",), "input.dtype", OP)
-        require_type(out, ("int8",), "output.dtype", OP)
+        require_type(OP, [("filter.dtype", w), ("input.dtype", x), ("output.dtype", out)], ("int8",), error=DTypeError)
         if b is not None and b.dtype.name != "int32":
             raise DTypeError("bias.dtype", f"int8 {OP} needs an int32 bias (the reference kernel reads it as int32)",
                              b.dtype.name)
@@ -78,11 +73,8 @@ class FullyConnected(Kernel):
             raise UnsupportedError("options['weights_format']", f"int8 {OP} supports only DEFAULT",
                                    option(options, "weights_format", "DEFAULT"))
         # Prepare: only clipping activations for non-hybrid kernels (fully_connected.cc Prepare)
-        fused = option(options, "fused_activation_function", "NONE")
-        if fused not in ("NONE", "RELU", "RELU_N1_TO_1", "RELU6"):
-            raise UnsupportedError("options['fused_activation_function']",
-                                   f"{OP} supports NONE, RELU, RELU_N1_TO_1 and RELU6", fused)
-        keep = bool_option(options, "keep_num_dims")
+        fused_activation_name(OP, options, unclamped=False)
+        keep = option(options, "keep_num_dims", False, kind=bool)
         if len(w.shape) != 2:
             raise ShapeError("filter.shape", f"must be 2-D for {OP}", tuple(w.shape))
         units, depth = int(w.shape[0]), int(w.shape[1])
@@ -125,7 +117,7 @@ class FullyConnected(Kernel):
                                            float(s_w[0]))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eff = (np.float64(s_in) * s_w.astype(np.float64)) / np.float64(s_out)
-        act_min, act_max = fused_activation(options, out, clamp_all=True, op=OP)
+        act_min, act_max = fused_range(OP, options, out, unclamped=False)
         if keep:
             if x.shape[-1] != depth:
                 raise ShapeError("input.shape", f"must end in filter.shape[1] = {depth} with keep_num_dims",

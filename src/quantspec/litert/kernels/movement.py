@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ._spatial import (constants, int_option, legacy, need, option, present, require_same_type, same_legacy_params,
-                       table_checks, value)
+from ._common import constants, count, enforce, legacy, option, require_same_type, same_legacy_params, value
 from .base import Kernel, TensorSpec, register
 
 QUANT8 = ("int8", "uint8")
@@ -65,12 +64,11 @@ class Concatenation(Kernel):
         op = self.name
         if len(inputs) < 1:
             raise InvalidArgumentError("inputs", f"{op} needs at least one input", 0)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        specs = [present(t, f"inputs[{i}]", op) for i, t in enumerate(inputs)]
+        specs = count(op, inputs, outputs, len(inputs), names=[f"inputs[{i}]" for i in range(len(inputs))])
+        enforce(op, inputs, outputs)
         t0, out = specs[0], outputs[0]
         rank = len(t0.shape)
-        axis = int_option(options, "axis", 0)
+        axis = option(options, "axis", 0, kind=int)
         given = axis
         if axis < 0:
             axis += rank
@@ -158,10 +156,8 @@ class Reshape(Kernel):
 
     def prepare(self, inputs, outputs, options) -> ReshapePrepared:
         op = self.name
-        need(inputs, (1, 2), op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
+        (x,) = count(op, inputs, outputs, (1, 2), names=("input",))
+        enforce(op, inputs, outputs)
         require_same_type(x, outputs[0], "output.dtype", op)
         shape_t = inputs[1] if len(inputs) == 2 else None
         if shape_t is not None and len(shape_t.shape) == 1 and shape_t.dtype.name == "int32":
@@ -199,10 +195,8 @@ class Squeeze(Kernel):
 
     def prepare(self, inputs, outputs, options) -> SqueezePrepared:
         op = self.name
-        need(inputs, 1, op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
+        (x,) = count(op, inputs, outputs, 1, names=("input",))
+        enforce(op, inputs, outputs)
         shape = _shape(x)
         rank = len(shape)
         if rank > 8:
@@ -257,11 +251,8 @@ class Transpose(Kernel):
 
     def prepare(self, inputs, outputs, options) -> TransposePrepared:
         op = self.name
-        need(inputs, 2, op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
-        perm = present(inputs[1], "perm", op)
+        x, perm = count(op, inputs, outputs, 2, names=("input", "perm"))
+        enforce(op, inputs, outputs)
         if len(x.shape) > 8:
             raise ShapeError("input.shape", f"{op} supports 1-D to 8-D inputs", _shape(x))
         require_same_type(x, outputs[0], "output.dtype", op)
@@ -304,20 +295,17 @@ class Gather(Kernel):
 
     def prepare(self, inputs, outputs, options) -> GatherPrepared:
         op = self.name
-        need(inputs, 2, op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
-        pos = present(inputs[1], "positions", op)
+        x, pos = count(op, inputs, outputs, 2, names=("input", "positions"))
+        enforce(op, inputs, outputs)
         _index_type(pos, ("int16", "int32", "int64"), "positions.dtype", op)
         require_same_type(x, outputs[0], "output.dtype", op)
         rank, prank = len(x.shape), len(pos.shape)
-        axis = given = int_option(options, "axis", 0)
+        axis = given = option(options, "axis", 0, kind=int)
         if axis < 0:
             axis += rank
         if not 0 <= axis < rank:
             raise AxisError("options['axis']", f"must be in [{-rank}, {rank - 1}] for {op}", given)
-        bd = bgiven = int_option(options, "batch_dims", 0)
+        bd = bgiven = option(options, "batch_dims", 0, kind=int)
         if bd < 0:
             bd += prank
         if bd > axis:
@@ -389,12 +377,8 @@ class Slice(Kernel):
 
     def prepare(self, inputs, outputs, options) -> SlicePrepared:
         op = self.name
-        need(inputs, 3, op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
-        begin = present(inputs[1], "begin", op)
-        size = present(inputs[2], "size", op)
+        x, begin, size = count(op, inputs, outputs, 3, names=("input", "begin", "size"))
+        enforce(op, inputs, outputs)
         require_same_type(x, outputs[0], "output.dtype", op)
         _index_type(begin, ("int32", "int64"), "begin.dtype", op)
         _index_type(size, ("int32", "int64"), "size.dtype", op)
@@ -437,17 +421,15 @@ class SpaceToDepth(Kernel):
 
     def prepare(self, inputs, outputs, options) -> SpaceToDepthPrepared:
         op = self.name
-        need(inputs, 1, op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
+        (x,) = count(op, inputs, outputs, 1, names=("input",))
+        enforce(op, inputs, outputs)
         if len(x.shape) != 4:
             raise ShapeError("input.shape", f"must be 4-D for {op}", _shape(x))
         if outputs[0].dtype.name not in ("float", "uint8", "int8", "int32", "int64"):
             raise DTypeError("output.dtype", f"{op} supports float32, uint8, int8, int32 and int64",
                              outputs[0].dtype.name)
         require_same_type(x, outputs[0], "output.dtype", op)
-        bs = int_option(options, "block_size", 0)
+        bs = option(options, "block_size", 0, kind=int)
         if bs <= 0:
             raise InvalidArgumentError("options['block_size']", f"must be positive for {op}", bs)
         h, w = int(x.shape[1]), int(x.shape[2])
@@ -468,12 +450,8 @@ class SpaceToDepth(Kernel):
 # SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND (tflite/kernels/{space_to_batch_nd,batch_to_space_nd}.cc)
 
 def _nd_checks(op: str, inputs, outputs, second: str) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
-    need(inputs, 3, op)
-    need(outputs, 1, op, "outputs")
-    table_checks(op, inputs, outputs)
-    x = present(inputs[0], "input", op)
-    block = present(inputs[1], "block_shape", op)
-    pads = present(inputs[2], second, op)
+    x, block, pads = count(op, inputs, outputs, 3, names=("input", "block_shape", second))
+    enforce(op, inputs, outputs)
     if len(x.shape) not in (3, 4):
         raise ShapeError("input.shape", f"{op} supports 3-D (NHC) and 4-D (NHWC) inputs", _shape(x))
     require_same_type(x, outputs[0], "output.dtype", op)
@@ -545,33 +523,56 @@ class SpaceBatchPrepared:
     consts: tuple = ()
 
 
-@register
-class SpaceToBatchND(Kernel):
-    name = "SPACE_TO_BATCH_ND"
+class _SpaceBatchND(Kernel):
+    """What SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND share: the checks, the plan (constant block
+    shape and paddings / crops: in prepare, else in compute), and 3-D (NHC) inputs moved as NH1C."""
+
+    second: str                         # the name of input 2: SPACE_TO_BATCH_ND's paddings, BATCH_TO_SPACE_ND's crops
+    plan: Any                           # (shape, block, input 2, op) -> (block, input 2 as (n, 2), output shape)
+
+    def pad_byte(self, x: TensorSpec, out: TensorSpec) -> int:
+        return 0
 
     def prepare(self, inputs, outputs, options) -> SpaceBatchPrepared:
         op = self.name
-        x, block, pads = _nd_checks(op, inputs, outputs, "paddings")
-        # the kernel memsets padding with the output zero point for 8- and 16-bit types, 0 otherwise
-        pad_byte = (legacy(outputs[0])[1] & 0xFF) if x.dtype.dtype.itemsize <= 2 else 0
+        x, block, margins = _nd_checks(op, inputs, outputs, self.second)
         plan = None
-        if block.data is not None and pads.data is not None:
-            plan = _s2b_plan(_shape(x), block.data, pads.data, op)
-        return SpaceBatchPrepared(plan, pad_byte, consts=constants(inputs))
+        if block.data is not None and margins.data is not None:
+            plan = self.plan(_shape(x), block.data, margins.data, op)
+        return SpaceBatchPrepared(plan, self.pad_byte(x, outputs[0]), consts=constants(inputs))
 
     def compute(self, p: SpaceBatchPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0)
-        plan = p.plan or _s2b_plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
-                                   value(arrays, p.consts, 2, "paddings"), self.name)
-        block, pads, out_shape = plan
+        plan = p.plan or self.plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
+                                   value(arrays, p.consts, 2, self.second), self.name)
+        block, margins, out_shape = plan
         x4 = x if x.ndim == 4 else x[:, :, None, :]
         bh, bw = (block[0], block[1]) if x.ndim == 4 else (block[0], 1)
-        top, left = int(pads[0, 0]), (int(pads[1, 0]) if x.ndim == 4 else 0)
-        n, h, w, c = x4.shape
+        top, left = int(margins[0, 0]), (int(margins[1, 0]) if x.ndim == 4 else 0)
         ob, oh, ow = out_shape[0], out_shape[1], (out_shape[2] if x.ndim == 4 else 1)
-        fill = np.frombuffer(bytes([p.pad_byte]) * x.dtype.itemsize, dtype=x.dtype)[0]
+        return [self.move(p, x4, (bh, bw), (top, left), (ob, oh, ow)).reshape(out_shape)]
+
+    def move(self, p: SpaceBatchPrepared, x4: np.ndarray, block: tuple[int, int], before: tuple[int, int],
+             out: tuple[int, int, int]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@register
+class SpaceToBatchND(_SpaceBatchND):
+    name = "SPACE_TO_BATCH_ND"
+    second = "paddings"
+    plan = staticmethod(_s2b_plan)
+
+    def pad_byte(self, x: TensorSpec, out: TensorSpec) -> int:
+        # the kernel memsets padding with the output zero point for 8- and 16-bit types, 0 otherwise
+        return (legacy(out)[1] & 0xFF) if x.dtype.dtype.itemsize <= 2 else 0
+
+    def move(self, p, x4, block, before, out):
+        (bh, bw), (top, left), (ob, oh, ow) = block, before, out
+        n, h, w, c = x4.shape
+        fill = np.frombuffer(bytes([p.pad_byte]) * x4.dtype.itemsize, dtype=x4.dtype)[0]
         # one extra row and column holding the pad value: invalid positions point there
-        ext = np.empty((n, h + 1, w + 1, c), x.dtype)
+        ext = np.empty((n, h + 1, w + 1, c), x4.dtype)
         ext[...] = fill
         ext[:, :h, :w] = x4
         b_idx = np.arange(ob)
@@ -582,38 +583,23 @@ class SpaceToBatchND(Kernel):
         pw = np.arange(ow)[None, :] * bw + shift_w[:, None] - left         # (OB, OW)
         ph = np.where((ph >= 0) & (ph < h), ph, h)
         pw = np.where((pw >= 0) & (pw < w), pw, w)
-        y = ext[in_b[:, None, None], ph[:, :, None], pw[:, None, :]]      # (OB, OH, OW, C)
-        return [y.reshape(out_shape)]
+        return ext[in_b[:, None, None], ph[:, :, None], pw[:, None, :]]   # (OB, OH, OW, C)
 
 
 @register
-class BatchToSpaceND(Kernel):
+class BatchToSpaceND(_SpaceBatchND):
     name = "BATCH_TO_SPACE_ND"
+    second = "crops"
+    plan = staticmethod(_b2s_plan)
 
-    def prepare(self, inputs, outputs, options) -> SpaceBatchPrepared:
-        op = self.name
-        x, block, crops = _nd_checks(op, inputs, outputs, "crops")
-        plan = None
-        if block.data is not None and crops.data is not None:
-            plan = _b2s_plan(_shape(x), block.data, crops.data, op)
-        return SpaceBatchPrepared(plan, 0, consts=constants(inputs))
-
-    def compute(self, p: SpaceBatchPrepared, arrays) -> list[np.ndarray]:
-        x = value(arrays, p.consts, 0)
-        plan = p.plan or _b2s_plan(x.shape, value(arrays, p.consts, 1, "block_shape"),
-                                   value(arrays, p.consts, 2, "crops"), self.name)
-        block, crops, out_shape = plan
-        x4 = x if x.ndim == 4 else x[:, :, None, :]
-        bh, bw = (block[0], block[1]) if x.ndim == 4 else (block[0], 1)
-        top, left = int(crops[0, 0]), (int(crops[1, 0]) if x.ndim == 4 else 0)
-        ob, oh, ow = out_shape[0], out_shape[1], (out_shape[2] if x.ndim == 4 else 1)
+    def move(self, p, x4, block, before, out):
+        (bh, bw), (top, left), (ob, oh, ow) = block, before, out
         th = np.arange(oh) + top
         tw = np.arange(ow) + left
         in_h, sh = th // bh, th % bh
         in_w, sw = tw // bw, tw % bw
         in_b = (sh[:, None] * bw + sw[None, :])[None, :, :] * ob + np.arange(ob)[:, None, None]   # (OB, OH, OW)
-        y = x4[in_b, in_h[None, :, None], in_w[None, None, :]]
-        return [y.reshape(out_shape)]
+        return x4[in_b, in_h[None, :, None], in_w[None, None, :]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -644,11 +630,8 @@ def _pad_plan(rank: int, paddings, op: str) -> np.ndarray:
 class _PadBase(Kernel):
     def prepare(self, inputs, outputs, options) -> PadPrepared:
         op = self.name
-        need(inputs, (2, 3), op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        x = present(inputs[0], "input", op)
-        pads = present(inputs[1], "paddings", op)
+        x, pads = count(op, inputs, outputs, (2, 3), names=("input", "paddings"))
+        enforce(op, inputs, outputs)
         cv = inputs[2] if len(inputs) == 3 else None
         out = outputs[0]
         _index_type(pads, ("int32", "int64"), "paddings.dtype", op)
@@ -733,10 +716,8 @@ class Shape(Kernel):
 
     def prepare(self, inputs, outputs, options) -> ShapePrepared:
         op = self.name
-        need(inputs, 1, op)
-        need(outputs, 1, op, "outputs")
-        table_checks(op, inputs, outputs)
-        present(inputs[0], "input", op)
+        count(op, inputs, outputs, 1, names=("input",))
+        enforce(op, inputs, outputs)
         out_type = option(options, "out_type", "FLOAT32")
         if out_type not in ("INT32", "INT64"):
             raise UnsupportedError("options['out_type']", f"must be INT32 or INT64 for {op} (LiteRT: Unknown shape "

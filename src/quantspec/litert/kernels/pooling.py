@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
+from ...errors import DTypeError, InvalidArgumentError
 from .._gemm import patches
-from ._spatial import (constants, fused_activation, int_option, need, out_size, pad_before, padding_option, present,
-                       require_rank, require_same_type, require_type, table_checks, value)
+from ._common import (constants, count, enforce, fused_range, option, out_size, pad_before, require_rank,
+                      require_same_type, require_type, value)
 from .base import Kernel, register
 
 
@@ -43,21 +43,19 @@ class PoolPrepared:
 
 
 def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
-    need(inputs, 1, op)
-    need(outputs, 1, op, "outputs")
-    table_checks(op, inputs, outputs)
-    x = present(inputs[0], "input", op)
+    (x,) = count(op, inputs, outputs, 1, names=("input",))
+    enforce(op, inputs, outputs)
     out = outputs[0]
     require_rank(x, 4, "input.shape", op)
     require_same_type(x, out, "output.dtype", op)
-    require_type(x, ("int8",), "input.dtype", op)
-    sh = int_option(options, "stride_h", 0)
-    sw = int_option(options, "stride_w", 0)
+    require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
+    sh = option(options, "stride_h", 0, kind=int)
+    sw = option(options, "stride_w", 0, kind=int)
     if sh <= 0 or sw <= 0:
         raise InvalidArgumentError("options['stride_h'/'stride_w']", f"must be positive for {op}", (sh, sw))
-    fh = int_option(options, "filter_height", 0)
-    fw = int_option(options, "filter_width", 0)
-    padding = padding_option(options)
+    fh = option(options, "filter_height", 0, kind=int)
+    fw = option(options, "filter_width", 0, kind=int)
+    padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
     n, h, w, c = (int(s) for s in x.shape)
     # ComputePaddingHeightWidth (unchecked): a failed size check leaves the size 0 and the padding 0
     ow = out_size(padding, w, fw, sw, 1)
@@ -65,7 +63,7 @@ def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
     ow, oh = ow or 0, oh or 0
     ph = pad_before(sh, 1, h, fh, oh) if oh and ow else 0
     pw = pad_before(sw, 1, w, fw, ow) if oh and ow else 0
-    act_min, act_max = fused_activation(options, out, clamp_all=False, op=op)
+    act_min, act_max = fused_range(op, options, out)
     counts = None
     if average and oh and ow and n and c:
         rows = _tap_counts(oh, sh, ph, fh, h)
@@ -88,40 +86,48 @@ def _tap_counts(out: int, stride: int, pad: int, filt: int, image: int) -> np.nd
 
 
 def _windows(p: PoolPrepared, x: np.ndarray, fill) -> np.ndarray:
-    n, oh, ow, c = p.output_shape
-    v = patches(x, p.filter_hw, p.stride, (1, 1), p.pad, (oh, ow), fill)   # (N, OH, OW, KH, KW, C)
-    return v
+    """The window taps, (N, OH, OW, KH, KW, C), taps outside the image reading ``fill``."""
+    return patches(x, p.filter_hw, p.stride, (1, 1), p.pad, p.output_shape[1:3], fill)
 
 
-@register
-class AveragePool2D(Kernel):
-    name = "AVERAGE_POOL_2D"
+class _Pool2D(Kernel):
+    """Both pooling kernels: prepare, an empty output, the input, the clamp; :meth:`pool` is the rest."""
+
+    average: bool
 
     def prepare(self, inputs, outputs, options) -> PoolPrepared:
-        return _prepare(self.name, inputs, outputs, options, average=True)
+        return _prepare(self.name, inputs, outputs, options, average=self.average)
 
     def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
         if 0 in p.output_shape:
             return [np.zeros(p.output_shape, np.int8)]
-        x = value(arrays, p.consts, 0).reshape(p.input_shape).astype(np.int32)
-        acc = _windows(p, x, 0).sum(axis=(3, 4), dtype=np.int64)           # (N, OH, OW, C)
+        x = value(arrays, p.consts, 0).reshape(p.input_shape)
+        return [np.clip(self.pool(p, x), p.act_min, p.act_max).astype(np.int8)]
+
+    @staticmethod
+    def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@register
+class AveragePool2D(_Pool2D):
+    name = "AVERAGE_POOL_2D"
+    average = True
+
+    @staticmethod
+    def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:
+        acc = _windows(p, x.astype(np.int32), 0).sum(axis=(3, 4), dtype=np.int64)   # (N, OH, OW, C)
         n = p.counts[None, :, :, None]
         half = n // 2
         num = np.where(acc > 0, acc + half, acc - half)
-        q = np.sign(num) * (np.abs(num) // n)                               # C division truncates
-        return [np.clip(q, p.act_min, p.act_max).astype(np.int8)]
+        return np.sign(num) * (np.abs(num) // n)                                    # C division truncates
 
 
 @register
-class MaxPool2D(Kernel):
+class MaxPool2D(_Pool2D):
     name = "MAX_POOL_2D"
+    average = False
 
-    def prepare(self, inputs, outputs, options) -> PoolPrepared:
-        return _prepare(self.name, inputs, outputs, options, average=False)
-
-    def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
-        if 0 in p.output_shape:
-            return [np.zeros(p.output_shape, np.int8)]
-        x = value(arrays, p.consts, 0).reshape(p.input_shape).astype(np.int8, copy=False)
-        m = _windows(p, x, -128).max(axis=(3, 4))
-        return [np.clip(m, p.act_min, p.act_max).astype(np.int8)]
+    @staticmethod
+    def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:
+        return _windows(p, x.astype(np.int8, copy=False), -128).max(axis=(3, 4))

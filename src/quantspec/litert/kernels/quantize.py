@@ -57,13 +57,13 @@ class Quantize(Kernel):
     name = "QUANTIZE"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 1)
-        x, o = inputs[0], outputs[0]
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
         if o.params is None:
             raise InvalidArgumentError("QUANTIZE output", "needs quantization parameters (LiteRT rejects a "
                                        "QUANTIZE without affine quantization at prepare)", None)
         if x.dtype.name == "float":
-            c.require_types(self.name, [("output", o)], ("int8",))
+            c.require_type(self.name, [("output", o)], ("int8",))
             p = o.params
             if p.per_axis:
                 if p.quantized_dimension >= len(o.shape) or o.shape[p.quantized_dimension] != len(p):
@@ -75,7 +75,7 @@ class Quantize(Kernel):
             return FloatQuantizeParams(tuple(x.shape), np.dtype(np.int8),
                                        np.asarray(_per_axis(p.scale, p, ndim), np.float32),
                                        np.asarray(_per_axis(p.zero_point, p, ndim)))
-        c.require_types(self.name, [("input", x), ("output", o)], ("int8", "uint8"))
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8", "uint8"))
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
         c.enforce(self.name, inputs, outputs)
@@ -114,10 +114,10 @@ class Dequantize(Kernel):
     name = "DEQUANTIZE"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 1)
-        x, o = inputs[0], outputs[0]
-        c.require_types(self.name, [("input", x)], ("int8", "uint8", "int16"))
-        c.require_types(self.name, [("output", o)], ("float",))
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x)], ("int8", "uint8", "int16"))
+        c.require_type(self.name, [("output", o)], ("float",))
         if x.params is None:
             raise InvalidArgumentError("DEQUANTIZE input", "needs quantization parameters", None)
         if x.dtype.name == "int16" and np.any(x.params.zero_point != 0):

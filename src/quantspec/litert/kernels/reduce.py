@@ -79,9 +79,9 @@ class ReduceParams:
 class _MeanOrSum(Kernel):
     def prepare(self, inputs, outputs, options):
         op = self.name
-        c.count(op, inputs, outputs, 2)
-        x, axis, o = inputs[0], inputs[1], outputs[0]
-        c.require_types(op, [("input", x), ("output", o)], ("int8",))
+        x, axis = c.count(op, inputs, outputs, 2, names=("input", "axis"))
+        o = outputs[0]
+        c.require_type(op, [("input", x), ("output", o)], ("int8",))
         if axis.dtype.name != "int32":
             raise DTypeError(f"{op} axis", "must be int32 (LiteRT rejects other types at prepare)", axis.dtype.name)
         s_in, z_in = c.activation(op, "input", x)
@@ -90,7 +90,7 @@ class _MeanOrSum(Kernel):
         keep_dims = c.option(options, "keep_dims", False, kind=bool)
         reference = False
         if op == "SUM":
-            reference = c.option(options, "quantspec_sum_semantics", "correct", SUM_SEMANTICS) == "reference"
+            reference = c.option(options, "quantspec_sum_semantics", "correct", allowed=SUM_SEMANTICS) == "reference"
         elif "quantspec_sum_semantics" in (options or {}):
             raise InvalidArgumentError("quantspec_sum_semantics", "applies to SUM only", op)
         axes = None if axis.data is None else _resolve_axes(op, axis.data, len(x.shape))
@@ -157,9 +157,8 @@ class ArgMax(Kernel):
     name = "ARG_MAX"
 
     def prepare(self, inputs, outputs, options):
-        c.count(self.name, inputs, outputs, 2)
-        x, axis = inputs[0], inputs[1]
-        c.require_types(self.name, [("input", x)], ("int8", "uint8", "int32", "bool"))
+        x, axis = c.count(self.name, inputs, outputs, 2, names=("input", "axis"))
+        c.require_type(self.name, [("input", x)], ("int8", "uint8", "int32", "bool"))
         if axis.dtype.name not in ("int32", "int64"):
             raise DTypeError("ARG_MAX axis", "must be int32 or int64 (LiteRT rejects others)", axis.dtype.name)
         if int(np.prod(axis.shape, dtype=np.int64)) != 1:

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
-from ._spatial import (bool_option, constants, need, present, require_rank, require_same_type, require_type,
-                       table_checks, value)
+from ._common import constants, count, enforce, option, require_rank, require_same_type, require_type, value
 from .base import Kernel, register
 
 OP = "RESIZE_BILINEAR"
@@ -81,20 +80,17 @@ class ResizeBilinear(Kernel):
     name = OP
 
     def prepare(self, inputs, outputs, options) -> ResizePrepared:
-        need(inputs, 2, OP)
-        need(outputs, 1, OP, "outputs")
-        table_checks(OP, inputs, outputs)
-        x = present(inputs[0], "input", OP)
-        size = present(inputs[1], "size", OP)
+        x, size = count(OP, inputs, outputs, 2, names=("input", "size"))
+        enforce(OP, inputs, outputs)
         require_rank(x, 4, "input.shape", OP)
         if len(size.shape) != 1 or size.shape[0] != 2:
             raise ShapeError("size.shape", f"must be [2] for {OP}", tuple(size.shape))
         if size.dtype.name != "int32":
             raise DTypeError("size.dtype", f"must be int32 for {OP}", size.dtype.name)
         require_same_type(x, outputs[0], "output.dtype", OP)
-        require_type(x, ("int8",), "input.dtype", OP)
-        align = bool_option(options, "align_corners")
-        half = bool_option(options, "half_pixel_centers")
+        require_type(OP, [("input.dtype", x)], ("int8",), error=DTypeError)
+        align = option(options, "align_corners", False, kind=bool)
+        half = option(options, "half_pixel_centers", False, kind=bool)
         plan = None
         if size.data is not None:
             if align and half:
