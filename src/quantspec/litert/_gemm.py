@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.intcast import wrap_int32 as _wrap_int32
+
 __all__ = ["F32_EXACT", "F64_EXACT", "f32_chunk", "matmul_exact", "matmul_int64", "patches",
            "wrap_int32", "IM2COL_BUDGET"]
 
@@ -110,9 +112,8 @@ def matmul_exact(a: np.ndarray, b: np.ndarray, a_bound: int, b_bound: int) -> np
 
 
 def wrap_int32(x: np.ndarray) -> np.ndarray:
-    """Integers reduced modulo 2^32 into int32: what a C ``int32_t`` accumulator holds after the
-    same additions (signed overflow wraps on every compiler and target LiteRT ships for)."""
-    return np.asarray(x).astype(np.int64, copy=False).astype(np.int32)
+    """The int32 a C ``int32_t`` accumulator holds after the same additions (as an int32 array)."""
+    return _wrap_int32(x).astype(np.int32)
 
 
 def patches(x: np.ndarray, filter_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],

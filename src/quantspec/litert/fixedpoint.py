@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.intcast import wrap_int32
 from ..errors import DTypeError, InvalidArgumentError, RangeError
 
 __all__ = [
@@ -101,12 +102,6 @@ def _out(result: np.ndarray) -> np.ndarray | int:
 # -------------------------------------------------------------------------------------------------
 # int32 semantics
 # -------------------------------------------------------------------------------------------------
-
-def wrap_int32(x: np.ndarray) -> np.ndarray:
-    """``x`` reduced modulo 2^32 into [-2^31, 2^31): what a wrapping C++ int32 operation yields."""
-    x = np.asarray(x, dtype=np.int64)
-    return ((x + _TWO31) & 0xFFFFFFFF) - _TWO31
-
 
 def saturate_int32(x: np.ndarray) -> np.ndarray:
     """``x`` clamped to [INT32_MIN, INT32_MAX] (``SaturatingAddNonGemmlowp`` / ``SaturatingSub``)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.intcast import cvtt_int32, cvtt_int64
 from .._core.rounding import flush_denormals
 
 __all__ = ["ftz", "fadd", "fsub", "fmul", "fdiv", "std_min", "std_max", "clamp",
@@ -26,8 +27,6 @@ __all__ = ["ftz", "fadd", "fsub", "fmul", "fdiv", "std_min", "std_max", "clamp",
 
 F32_MAX = np.float32(np.finfo(np.float32).max)
 _F64_TINY = np.finfo(np.float64).tiny
-_I32_LIMIT = np.float64(2.0 ** 31)
-_I64_LIMIT = np.float64(2.0 ** 63)
 
 
 def ftz(x):
@@ -93,23 +92,3 @@ def clamp(x, lo, hi):
     return std_max(std_min(x, hi), lo)
 
 
-def cvtt_int32(v) -> np.ndarray:
-    """x86 ``cvttss2si``/``cvttps2dq``: truncate toward zero to int32; NaN and values outside
-    [-2^31, 2^31) give INT32_MIN."""
-    v = np.asarray(v, dtype=np.float64)  # exact for float32 input
-    with np.errstate(invalid="ignore"):
-        ok = (v > -_I32_LIMIT - 1) & (v < _I32_LIMIT)
-    out = np.full(v.shape, np.iinfo(np.int32).min, dtype=np.int32)
-    out[ok] = np.trunc(v[ok]).astype(np.int32)
-    return out
-
-
-def cvtt_int64(v) -> np.ndarray:
-    """The 64-bit conversion (``lrint`` of an integral value, ``cvttsd2si`` with REX.W): NaN and
-    values outside [-2^63, 2^63) give INT64_MIN."""
-    v = np.asarray(v, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        ok = (v >= -_I64_LIMIT) & (v < _I64_LIMIT)
-    out = np.full(v.shape, np.iinfo(np.int64).min, dtype=np.int64)
-    out[ok] = np.trunc(v[ok]).astype(np.int64)
-    return out
