@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from .._core.intcast import wrap_int32
+from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, InvalidArgumentError, RangeError
 
 __all__ = [
@@ -135,14 +136,10 @@ def _trunc_div_pot(n: np.ndarray, e: int) -> np.ndarray:
 # QuantizeMultiplier (quantization_util.cc)
 # -------------------------------------------------------------------------------------------------
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)  # exact for |x| < 2^52 (here |x| <= 2^31)
-
-
 def _quantize_multiplier_raw(real: np.ndarray, rounding: str = "double") -> tuple[np.ndarray, np.ndarray]:
     """Vectorised ``QuantizeMultiplier`` over a float64 array (no argument checks)."""
     q, shift = np.frexp(real)                         # real = q * 2^shift, |q| in [0.5, 1)
-    q_fixed = _round_half_away(q * float(_TWO31)).astype(np.int64)   # q * 2^31 is exact
+    q_fixed = half_away_from_zero(q * float(_TWO31)).astype(np.int64)   # q * 2^31 is exact
     shift = shift.astype(np.int64)
     reached = q_fixed == _TWO31                       # q >= 1 - 2^-32 rounds up to 2^31
     q_fixed = np.where(reached, q_fixed // 2, q_fixed)
