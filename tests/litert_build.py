@@ -168,7 +168,9 @@ def build(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
 
 
 def run_ref(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF") -> list[np.ndarray]:
-    """Run ``model`` in the LiteRT interpreter (reference kernels by default); return the outputs."""
+    """Run ``model`` in the LiteRT interpreter (reference kernels by default); return the outputs.
+    Inputs keep their shape, 0-d included (``np.require``, not ``np.ascontiguousarray``, which makes
+    a 0-d array 1-D and the interpreter refuse it for a scalar input)."""
     interp_mod = require("ai_edge_litert.interpreter")
     it = interp_mod.Interpreter(model_content=model,
                                 experimental_op_resolver_type=getattr(interp_mod.OpResolverType, resolver))
@@ -178,6 +180,6 @@ def run_ref(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN
             it.resize_tensor_input(d["index"], list(np.shape(x)))
     it.allocate_tensors()
     for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.ascontiguousarray(x))
+        it.set_tensor(d["index"], np.require(x, requirements="C"))
     it.invoke()
     return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]

@@ -248,3 +248,46 @@ def test_dequantize_spec_oracle(xt, st, ot):
     bad = [(xv, sv, zv, w, gg) for xv, sv, zv, gg in zip(xs, ss, zs, gv)
            for w in [S.dequantize(xv, sv, zv, out)] if not _same_value(w, gg)]
     assert not bad, f"{len(bad)} of {len(xs)} differ from the oracle, first: {bad[:5]}"
+
+
+# ------------------------------------------------------------------------------------------------
+# every operator version: the types that version added, against onnx.reference and onnxruntime
+def _opset_cases():
+    for row in opsets.VERSIONS:
+        prev = next((r for r in reversed(opsets.VERSIONS) if r.version < row.version), None)
+        new_out = [t for t in row.q_out if prev is None or t not in prev.q_out] or ["int8"]
+        for out in sorted(set(new_out) | {"uint8"}):
+            for g in ("tensor",) + (("axis",) if row.version >= 13 else ()) + (("block",) if row.version >= 21 else ()):
+                yield pytest.param(row.version, out, g, id=f"v{row.version}-{out}-{g}")
+
+
+@pytest.mark.parametrize("version,out,g", list(_opset_cases()))
+def test_every_opset_against_both_runtimes(version, out, g):
+    rng = C.rng_for("opset", version, out, g)
+    row = opsets.row(version)
+    xt = "float"
+    x, s, zp, axis, block = _make_q_inputs(rng, out, g, xt, "float", True, n_random=32, zero_zp=_is_f8(out))
+    attrs = {}
+    if version >= 13:
+        attrs["axis"] = axis
+    if g == "block":
+        attrs["block_size"] = block
+    kw = dict(attrs)
+    with np.errstate(all="ignore"):
+        want = O.reference("QuantizeLinear", version, x, s, zp, **attrs)
+    got = quantspec.onnx.quantize_linear(x, s, zp, opset=version, compat="reference", **kw)
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+    if version <= 25 and out in ORT.q_out:
+        with np.errstate(all="ignore"):
+            want = O.ort("QuantizeLinear", version, x, s, zp, out_type=out, **attrs)
+        got = quantspec.onnx.quantize_linear(x, s, zp, opset=version, compat="onnxruntime", **kw)
+        assert C.same_bits(want, got), C.show_diff(x, want, got)
+        if out in row.dq_x:
+            want = O.ort("DequantizeLinear", version, got, s, zp, out_type="float", **attrs)
+            back = quantspec.onnx.dequantize_linear(got, s, zp, opset=version, compat="onnxruntime", **kw)
+            assert C.same_bits(want, back)
+    if version >= 19 and out in row.dq_x:
+        with np.errstate(all="ignore"):
+            want = O.reference("DequantizeLinear", version, got, s, zp, **attrs)
+        back = quantspec.onnx.dequantize_linear(got, s, zp, opset=version, compat="reference", **kw)
+        assert C.same_bits(want, back)

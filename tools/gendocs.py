@@ -20,7 +20,7 @@ def render(text: str) -> str:
     def sub(m: re.Match) -> str:
         module, _, func = m.group(2).rpartition(".")
         content = getattr(importlib.import_module(module), func)()
-        return m.group(1) + content + m.group(4)
+        return m.group(1) + content + ("" if content.endswith("\n") else "\n") + m.group(4)
 
     return PATTERN.sub(sub, text)
 

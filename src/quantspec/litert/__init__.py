@@ -1,6 +1,7 @@
 """LiteRT (TFLite) and its 8-bit quantization specification.
 
-Public API (DESIGN.md): ``QuantParams``, ``activation_params``, ``weight_params``, ``bias_params``,
+Public API (DESIGN.md): ``QuantParams``, ``activation_params``, ``weight_params``, ``bias_params``
+(and ``adjust_for_bias``, the converter's bias-overflow widening of both),
 ``quantize``, ``quantize_weights``, ``quantize_bias``, ``dequantize``, ``fixedpoint``, ``OPS``,
 ``OP_TABLE``, ``load_model``, ``check_model``, ``Interpreter``.  Names are imported from their
 modules on first use, so ``import quantspec.litert`` stays cheap.
@@ -16,6 +17,7 @@ _EXPORTS = {
     "activation_params": "params",
     "weight_params": "params",
     "bias_params": "params",
+    "adjust_for_bias": "params",
     "quantize": "params",
     "quantize_weights": "params",
     "quantize_bias": "params",
@@ -24,6 +26,7 @@ _EXPORTS = {
     "OP_TABLE": "optable",
     "load_model": "model",
     "Model": "model",
+    "example_model": "model",
     "check_model": "checker",
     "CheckReport": "checker",
     "Violation": "checker",

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.intcast import cvtt_int32, wrap_int32
 from .._core.narrowfloat import max_finite, to_narrow_float
 from ..dtypes import QType, qtype
 from ..errors import InvalidArgumentError, ShapeError
@@ -44,26 +45,11 @@ from .plan import DequantizePlan, QuantizePlan
 
 __all__ = ["quantize", "dequantize"]
 
-INT32_MIN = np.int64(-(2 ** 31))
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 
 # -- shared helpers -----------------------------------------------------------------------------
-def x86_int32(r: np.ndarray) -> np.ndarray:
-    """C ``static_cast<int32_t>`` of (already rounded) floats as x86's cvttss2si/cvttsd2si does it:
-    NaN, ±inf and values outside [-2^31, 2^31) become INT32_MIN.  Returned as int64."""
-    r = np.asarray(r, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        bad = ~((r >= -2.0 ** 31) & (r < 2.0 ** 31))
-    return np.where(bad, INT32_MIN, np.where(bad, 0, r).astype(np.int64))
-
-
-def wrap_int32(v: np.ndarray) -> np.ndarray:
-    """Two's-complement wrap of int64 values to the int32 range (C int32 overflow on x86)."""
-    return ((np.asarray(v, dtype=np.int64) + 2 ** 31) & 0xFFFFFFFF) - 2 ** 31
-
-
 def _int_out(values: np.ndarray, t: QType) -> np.ndarray:
     """int64/float values already in t's range -> an array of type t."""
     return np.asarray(values).astype(np.int64).astype(t.storage).astype(t.dtype)
@@ -142,7 +128,7 @@ def _q_reference(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
         else:
             q = x / scale
         if t.is_int:
-            xi = x86_int32(np.asarray(np.rint(q)).astype(_F64))
+            xi = cvtt_int32(np.rint(q)).astype(np.int64)
             if zp is not None:
                 xi = wrap_int32(xi + np.asarray(zp).astype(np.int64))
             return _int_out(np.clip(xi, t.qmin, t.qmax), t)
@@ -201,7 +187,7 @@ def _q_ort(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
             clamped = np.minimum(np.where(np.isnan(q), lo, np.maximum(q, lo)), hi)
             mlas = np.rint(clamped).astype(np.int64) + zp
             # plain loop: x86 int32 cast of nearbyint(q), int32 wrap when adding zp, clamp
-            loop = np.clip(wrap_int32(x86_int32(np.rint(q)) + zp), t.qmin, t.qmax)
+            loop = np.clip(wrap_int32(cvtt_int32(np.rint(q)).astype(np.int64) + zp), t.qmin, t.qmax)
             return _int_out(np.where(plain, loop, mlas), t)
         y = to_narrow_float(q, t, plan.saturate)
         bits = y.view(np.uint8)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..._core.rounding import half_away_from_zero
 from ...dtypes import QType
-from ...errors import UnsupportedError
+from ...errors import InvalidArgumentError, UnsupportedError
 from ..params import QuantParams
 
 __all__ = ["TensorSpec", "Kernel", "register", "REGISTRY", "activation_range"]
@@ -107,7 +107,15 @@ def activation_range(fused: str, params: QuantParams, dtype: QType) -> tuple[int
 
     def quantize(f: float) -> int:
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            return zp + int(half_away_from_zero(np.float32(f) / scale))
+            tmp = half_away_from_zero(np.float32(f) / scale)
+        # LiteRT's Quantize() fails Prepare unless tmp fits int32 (compared in float32, so 2^31
+        # passes and converts to INT32_MIN on x86); zero_point + q is an int32 addition.
+        if not (np.float32(-2.0 ** 31) <= tmp <= np.float32(2.0 ** 31 - 1)):
+            raise InvalidArgumentError("fused_activation_function", f"bound {f} / output scale does not fit "
+                                       "int32: LiteRT rejects this model at prepare (CalculateActivationRange"
+                                       "Quantized)", float(scale))
+        q = -(1 << 31) if tmp >= 2.0 ** 31 else int(tmp)
+        return ((zp + q + (1 << 31)) % (1 << 32)) - (1 << 31)
 
     if low is not None:
         lo = max(lo, quantize(low))

@@ -1,0 +1,337 @@
+"""The LiteRT half of the ``quantspec`` command.
+
+- ``quantspec check MODEL.tflite [--json]``: check a model against the LiteRT int8 spec
+  (:func:`quantspec.litert.check_model`).  Exit status 0: conformant; 1: violations; 2: the model
+  cannot be read.
+- ``quantspec run MODEL.tflite --input FILE [--input FILE ...] [--compare-litert] [--output FILE]``:
+  run a model on quantspec's kernels (:class:`quantspec.litert.Interpreter`), print a summary of
+  the outputs, and with ``--compare-litert`` run the LiteRT interpreter with its reference kernels
+  (``BUILTIN_REF``; needs the ai-edge-litert package) on the same inputs and say where and by how
+  much the outputs differ.  Exit status 0; 1 when ``--compare-litert`` finds a difference; 2 for bad
+  input.
+- ``quantspec quantize|dequantize --spec litert``: the element-wise plug-in (``add_arguments`` and
+  ``run``) the command frame calls: LiteRT QUANTIZE (float -> int8) and DEQUANTIZE with given
+  parameters, or with the parameters the converter would choose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, QuantSpecError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]):
+    """argparse exits on --help and on usage errors; turn that into a return value."""
+    try:
+        return parser.parse_args(list(argv)), None
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_BAD_INPUT)
+        return None, code
+
+
+# ------------------------------------------------------------------------------------------------
+# quantspec check
+# ------------------------------------------------------------------------------------------------
+
+def check_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="quantspec check",
+        description="Check a .tflite model against the LiteRT 8-bit quantization specification: "
+        "activation, weight and bias types, ranges, granularity and parameters, fixed output "
+        "parameters, same-scale operators, operators outside the spec's list, legacy uint8 tensors.",
+        epilog="Exit status: 0 conformant, 1 violations found, 2 the model cannot be read.")
+    parser.add_argument("model", metavar="MODEL", help="the .tflite file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args, code = _parse(parser, argv)
+    if args is None:
+        return code
+    from .checker import check_model
+
+    report = check_model(args.model)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.render())
+    return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+# ------------------------------------------------------------------------------------------------
+# quantspec run
+# ------------------------------------------------------------------------------------------------
+
+def _load_inputs(interp, files: list[str], seed: int | None) -> list[np.ndarray]:
+    from .._core.tensorio import read_tensors
+
+    inputs = interp.inputs
+    if seed is not None:
+        if files:
+            raise InvalidArgumentError("--random", "cannot be combined with --input")
+        rng = np.random.default_rng(seed)
+        out = []
+        for t in inputs:
+            if t.dtype.kind == "int":
+                out.append(rng.integers(int(t.dtype.qmin), int(t.dtype.qmax) + 1, t.shape).astype(t.dtype.dtype))
+            elif t.dtype.kind == "bool":
+                out.append(rng.integers(0, 2, t.shape).astype(bool))
+            else:
+                lo, hi = -1.0, 1.0
+                if t.params is not None and not t.params.per_axis:  # the range the input's quantization covers
+                    s, z = float(t.params.scale[0]), int(t.params.zero_point[0])
+                    lo, hi = (-128 - z) * s, (127 - z) * s
+                out.append(rng.uniform(lo, hi, t.shape).astype(t.dtype.dtype))
+        return out
+    if not files:
+        raise InvalidArgumentError("--input", "is required (one .npy per model input, in order, or one .npz / "
+                                   ".safetensors holding the inputs by name); or use --random SEED",
+                                   detail="inputs: " + ", ".join(f"{t.name!r} {t.type_name.lower()}{list(t.shape)}"
+                                                                 for t in inputs))
+    arrays: list[np.ndarray] = []
+    named: dict[str, np.ndarray] = {}
+    for f in files:
+        tensors = read_tensors(f)
+        if Path(f).suffix.lower() == ".npy":
+            arrays.extend(tensors.values())
+        else:
+            named.update(tensors)
+    if arrays and named:
+        raise InvalidArgumentError("--input", "give either .npy files (one per input, in order) or .npz/.safetensors "
+                                   "files (inputs by name), not both")
+    if named:
+        names = {t.name for t in inputs}
+        for sd in interp.model.signature_defs:
+            names.update(sd.inputs)
+        if not set(named) <= names and len(named) == len(inputs) and all(k.startswith("arr_") for k in named):
+            return [named[f"arr_{i}"] if f"arr_{i}" in named else named[k] for i, k in enumerate(named)]
+        return named  # type: ignore[return-value]
+    return arrays
+
+
+def _fmt_values(a: np.ndarray, n: int = 8) -> str:
+    flat = a.reshape(-1)
+    head = ", ".join(str(v) for v in flat[:n].tolist())
+    return f"[{head}{', ...' if flat.size > n else ''}]"
+
+
+def _summary(name: str, a: np.ndarray) -> str:
+    if a.size == 0:
+        return f"  {name}: {a.dtype}{list(a.shape)} (empty)"
+    kind = a.dtype.kind
+    stats = ""
+    if kind in "iuf":
+        stats = f" min {a.min()} max {a.max()} mean {float(a.astype(np.float64).mean()):.6g}"
+    return f"  {name}: {a.dtype}{list(a.shape)}{stats}\n    {_fmt_values(a)}"
+
+
+def _compare(ours: list[np.ndarray], theirs: list[np.ndarray], names: list[str]) -> tuple[bool, list[str]]:
+    lines, same = [], True
+    for name, a, b in zip(names, ours, theirs):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            same = False
+            lines.append(f"  {name}: quantspec gives {a.dtype}{list(a.shape)}, LiteRT {b.dtype}{list(b.shape)}")
+            continue
+        if a.tobytes() == b.tobytes():
+            lines.append(f"  {name}: identical ({a.size} values)")
+            continue
+        same = False
+        wide = np.float64 if a.dtype.kind == "f" else np.int64
+        diff = a.astype(wide) - b.astype(wide)
+        differ = np.argwhere(diff != 0) if a.dtype.kind != "f" else np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))
+        count = len(differ)
+        absd = np.abs(np.where(np.isnan(diff), np.inf, diff)) if a.dtype.kind == "f" else np.abs(diff)
+        worst = np.unravel_index(int(np.argmax(absd)), a.shape)
+        lines.append(f"  {name}: {count} of {a.size} values differ; largest difference {absd[worst]} at index "
+                     f"{tuple(int(i) for i in worst)} (quantspec {a[worst]}, LiteRT {b[worst]})")
+        for idx in differ[:5]:
+            idx = tuple(int(i) for i in idx)
+            lines.append(f"    at {idx}: quantspec {a[idx]}, LiteRT {b[idx]}")
+        if count > 5:
+            lines.append(f"    ... and {count - 5} more")
+    return same, lines
+
+
+def run_litert_reference(model_path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run the model in the LiteRT interpreter with the reference kernels (``BUILTIN_REF``)."""
+    try:
+        from ai_edge_litert import interpreter as litert
+    except Exception as e:
+        raise QuantSpecError("--compare-litert", "needs the ai-edge-litert package (pip install ai-edge-litert)",
+                             detail=f"{type(e).__name__}: {e}") from None
+    with open(model_path, "rb") as f:
+        content = f.read()
+    it = litert.Interpreter(model_content=content, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], np.ascontiguousarray(x))
+    it.invoke()
+    return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+
+
+def run_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="quantspec run",
+        description="Run a .tflite model on quantspec's int8 kernels (byte-identical to the LiteRT interpreter "
+        "with its reference kernels) and print a summary of the outputs.",
+        epilog="Exit status: 0 done (and, with --compare-litert, identical); 1 --compare-litert found a "
+        "difference; 2 bad input.")
+    parser.add_argument("model", metavar="MODEL", help="the .tflite file")
+    parser.add_argument("--input", action="append", default=[], metavar="FILE",
+                        help="input tensors: one .npy per model input, in order (repeat the option), or one "
+                        ".npz/.safetensors file holding them by input name")
+    parser.add_argument("--random", type=int, metavar="SEED", default=None,
+                        help="instead of --input, run on seeded random inputs (int8 over the full range)")
+    parser.add_argument("--compare-litert", action="store_true",
+                        help="also run the LiteRT interpreter (reference kernels, needs ai-edge-litert) and report "
+                        "where and by how much the outputs differ")
+    parser.add_argument("--output", metavar="FILE",
+                        help="save the outputs: .npy (one output), .npz or .safetensors (by output name)")
+    parser.add_argument("--sum-semantics", choices=("correct", "reference"), default="correct",
+                        help="int8 SUM: the correct integer result (default) or the LiteRT reference kernel's "
+                        "(which reads int8 data as uint8; choose it to compare with LiteRT)")
+    args, code = _parse(parser, argv)
+    if args is None:
+        return code
+    from .interpreter import Interpreter
+
+    interp = Interpreter(args.model, sum_semantics=args.sum_semantics)
+    inputs = _load_inputs(interp, args.input, args.random)
+    outputs = interp.run(inputs)
+    input_list = interp._input_list(inputs)
+    names = [t.name or f"output_{k}" for k, t in enumerate(interp.outputs)]
+    print(f"{args.model}: {len(interp.model.operators)} operators, {len(outputs)} output(s)")
+    for name, y in zip(names, outputs):
+        print(_summary(name, y))
+    status = EXIT_OK
+    if args.compare_litert:
+        theirs = run_litert_reference(args.model, input_list)
+        same, lines = _compare(outputs, theirs, names)
+        print("compared with LiteRT (BUILTIN_REF): " + ("identical" if same else "DIFFERENT"))
+        print("\n".join(lines))
+        if not same and args.sum_semantics == "correct" and any(op.name == "SUM" for op in interp.model.operators):
+            print("note: the model has int8 SUM, which the LiteRT reference kernel computes by reading int8 as uint8; "
+                  "rerun with --sum-semantics reference to reproduce it")
+        status = EXIT_OK if same else EXIT_FINDINGS
+    if args.output:
+        from .._core.tensorio import write_tensors
+
+        if Path(args.output).suffix.lower() == ".npy" and len(outputs) == 1:
+            tensors = {names[0]: outputs[0]}
+        else:
+            tensors = {}
+            for name, y in zip(names, outputs):
+                tensors[name if name not in tensors else f"{name}_{len(tensors)}"] = y
+        for note in write_tensors(args.output, tensors):
+            print(note, file=sys.stderr)
+        print(f"outputs written to {args.output}")
+    return status
+
+
+# ------------------------------------------------------------------------------------------------
+# quantspec quantize|dequantize --spec litert
+# ------------------------------------------------------------------------------------------------
+
+def add_arguments(group, direction: str) -> None:
+    """The LiteRT options of ``quantspec quantize|dequantize``."""
+    q = direction == "quantize"
+    group.add_argument("--scale", metavar="S",
+                       help="scale: a number (per-tensor) or a comma-separated list (per-axis, one per slice of "
+                       "--axis)" + ("; or use --range / --from-data / --weights to let quantspec choose it as "
+                                    "the converter does" if q else " (required)"))
+    group.add_argument("--zero-point", metavar="Z",
+                       help="zero point: a number or a comma-separated list (default 0)")
+    group.add_argument("--axis", "--quantized-dimension", type=int, default=0, dest="axis",
+                       help="the quantized dimension of per-axis parameters (default 0; 3 for DEPTHWISE_CONV_2D "
+                       "weights)")
+    if q:
+        how = group.add_mutually_exclusive_group()
+        how.add_argument("--range", nargs=2, type=float, metavar=("MIN", "MAX"),
+                         help="activation parameters the converter picks for a calibrated range [MIN, MAX]")
+        how.add_argument("--from-data", action="store_true",
+                         help="activation parameters the converter picks, from each tensor's own min and max")
+        how.add_argument("--weights", action="store_true",
+                         help="quantize as the converter quantizes weights: symmetric, zero point 0, values in "
+                         "[-127, 127], per-axis along --axis (parameters from the data unless --scale is given)")
+        how.add_argument("--bias", action="store_true",
+                         help="quantize as the converter quantizes a bias: int32, zero point 0 (--scale = input "
+                         "scale x weight scale)")
+        group.add_argument("--per-tensor", action="store_true",
+                           help="with --weights: one scale for the whole tensor instead of per-axis")
+
+
+def _numbers(text: str | None, argument: str, kind: type) -> list | None:
+    if text is None:
+        return None
+    try:
+        values = [kind(float(v)) if kind is float else int(v) for v in text.split(",")]
+    except ValueError:
+        raise InvalidArgumentError(argument, f"must be a number or a comma-separated list of {kind.__name__}s",
+                                   text) from None
+    return values
+
+
+def _given_params(args, x_shape: tuple[int, ...] | None = None):
+    from .params import QuantParams
+
+    scale = _numbers(args.scale, "--scale", float)
+    if scale is None:
+        return None
+    zp = _numbers(args.zero_point, "--zero-point", int) or [0]
+    if len(scale) > 1 and x_shape is not None and not (0 <= args.axis < len(x_shape)):
+        raise InvalidArgumentError("--axis", f"must name a dimension of the tensor (rank {len(x_shape)})", args.axis)
+    return QuantParams(np.array(scale, np.float32), np.array(zp, np.int64), args.axis if len(scale) > 1 else 0)
+
+
+def _describe(name: str, p) -> str:
+    if p.per_axis:
+        return (f"{name}: {len(p)} scales along dimension {p.quantized_dimension} (min {float(p.scale.min()):.9g}, "
+                f"max {float(p.scale.max()):.9g}), zero points {sorted(set(p.zero_point.tolist()))[:4]}")
+    return f"{name}: scale {float(p.scale[0]):.9g}, zero point {int(p.zero_point[0])}"
+
+
+def run(args, direction: str, tensors: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Quantize (LiteRT QUANTIZE float -> int8, or the converter's weight / bias quantization) or
+    dequantize (LiteRT DEQUANTIZE) every tensor; return the results and notes on the parameters used."""
+    from . import params as P
+
+    outputs: dict[str, np.ndarray] = {}
+    notes: list[str] = []
+    for name, x in tensors.items():
+        if direction == "dequantize":
+            p = _given_params(args, x.shape)
+            if p is None:
+                raise InvalidArgumentError("--scale", "is required to dequantize")
+            outputs[name] = P.dequantize(x, p)
+            continue
+        if args.weights:
+            p = _given_params(args, x.shape)
+            if p is None:
+                p = P.weight_params(x, None if args.per_tensor else args.axis)
+            outputs[name] = P.quantize_weights(x, p)
+        elif args.bias:
+            p = _given_params(args, x.shape)
+            if p is None:
+                raise InvalidArgumentError("--scale", "is required with --bias (input scale x weight scale)")
+            outputs[name] = P.quantize_bias(x, p)
+        else:
+            if args.range is not None:
+                p = P.activation_params(args.range[0], args.range[1])
+            elif args.from_data:
+                a = np.asarray(x, np.float32)
+                if a.size == 0:
+                    raise InvalidArgumentError("--from-data", "needs a non-empty tensor", name)
+                p = P.activation_params(float(np.nanmin(a)), float(np.nanmax(a)))
+            else:
+                p = _given_params(args, x.shape)
+                if p is None:
+                    raise InvalidArgumentError("--scale", "is required (or --range MIN MAX, --from-data, --weights)")
+            outputs[name] = P.quantize(x, p)
+        notes.append(_describe(name, p))
+    return outputs, notes

@@ -1,0 +1,400 @@
+"""Checking a .tflite model against the LiteRT 8-bit quantization spec: :func:`check_model`
+(spec: litert-8bit-quantization-spec.md; notes/litert.md §5).
+
+Every rule comes from the op table (:data:`quantspec.litert.optable.OP_TABLE`): for each operator of
+each subgraph, the table's restrictions are evaluated on the operator's tensors
+(:func:`quantspec.litert.optable.findings`), and each broken one becomes a :class:`Violation` at that
+operator and tensor, saying what LiteRT itself does with it (rejects the model, aborts, or runs and
+silently computes numbers that are not the spec's).  The checker adds the rules that concern the
+model rather than one operator's restriction:
+
+- ``op-not-in-spec``: an operator outside the spec's int8 list (DEQUANTIZE, which the converter puts
+  at float outputs, is accepted);
+- ``legacy-uint8``: a quantized uint8 tensor (the legacy scheme) where the spec wants int8;
+- ``quantization-malformed``: quantization parameters LiteRT refuses to load (``ParseQuantization``:
+  scales without zero points or with a different number of them, a quantized dimension outside the
+  tensor's rank, a number of scales that is neither 1 nor the size of the quantized dimension).
+
+Tensor-level rules (``scale``, ``zero-point-range``, ``granularity``, ``legacy-uint8``,
+``quantization-malformed``) are reported once per tensor, at the first operator that uses it.  The
+checker follows what LiteRT accepts where LiteRT has moved past the spec text: per-axis
+FULLY_CONNECTED weights (quantized dimension 0) with a per-axis bias are conformant (the table says
+so).  Rule ids are stable strings, listed with their meaning in :data:`RULES`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import QuantSpecError
+from . import optable
+from .model import Model, Operator, Subgraph, Tensor, load_model
+
+__all__ = ["check_model", "CheckReport", "Violation", "RULES"]
+
+#: rule id -> what it requires: the op table's rules and the model-level ones
+RULES: dict[str, str] = {
+    **optable.RULES,
+    "op-not-in-spec": "every operator is one of the spec's int8 list (or DEQUANTIZE at a float output)",
+    "legacy-uint8": "quantized tensors are int8, not the legacy uint8 scheme",
+    "quantization-malformed": "quantization parameters LiteRT can load: as many zero points as scales, a "
+                              "quantized dimension inside the tensor's rank, 1 scale or one per slice of it",
+}
+
+#: rules about a tensor itself, reported once per tensor
+TENSOR_RULES = frozenset({"scale", "zero-point-range", "granularity", "legacy-uint8", "quantization-malformed"})
+
+#: what LiteRT does with a violation (``Violation.litert``); None: it depends on more than the rule
+#: (an operator or a type outside the spec, which LiteRT may run with other kernels or refuse)
+REJECTS, ABORTS, SILENT = optable.REJECTS, optable.ABORTS, optable.SILENT
+_LITERT_WORDS = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes", None: "n/a (outside the spec)"}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule, located at an operator and a tensor.
+
+    ``litert`` says what the LiteRT interpreter does with the model: ``"rejects"`` (an error when the
+    model is loaded, prepared or run, at ``litert_stage``), ``"aborts"`` (a CHECK failure kills the
+    process), ``"silent"`` (it runs and silently computes numbers that are not the spec's), or None
+    when that depends on more than the rule (an operator or a type outside the spec, which LiteRT
+    may run with kernels the spec does not cover, or refuse); ``litert_check`` says more."""
+
+    rule: str
+    op_index: int | None
+    tensor_index: int | None
+    message: str
+    op_name: str | None = None
+    tensor_name: str | None = None
+    position: str = ""              # "input 1 (filter)", "output 0 (output)", ...
+    expected: Any = None
+    found: Any = None
+    litert: str | None = None
+    litert_stage: str | None = None
+    litert_check: str = ""
+    subgraph: int = 0
+
+    @property
+    def litert_rejects(self) -> bool:
+        """True when LiteRT does not produce a result for the model (it rejects it or aborts)."""
+        return self.litert in (REJECTS, ABORTS)
+
+    @property
+    def litert_text(self) -> str:
+        words = _LITERT_WORDS.get(self.litert, str(self.litert))
+        if self.litert in (REJECTS, ABORTS) and self.litert_stage:
+            words += f" at {self.litert_stage}"
+        return words
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "subgraph": self.subgraph, "op_index": self.op_index, "op_name": self.op_name,
+                "tensor_index": self.tensor_index, "tensor_name": self.tensor_name, "position": self.position,
+                "expected": _jsonable(self.expected), "found": _jsonable(self.found), "message": self.message,
+                "litert": self.litert, "litert_stage": self.litert_stage, "litert_check": self.litert_check,
+                "litert_rejects": self.litert_rejects}
+
+    def __str__(self) -> str:
+        where = [f"op {self.op_index} {self.op_name}" if self.op_index is not None else "model"]
+        if self.tensor_index is not None:
+            where.append(f"tensor {self.tensor_index} {self.tensor_name!r}")
+        return (f"[{self.rule}] {', '.join(where)}: {self.message} (expected {_show(self.expected)}, found "
+                f"{_show(self.found)}); LiteRT: {self.litert_text}")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The result of :func:`check_model`: ``ok`` when there is no violation."""
+
+    violations: tuple[Violation, ...]
+    operators: int = 0
+    tensors: int = 0
+    model: str | None = None        # the path, when the model was read from one
+    op_names: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def rejected_by_litert(self) -> tuple[Violation, ...]:
+        """The violations LiteRT itself refuses (the model fails to load, prepare or run)."""
+        return tuple(v for v in self.violations if v.litert_rejects)
+
+    @property
+    def silently_wrong(self) -> tuple[Violation, ...]:
+        """The violations LiteRT runs with, silently computing numbers that are not the spec's."""
+        return tuple(v for v in self.violations if v.litert == SILENT)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "ok": self.ok, "operators": self.operators, "tensors": self.tensors,
+                "violations": [v.to_json() for v in self.violations],
+                "summary": {"violations": len(self.violations), "litert_rejects": len(self.rejected_by_litert),
+                            "litert_silently_computes": len(self.silently_wrong),
+                            "rules": sorted({v.rule for v in self.violations})}}
+
+    def json(self, **kwargs) -> str:
+        return json.dumps(self.to_json(), **kwargs)
+
+    def render(self, width: int = 38) -> str:
+        """A readable table, one row per violation."""
+        head = self.model or "model"
+        if self.ok:
+            return (f"{head}: conformant to the LiteRT int8 spec ({self.operators} operators, "
+                    f"{self.tensors} tensors checked)")
+        cols = ("rule", "op", "tensor", "expected", "found", "LiteRT")
+        rows = []
+        for v in self.violations:
+            op = "-" if v.op_index is None else f"{v.op_index} {v.op_name}"
+            if v.subgraph:
+                op = f"sg{v.subgraph}:{op}"
+            tensor = "-" if v.tensor_index is None else f"{v.tensor_index} {v.tensor_name}"
+            if v.position:
+                tensor += f" [{v.position}]"
+            rows.append((v.rule, op, tensor, _show(v.expected), _show(v.found), v.litert_text))
+        rows = [tuple(_clip(c, width) for c in r) for r in rows]
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+        line = "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
+        out = [f"{head}: {len(self.violations)} violation(s) of the LiteRT int8 spec "
+               f"({len(self.rejected_by_litert)} LiteRT rejects, {len(self.silently_wrong)} it silently computes)",
+               "", line, "  ".join("-" * w for w in widths)]
+        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        out.append("")
+        out.append("details:")
+        for k, v in enumerate(self.violations, 1):
+            out.append(f"  {k}. {v}")
+            if v.litert_check:
+                out.append(f"     LiteRT: {v.litert_check}")
+        return "\n".join(out)
+
+    __str__ = render
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.9g}"
+    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        return " or ".join(value)
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"[{value[0]}, {value[1]}]"
+    return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+# ------------------------------------------------------------------------------------------------
+# the checks
+# ------------------------------------------------------------------------------------------------
+
+def _spec(t: Tensor):
+    from .kernels.base import TensorSpec
+
+    return TensorSpec(shape=tuple(t.shape), dtype=t.dtype, params=t.params, data=t.data, name=t.name)
+
+
+def _load_refusal(t: Tensor) -> tuple[str, Any, Any] | None:
+    """Why LiteRT's ``InterpreterBuilder::ParseQuantization`` refuses this tensor's quantization
+    (message, expected, found), or None."""
+    q = t.quantization
+    if q is None or q.details == "BlockwiseQuantization" or q.scale.size == 0:
+        return None
+    n = int(q.scale.size)
+    if not q.zero_point_present:
+        return "has scales but no zero points", n, 0
+    if q.zero_point.size != n:
+        return "needs as many zero points as scales", n, int(q.zero_point.size)
+    d, rank = q.quantized_dimension, len(t.shape)
+    if d < 0 or (rank and d >= rank):
+        return "has a quantized dimension outside the tensor's rank", f"[0, {rank})", d
+    if n != 1 and rank and n != t.shape[d]:
+        return f"needs 1 scale or one per slice of its quantized dimension {d}", t.shape[d], n
+    return None
+
+
+class _Collector:
+    def __init__(self, sg: Subgraph):
+        self.sg = sg
+        self.out: list[Violation] = []
+        self.seen: set[tuple[str, int]] = set()
+        self.refusal_reported: set[int] = set()
+        self.generic_done: set[int] = set()
+
+    def add(self, rule: str, op: Operator | None, tensor: Tensor | None, message: str, *, position: str = "",
+            expected: Any = None, found: Any = None, litert: str | None = None, stage: str | None = None,
+            check: str = "") -> None:
+        if tensor is not None and rule in TENSOR_RULES:
+            key = (rule, tensor.index)
+            if key in self.seen:
+                return
+            self.seen.add(key)
+        self.out.append(Violation(rule=rule, op_index=None if op is None else op.index,
+                                  tensor_index=None if tensor is None else tensor.index, message=message,
+                                  op_name=None if op is None else op.name,
+                                  tensor_name=None if tensor is None else tensor.name, position=position,
+                                  expected=expected, found=found, litert=litert, litert_stage=stage,
+                                  litert_check=check, subgraph=self.sg.index))
+
+
+def _tensor_checks(c: _Collector, op: Operator | None, t: Tensor, position: str,
+                   refusal: tuple[str, Any, Any] | None) -> None:
+    """The rules about a tensor itself, for tensors the op table does not cover (operators outside
+    the table, unused tensors) and the load-time refusals the table cannot see."""
+    if refusal is not None and t.index not in c.refusal_reported:
+        message, expected, found = refusal
+        c.refusal_reported.add(t.index)
+        c.add("quantization-malformed", op, t, message, position=position, expected=expected, found=found,
+              litert=REJECTS, stage="load", check=_LOAD_CHECK)
+    if t.params is None or t.dtype is None or t.index in c.generic_done:
+        return
+    c.generic_done.add(t.index)
+    if t.dtype.name == "uint8":
+        _legacy_uint8(c, op, t, position)
+    # the op table's own tensor-level restrictions, as on any activation (optable.act)
+    spec = _spec(t)
+    for r in _GENERIC.restrictions:
+        if r.rule in ("scale", "zero-point-range"):
+            with np.errstate(all="ignore"):
+                result = optable._evaluate(r, _GENERIC, spec, [spec], [], None)
+            if result is not None:
+                message, expected, found, _ = result
+                e = r.litert[0]
+                c.add(r.rule, op, t, message, position=position, expected=expected, found=found,
+                      litert=e.action, stage=e.stage, check=e.check)
+
+
+def _legacy_uint8(c: _Collector, op: Operator | None, t: Tensor, position: str) -> None:
+    c.add("legacy-uint8", op, t, "quantized uint8 is the legacy scheme; the spec's tensors are int8",
+          position=position, expected="int8", found="uint8", litert=None, check=_UINT8_CHECK)
+
+
+#: the restrictions every quantized tensor has, whatever reads it
+_GENERIC = optable.act("tensor")
+
+_REFUSAL_RULES = ("weight-axis", "granularity", "bias-granularity")
+
+#: types for which LiteRT has kernels outside the int8 spec: a tensor of one of these where the spec
+#: wants int8 may make LiteRT run another kernel rather than fail (the table's type check is about
+#: types with no kernel path)
+_OTHER_KERNELS = {"float": "LiteRT has float32 kernels: it runs the op unquantized when its tensors are float "
+                           "(hybrid kernels for some mixes), and rejects other mixes of types",
+                  "int16": "LiteRT has 16x8 kernels (int16 activations, outside the 8-bit spec) for some ops; "
+                           "other mixes of types fail Prepare"}
+_UINT8_CHECK = ("LiteRT has legacy uint8 kernels for many ops: it runs the op when its types fit one of them "
+                "and rejects mixes of int8 and uint8")
+_LOAD_CHECK = "InterpreterBuilder::ParseQuantization refuses the tensor when the model is loaded"
+
+
+def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, Any]]) -> None:
+    sg = c.sg
+    rule_op = optable.OP_TABLE.get(op.name)
+
+    def position(side: str, k: int, name: str | None) -> str:
+        return f"{side} {k}" + (f" ({name})" if name else "")
+
+    if rule_op is None:
+        c.add("op-not-in-spec", op, None, "the operator is not in the LiteRT int8 spec's list", expected="an op of "
+              "the spec's int8 list", found=op.name, litert=None,
+              check="no spec guarantee: LiteRT runs the op with whatever kernel it has, or rejects it")
+        for side, indices in (("input", op.inputs), ("output", op.outputs)):
+            for k, i in enumerate(indices):
+                if i >= 0:
+                    _tensor_checks(c, op, sg.tensors[i], position(side, k, None), refusals.get(i))
+        return
+
+    specs_in, specs_out = [], []
+    for side, indices, specs in (("input", op.inputs, specs_in), ("output", op.outputs, specs_out)):
+        for k, i in enumerate(indices):
+            t = sg.tensors[i] if i >= 0 else None
+            trule = (rule_op.input_rule(k) if side == "input" else
+                     rule_op.outputs[k] if k < len(rule_op.outputs) else None)
+            if t is not None and t.dtype is None and trule is not None:
+                # a type quantspec has no row for (STRING, COMPLEX64, ...): the table cannot evaluate it
+                c.add("dtype", op, t, f"type must be {' or '.join(trule.dtypes)}",
+                      position=position(side, k, trule.name), expected=trule.dtypes, found=t.type_name.lower(),
+                      litert=REJECTS, stage="prepare", check="the kernel's type checks")
+                t = None
+            specs.append(None if t is None else _spec(t))
+    try:
+        with np.errstate(all="ignore"):
+            found = optable.findings(op.name, specs_in, specs_out)
+    except QuantSpecError:  # pragma: no cover - the table raises only for ops it does not have
+        found = []
+    for f in found:
+        indices = op.inputs if f.side == "input" else op.outputs
+        t = sg.tensors[indices[f.index]]
+        trule = rule_op.input_rule(f.index) if f.side == "input" else rule_op.outputs[f.index]
+        pos = position(f.side, f.index, trule.name if trule else None)
+        e = f.enforcement
+        rule, litert, stage, check = f.rule, e.action, e.stage, e.check
+        message, expected, value = f.message, f.expected, f.found
+        if rule == "dtype" and f.found == "uint8" and t.params is not None:
+            _legacy_uint8(c, op, t, pos)
+            continue
+        if rule == "dtype" and f.found in _OTHER_KERNELS and e.fails:
+            # the table's type check is about types with no kernel path; these have one
+            litert, stage, check = None, None, _OTHER_KERNELS[f.found]
+        if t.index in refusals and rule in _REFUSAL_RULES:
+            # LiteRT does not get as far as the kernel: it refuses the tensor when it loads the model
+            litert, stage, check = REJECTS, "load", _LOAD_CHECK
+            if t.params is None:  # the table sees no parameters at all: say what is wrong with them
+                rule = "quantization-malformed"
+                message, expected, value = refusals[t.index]
+            c.refusal_reported.add(t.index)
+        c.add(rule, op, t, message, position=pos, expected=expected, found=value, litert=litert,
+              stage=stage, check=check)
+    for side, indices in (("input", op.inputs), ("output", op.outputs)):
+        for k, i in enumerate(indices):
+            if i >= 0:
+                trule = (rule_op.input_rule(k) if side == "input" else
+                         rule_op.outputs[k] if k < len(rule_op.outputs) else None)
+                _tensor_checks(c, op, sg.tensors[i], position(side, k, trule.name if trule else None),
+                               refusals.get(i))
+
+
+def check_model(path_or_bytes: Any) -> CheckReport:
+    """Check a .tflite model (a path, its bytes, or a loaded :class:`~quantspec.litert.model.Model`)
+    against the LiteRT int8 spec.  Raises :class:`quantspec.errors.ModelError` when the model cannot
+    be read at all."""
+    model: Model = load_model(path_or_bytes)
+    violations: list[Violation] = []
+    n_ops = n_tensors = 0
+    for sg in model.subgraphs:
+        c = _Collector(sg)
+        refusals = {t.index: r for t in sg.tensors if (r := _load_refusal(t)) is not None}
+        for op in sg.operators:
+            _check_op(c, op, refusals)
+        used = {i for op in sg.operators for i in (*op.inputs, *op.outputs) if i >= 0}
+        for t in sg.tensors:  # tensors no operator uses (graph inputs passed straight through, leftovers)
+            if t.index not in used:
+                _tensor_checks(c, None, t, "", refusals.get(t.index))
+        violations += c.out
+        n_ops += len(sg.operators)
+        n_tensors += len(sg.tensors)
+    path = None
+    if not isinstance(path_or_bytes, (bytes, bytearray, memoryview, Model, np.ndarray)):
+        try:
+            path = str(path_or_bytes)
+        except Exception:  # pragma: no cover
+            path = None
+    return CheckReport(violations=tuple(violations), operators=n_ops, tensors=n_tensors, model=path,
+                       op_names=tuple(sorted({op.name for sg in model.subgraphs for op in sg.operators})))

@@ -1,0 +1,326 @@
+"""int8 activations: LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION (notes/litert.md §3;
+``K/activations.cc``, ``K/l2norm.cc``, ``KI/reference/softmax.h``, ``KI/reference/integer_ops/
+log_softmax.h``, ``KI/reference/integer_ops/l2normalization.h``).
+
+**LOGISTIC / TANH** look the input byte up in a 256-entry table built in float32 at prepare
+(``LUTPopulateInt8``; BUILTIN_REF uses it too — the gemmlowp fixed-point versions are TFLM's)::
+
+    d = f32(s_in) * f32(v - z_in)                     for v in -128..127
+    t = 1.0f / (1.0f + expf(-d))    or    tanhf(d)
+    LUT[v] = clamp(int32(TfLiteRound(t * f32(1 / s_out)) + z_out), -128, 127)
+
+``expf`` / ``tanhf`` are the C library's (glibc on Linux, called through ctypes: the interpreter
+calls the same functions); without a C library numpy's float32 functions are used.
+
+**SOFTMAX** (REF, fixed point; beta from the options)::
+
+    (M, ls) = QuantizeMultiplierGreaterThanOne(min(beta * s_in * 2^26, 2^31 - 1))
+    diff_min = -CalculateInputRadius(5, ls)
+    per row:  d = x - max(row);  e_d = exp_on_negative_values(F5(SRDHM(d << ls, M)))  where d >= diff_min
+              sum = sum(Rescale<12>(e_d))  (wrapping int32);  (R, n) = GetReciprocal(sum, 12)
+              out = clamp(RoundingDivideByPOT(SRDHM(R, e_d), n + 23) - 128), -128 where d < diff_min
+
+**LOG_SOFTMAX** (REF): as SOFTMAX with beta 1 for the sum, then ``log_x_for_x_greater_than_or_equal_to_1``
+and the reverse scaling (``PreprocessLogSoftmaxScalingExp``); output ``(16/256, 127)``.
+
+**L2_NORMALIZATION**: ``acc = sum((x - z)^2)`` per row (wrapping int32),
+``(M, s) = GetInvSqrtQuantizedMultiplierExp(acc, -1)``, ``out = clamp(MBQM(x - z, M, s + 7))``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InvalidArgumentError, RangeError, UnsupportedError
+from .. import fixedpoint as fp
+from ..fixedpoint import INT32_MIN, _mbqm, _rdbpot, _srdhm, wrap_int32
+from . import _common as c
+from .base import Kernel, register
+
+__all__ = ["Logistic", "Tanh", "Softmax", "LogSoftmax", "L2Normalization", "lut_int8"]
+
+_INT8 = np.dtype(np.int8)
+
+
+# -------------------------------------------------------------------------------------------------
+# the C library's float32 functions
+# -------------------------------------------------------------------------------------------------
+
+def _libm_function(name: str):
+    try:
+        path = ctypes.util.find_library("m")
+        lib = ctypes.CDLL(path) if path else None
+        f = getattr(lib, name) if lib is not None else None
+    except (OSError, AttributeError):  # pragma: no cover - platform without a C math library
+        return None
+    if f is None:  # pragma: no cover
+        return None
+    f.argtypes = [ctypes.c_float]
+    f.restype = ctypes.c_float
+    return f
+
+
+_EXPF = _libm_function("expf")
+_TANHF = _libm_function("tanhf")
+
+
+def _expf(x: np.ndarray) -> np.ndarray:
+    if _EXPF is None:  # pragma: no cover
+        return np.exp(x.astype(np.float32))
+    return np.array([_EXPF(float(v)) for v in x], np.float32)
+
+
+def _tanhf(x: np.ndarray) -> np.ndarray:
+    if _TANHF is None:  # pragma: no cover
+        return np.tanh(x.astype(np.float32))
+    return np.array([_TANHF(float(v)) for v in x], np.float32)
+
+
+def _sigmoid(d: np.ndarray) -> np.ndarray:
+    one = np.float32(1)
+    return one / (one + _expf(-d))
+
+
+def lut_int8(input_scale: float, input_zero_point: int, output_scale: float, output_zero_point: int,
+             transform) -> np.ndarray:
+    """``LUTPopulateInt8``: the 256 int8 outputs for inputs -128..127, in float32; indexed by the
+    input byte (``lut[x.view(uint8)]``)."""
+    v = np.arange(-128, 128, dtype=np.int64)
+    d = np.float32(input_scale) * (v - input_zero_point).astype(np.float32)
+    t = transform(d.astype(np.float32)).astype(np.float32)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        inverse = np.float32(1) / np.float32(output_scale)
+        from ..._core.rounding import half_away_from_zero
+        rescaled = half_away_from_zero(t * inverse) + np.float32(output_zero_point)
+    # the compiled LUT loop saturates values beyond the int32 range (measured: a huge positive value
+    # gives 127), so the clamp is taken in float
+    table = np.clip(rescaled, -128, 127).astype(np.int8)
+    lut = np.empty(256, np.int8)
+    lut[v.astype(np.int8).view(np.uint8)] = table
+    return lut
+
+
+# -------------------------------------------------------------------------------------------------
+# LOGISTIC, TANH
+# -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class LutParams:
+    shape: tuple[int, ...]
+    lut: np.ndarray
+
+
+class _LutKernel(Kernel):
+    transform = staticmethod(_sigmoid)
+
+    def prepare(self, inputs, outputs, options):
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
+        s_in, z_in = c.activation(self.name, "input", x)
+        s_out, z_out = c.activation(self.name, "output", o)
+        c.enforce(self.name, inputs, outputs)
+        lut = lut_int8(s_in, z_in, s_out, z_out, self.transform)
+        lut.setflags(write=False)
+        return LutParams(tuple(x.shape), lut)
+
+    def compute(self, p: LutParams, arrays):
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
+        return [p.lut[x.view(np.uint8)]]
+
+
+@register
+class Logistic(_LutKernel):
+    """LOGISTIC: the float32 sigmoid table; LiteRT requires the output scale 1/256 exactly."""
+
+    name = "LOGISTIC"
+    transform = staticmethod(_sigmoid)
+
+
+@register
+class Tanh(_LutKernel):
+    """TANH: the float32 tanh table (LiteRT checks no output parameters)."""
+
+    name = "TANH"
+    transform = staticmethod(_tanhf)
+
+
+# -------------------------------------------------------------------------------------------------
+# SOFTMAX, LOG_SOFTMAX
+# -------------------------------------------------------------------------------------------------
+
+SCALED_DIFF_INTEGER_BITS = 5
+ACCUMULATION_INTEGER_BITS = 12
+
+
+def _input_beta_multiplier(op: str, beta: float, input_scale: np.float32) -> tuple[int, int]:
+    """``PreprocessSoftmaxScaling`` (double-rounding build): ``QuantizeMultiplierGreaterThanOne`` of
+    ``min(beta * s_in * 2^26, 2^31 - 1)``."""
+    real = min(np.float64(beta) * np.float64(input_scale) * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)),
+               float((1 << 31) - 1))
+    try:
+        return fp.quantize_multiplier_greater_than_one(real)
+    except RangeError:
+        raise UnsupportedError(f"{op} input", "beta * input scale * 2^26 <= 1 makes LiteRT abort "
+                               "(QuantizeMultiplierGreaterThanOne CHECK)", float(real)) from None
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    shape: tuple[int, ...]
+    multiplier: int
+    left_shift: int
+    diff_min: int
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(-1, x.shape[-1]).astype(np.int64)
+
+
+def _differences(x: np.ndarray, diff_min: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the last axis: ``d = x - max(row)`` (int64), and where ``d >= diff_min`` (the
+    terms that count; the others give -128)."""
+    rows = _rows(x)
+    d = rows - rows.max(axis=1, keepdims=True)
+    return d, d >= diff_min
+
+
+def _sum_of_exps(exps: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """``sum(Rescale<12>(e_d))`` per row over the terms inside, in the wrapping int32 accumulator."""
+    terms = fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
+    return wrap_int32(np.where(inside, terms, 0).sum(axis=1))
+
+
+def _softmax_prepare(kernel, inputs, outputs):
+    op = kernel.name
+    (x,) = c.count(op, inputs, outputs, 1, names=("input",))
+    o = outputs[0]
+    c.require_type(op, [("input", x), ("output", o)], ("int8",))
+    if len(x.shape) < 1:
+        raise InvalidArgumentError(f"{op} input", "must have at least one dimension (LiteRT rejects a scalar)", x.shape)
+    s_in, _ = c.activation(op, "input", x)
+    c.activation(op, "output", o)
+    c.enforce(op, inputs, outputs)
+    return x, s_in
+
+
+@register
+class Softmax(Kernel):
+    """SOFTMAX over the last axis, the fixed-point reference kernel; beta from the options."""
+
+    name = "SOFTMAX"
+
+    def prepare(self, inputs, outputs, options):
+        x, s_in = _softmax_prepare(self, inputs, outputs)
+        beta = c.option(options, "beta", 0.0, kind=float)
+        m, ls = _input_beta_multiplier(self.name, beta, s_in)
+        diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
+        return SoftmaxParams(tuple(x.shape), m, ls, diff_min)
+
+    def compute(self, p: SoftmaxParams, arrays):
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
+        if x.size == 0:
+            return [x.copy()]
+        d, inside = _differences(x, p.diff_min)
+        scaled = _srdhm(wrap_int32(d << p.left_shift), p.multiplier)           # MBQM GreaterThanOne
+        exps = fp.exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
+        total = _sum_of_exps(exps, inside)
+        reciprocal, bits_over_unit = fp.get_reciprocal(total, ACCUMULATION_INTEGER_BITS)
+        exponent = bits_over_unit + 31 - 8
+        if np.any((exponent < 0) | (exponent > 31)):
+            raise UnsupportedError("SOFTMAX", "a row's sum of exponentials reaches 512 (512 or more values "
+                                   "near the row maximum): GetReciprocal's exponent leaves [0, 31] and LiteRT "
+                                   "aborts (TFLITE_CHECK)", x.shape[-1])
+        out = _rdbpot(_srdhm(reciprocal[:, None], exps), exponent[:, None]) - 128
+        out = np.where(inside, np.clip(out, -128, 127), -128)
+        return [out.astype(np.int8).reshape(x.shape)]
+
+
+@dataclass(frozen=True)
+class LogSoftmaxParams:
+    shape: tuple[int, ...]
+    multiplier: int
+    left_shift: int
+    reverse_multiplier: int
+    reverse_right_shift: int
+    diff_min: int
+
+
+@register
+class LogSoftmax(Kernel):
+    """LOG_SOFTMAX over the last axis, the fixed-point reference kernel (beta 1)."""
+
+    name = "LOG_SOFTMAX"
+
+    def prepare(self, inputs, outputs, options):
+        x, s_in = _softmax_prepare(self, inputs, outputs)
+        m, ls = _input_beta_multiplier(self.name, 1.0, s_in)
+        real_reverse = float(1 << (31 - ls)) / float(m)
+        try:
+            rm, rls = fp.quantize_multiplier_smaller_than_one_exp(real_reverse)
+        except RangeError:
+            raise UnsupportedError("LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT "
+                                   "aborts (QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in)) from None
+        diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
+        return LogSoftmaxParams(tuple(x.shape), m, ls, rm, -rls, diff_min)
+
+    def compute(self, p: LogSoftmaxParams, arrays):
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
+        if x.size == 0:
+            return [x.copy()]
+        d, inside = _differences(x, p.diff_min)
+        diff_q5 = _mbqm(d, p.multiplier, p.left_shift)
+        total = _sum_of_exps(fp.exp_on_negative_values(diff_q5, SCALED_DIFF_INTEGER_BITS), inside)
+        log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(total, ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS)
+        shifted = wrap_int32(log_sum + INT32_MIN)
+        adjusted = np.maximum(p.diff_min - 1, _mbqm(shifted, p.reverse_multiplier, -p.reverse_right_shift))
+        out = _rdbpot(wrap_int32(diff_q5 - log_sum[:, None]), 31 - SCALED_DIFF_INTEGER_BITS - 4) + 127
+        out = np.where(d > adjusted[:, None], np.clip(out, -128, 127), -128)
+        return [out.astype(np.int8).reshape(x.shape)]
+
+
+# -------------------------------------------------------------------------------------------------
+# L2_NORMALIZATION
+# -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class L2Params:
+    shape: tuple[int, ...]
+    zero_point: int
+
+
+@register
+class L2Normalization(Kernel):
+    """L2_NORMALIZATION over the last axis (always the reference kernel in LiteRT); output
+    parameters must be (1/128, 0) and the fused activation NONE."""
+
+    name = "L2_NORMALIZATION"
+
+    def prepare(self, inputs, outputs, options):
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        o = outputs[0]
+        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
+        if len(x.shape) < 1:
+            raise InvalidArgumentError("L2_NORMALIZATION input", "must have at least one dimension", x.shape)
+        _, z = c.activation(self.name, "input", x)
+        c.activation(self.name, "output", o)
+        c.enforce(self.name, inputs, outputs)
+        fused = c.option(options, "fused_activation_function", "NONE")
+        if fused != "NONE":
+            raise InvalidArgumentError("fused_activation_function", "must be NONE for L2_NORMALIZATION (LiteRT "
+                                       "rejects others at prepare)", fused)
+        return L2Params(tuple(x.shape), z)
+
+    def compute(self, p: L2Params, arrays):
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
+        if x.size == 0:
+            return [x.copy()]
+        v = _rows(x) - p.zero_point
+        acc = wrap_int32((v * v).sum(axis=1))
+        m, s = fp.get_inv_sqrt_quantized_multiplier_exp(acc, -1)
+        out = _mbqm(v, m[:, None], (s + 7)[:, None])
+        return [np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)]

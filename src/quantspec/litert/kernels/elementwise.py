@@ -1,0 +1,185 @@
+"""Binary element-wise int8 kernels: ADD, SUB, MUL, MAXIMUM, MINIMUM (notes/litert.md §3).
+
+All broadcast their inputs (numpy rules, up to rank 8 as LiteRT's ``BroadcastBinaryOpSimple``) and
+the arithmetic ones take a fused activation.  Reference kernels: ``K/add.cc`` + ``reference_integer_ops
+::AddFunc``, ``K/sub.cc`` + ``reference_ops::SubElementwise``, ``K/mul.cc`` + ``reference_integer_ops::
+MulElementwise``, ``K/maximum_minimum.cc``.
+
+ADD / SUB bring both inputs to a common scale ``2 * max(s1, s2)`` with 20 bits of headroom::
+
+    twice = double(2.0f * max(s1, s2))                           # the product in float32
+    r1 = s1 / twice,  r2 = s2 / twice,  ro = twice / double(f32(2^20) * f32(so))
+    a = MBQM<1((x - z1) << 20, r1),  b = MBQM<1((y - z2) << 20, r2)
+    out = clamp(MBQM<1(a +- b, ro) + zo)                         # MBQM<1: SmallerThanOneExp
+
+MUL: ``real = f32(f32(s1) * f32(s2) / f32(so))`` (all float32), ``out = clamp(MBQM((x - z1) * (y - z2),
+real) + zo)``.  MAXIMUM / MINIMUM select raw int8 values; LiteRT does not check that the inputs
+share the output's scale (a mismatch is computed silently, as here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import RangeError, UnsupportedError
+from .. import fixedpoint as fp
+from ..fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
+from . import _common as c
+from .base import Kernel, register
+
+__all__ = ["Add", "Sub", "Mul", "Maximum", "Minimum"]
+
+_INT8 = np.dtype(np.int8)
+
+
+@dataclass(frozen=True)
+class AddSubParams:
+    op: str
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]
+    output_shape: tuple[int, ...]
+    offsets: tuple[int, int]           # the input zero points
+    multipliers: tuple[int, int, int]  # input1, input2, output
+    shifts: tuple[int, int, int]
+    output_zero_point: int
+    act_min: int
+    act_max: int
+    left_shift: int = 20
+
+
+def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
+    x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(op, inputs, outputs)
+    lo, hi = c.fused_range(op, options, o)
+    shape = c.broadcast_shape(op, x.shape, y.shape)
+
+    twice = np.float64(np.float32(2) * max(s1, s2))
+    r1 = np.float64(s1) / twice
+    r2 = np.float64(s2) / twice
+    ro = twice / np.float64(np.float32(1 << 20) * so)
+    m1, e1 = fp.quantize_multiplier_smaller_than_one_exp(r1)
+    m2, e2 = fp.quantize_multiplier_smaller_than_one_exp(r2)
+    if op == "ADD" or ro < 1.0:
+        try:
+            mo, eo = fp.quantize_multiplier_smaller_than_one_exp(ro)
+        except RangeError:
+            raise UnsupportedError(f"{op} output", "an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 "
+                                   "(an output scale this small) makes LiteRT abort (TFLITE_CHECK)",
+                                   float(so)) from None
+    else:
+        try:
+            mo, eo = fp.quantize_multiplier_greater_than_one(ro)
+        except RangeError:
+            raise UnsupportedError(f"{op} output", "an output multiplier of exactly 1.0 makes LiteRT abort "
+                                   "(TFLITE_CHECK)", float(so)) from None
+    return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (z1, z2), (m1, m2, mo), (e1, e2, eo), zo, lo, hi)
+
+
+def _add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
+    x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
+    m1, m2, mo = p.multipliers
+    e1, e2, eo = p.shifts
+    a = _rdbpot(_srdhm(wrap_int32((x.astype(np.int64) - p.offsets[0]) << p.left_shift), m1), -e1)
+    b = _rdbpot(_srdhm(wrap_int32((y.astype(np.int64) - p.offsets[1]) << p.left_shift), m2), -e2)
+    raw = wrap_int32(a + b if p.op == "ADD" else a - b)
+    out = wrap_int32(c.requantize_smaller_than_one(raw, mo, eo, p.op) + p.output_zero_point)
+    return [np.clip(out, p.act_min, p.act_max).astype(np.int8).reshape(p.output_shape)]
+
+
+class _AddSub(Kernel):
+    def prepare(self, inputs, outputs, options):
+        return _add_sub_prepare(self.name, inputs, outputs, options)
+
+    def compute(self, prepared, inputs):
+        return _add_sub_compute(prepared, inputs)
+
+
+@register
+class Add(_AddSub):
+    """ADD: int8 + int8 -> int8 with broadcasting and a fused activation."""
+
+    name = "ADD"
+
+
+@register
+class Sub(_AddSub):
+    """SUB: int8 - int8 -> int8 with broadcasting and a fused activation.  LiteRT rejects zero points
+    outside [-128, 127]; an output multiplier above 1 goes through undefined behaviour in LiteRT
+    (see :func:`._common.rdbpot_signed_exponent`)."""
+
+    name = "SUB"
+
+
+@dataclass(frozen=True)
+class MulParams:
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]
+    output_shape: tuple[int, ...]
+    offsets: tuple[int, int]
+    multiplier: int
+    shift: int
+    output_zero_point: int
+    act_min: int
+    act_max: int
+
+
+@register
+class Mul(Kernel):
+    """MUL: int8 * int8 -> int8 with broadcasting and a fused activation; the real multiplier
+    ``s1 * s2 / so`` is computed in float32."""
+
+    name = "MUL"
+
+    def prepare(self, inputs, outputs, options):
+        x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(self.name, inputs, outputs)
+        lo, hi = c.fused_range(self.name, options, o)
+        shape = c.broadcast_shape(self.name, x.shape, y.shape)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            real = np.float64(s1 * s2 / so)                      # float32 arithmetic throughout
+        if not np.isfinite(real):
+            raise UnsupportedError("MUL output", "gives a non-finite multiplier s1 * s2 / s_out in float32", float(so))
+        m, e = fp.quantize_multiplier(float(real))
+        if e > 30:
+            raise UnsupportedError("MUL output", "a multiplier s1 * s2 / s_out >= 2^30 needs a left shift of 31 or "
+                                   "more, undefined in LiteRT's C++", float(real))
+        return MulParams((tuple(x.shape), tuple(y.shape)), shape, (z1, z2), m, e, zo, lo, hi)
+
+    def compute(self, p: MulParams, arrays):
+        x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
+        prod = wrap_int32((x.astype(np.int64) - p.offsets[0]) * (y.astype(np.int64) - p.offsets[1]))
+        out = wrap_int32(_mbqm(prod, p.multiplier, p.shift) + p.output_zero_point)
+        return [np.clip(out, p.act_min, p.act_max).astype(np.int8).reshape(p.output_shape)]
+
+
+@dataclass(frozen=True)
+class SelectParams:
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]
+    output_shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+class _MaxMin(Kernel):
+    pick = staticmethod(np.maximum)
+
+    def prepare(self, inputs, outputs, options):
+        x, y, _, _ = c.binary_operands(self.name, inputs, outputs, quantized=False)   # parameters play no part
+        return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape), _INT8)
+
+    def compute(self, p: SelectParams, arrays):
+        x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], p.dtype), (1, p.shapes[1], p.dtype)])
+        return [self.pick(x, y).astype(p.dtype).reshape(p.output_shape)]
+
+
+@register
+class Maximum(_MaxMin):
+    """MAXIMUM: the larger raw int8 value (inputs are meant to share the output's parameters)."""
+
+    name = "MAXIMUM"
+    pick = staticmethod(np.maximum)
+
+
+@register
+class Minimum(_MaxMin):
+    """MINIMUM: the smaller raw int8 value (inputs are meant to share the output's parameters)."""
+
+    name = "MINIMUM"
+    pick = staticmethod(np.minimum)

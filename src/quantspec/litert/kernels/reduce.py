@@ -1,0 +1,194 @@
+"""Reductions: MEAN, SUM (int8) and ARG_MAX (notes/litert.md §3; ``K/reduce.cc``,
+``KI/reference/reduce.h`` ``QuantizedMeanOrSum``, ``KI/reference/arg_min_max.h``).
+
+The axis input is an int32 tensor (constant or not); negative axes count from the end and repeats
+are ignored.  With ``S`` the int32 (wrapping) sum of the raw values over the reduced axes and ``n``
+the number of reduced elements::
+
+    (M, e) = QuantizeMultiplier(double(s_in) / double(s_out))
+    MEAN:  sh = min(floor(log2 n), 32, 31 + e);  M' = (int64(M) << sh) / n;  e' = e - sh
+           out = clamp(MBQM(int32(S - z_in * n), M', e') + z_out, -128, 127)
+    SUM:   out = clamp(MBQM(int32(S - z_in * n), M, e) + z_out, -128, 127)
+
+**SUM has two semantics.**  BUILTIN_REF's int8 SUM (``reduce.cc`` ``QuantizedMeanOrSum<int8_t,
+kReference>``) hands the int8 data to the reference kernel as ``uint8_t``: every value is read as
+``v & 0xFF`` (-1 counts as 255), the result is clamped to [0, 255] and its byte read back as int8.
+That is a bug, and quantspec computes the correct integer result by default
+(``quantspec_sum_semantics="correct"``, the formula above).  ``quantspec_sum_semantics="reference"``
+in the options reproduces BUILTIN_REF's bytes exactly.  (The optimized kernel computes SUM in
+float, another result again.)
+
+ARG_MAX: the index of the largest value along the axis, the first one on ties; int32 or int64 by
+the ``output_type`` option.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import AxisError, DTypeError, InvalidArgumentError, UnsupportedError
+from .. import fixedpoint as fp
+from ..fixedpoint import _mbqm, wrap_int32
+from . import _common as c
+from .base import Kernel, register
+
+__all__ = ["Mean", "Sum", "ArgMax", "SUM_SEMANTICS"]
+
+_INT8 = np.dtype(np.int8)
+#: the values of the ``quantspec_sum_semantics`` option of SUM
+SUM_SEMANTICS = ("correct", "reference")
+
+
+def _resolve_axes(op: str, axes: np.ndarray, rank: int) -> tuple[int, ...]:
+    """``ResolveAxis``: negative axes count from the end, repeats are dropped (order kept); a rank-0
+    input ignores the axes (``ResolveAxisForShape``)."""
+    out: list[int] = []
+    if rank == 0:
+        return ()
+    for a in np.asarray(axes).reshape(-1).tolist():
+        v = a + rank if a < 0 else a
+        if not 0 <= v < rank:
+            raise AxisError(f"{op} axis", f"must be in [{-rank}, {rank - 1}] (LiteRT: 'Invalid axis index')", a)
+        if v not in out:
+            out.append(v)
+    return tuple(out)
+
+
+def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
+    if keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+@dataclass(frozen=True)
+class ReduceParams:
+    op: str
+    shape: tuple[int, ...]
+    axis_shape: tuple[int, ...]
+    axes: tuple[int, ...] | None      # None: the axis tensor is a run-time input
+    keep_dims: bool
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int
+    shift: int
+    reference_sum: bool = False
+
+
+class _MeanOrSum(Kernel):
+    def prepare(self, inputs, outputs, options):
+        op = self.name
+        x, axis = c.count(op, inputs, outputs, 2, names=("input", "axis"))
+        o = outputs[0]
+        c.require_type(op, [("input", x), ("output", o)], ("int8",))
+        if axis.dtype.name != "int32":
+            raise DTypeError(f"{op} axis", "must be int32 (LiteRT rejects other types at prepare)", axis.dtype.name)
+        s_in, z_in = c.activation(op, "input", x)
+        s_out, z_out = c.activation(op, "output", o)
+        c.enforce(op, inputs, outputs)
+        keep_dims = c.option(options, "keep_dims", False, kind=bool)
+        reference = False
+        if op == "SUM":
+            reference = c.option(options, "quantspec_sum_semantics", "correct", allowed=SUM_SEMANTICS) == "reference"
+        elif "quantspec_sum_semantics" in (options or {}):
+            raise InvalidArgumentError("quantspec_sum_semantics", "applies to SUM only", op)
+        axes = None if axis.data is None else _resolve_axes(op, axis.data, len(x.shape))
+        m, e = fp.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
+        if e > 30:
+            raise UnsupportedError(f"{op} output", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 "
+                                   "or more, undefined in LiteRT's C++", float(s_in / s_out))
+        return ReduceParams(op, tuple(x.shape), tuple(axis.shape), axes, keep_dims, z_in, z_out, m, e, reference)
+
+    def compute(self, p: ReduceParams, arrays):
+        (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, _INT8)])
+        axes = p.axes
+        if axes is None:
+            (a,) = c.check_arrays(p.op, arrays, [(1, p.axis_shape, np.dtype(np.int32))])
+            axes = _resolve_axes(p.op, a, x.ndim)
+        out_shape = _reduced_shape(x.shape, axes, p.keep_dims)
+        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        if x.size == 0 or n == 0:
+            return [np.zeros(out_shape, np.int8)]
+        lo, hi = (0, 255) if p.reference_sum else (-128, 127)
+        values = (x.view(np.uint8) if p.reference_sum else x).astype(np.int64)
+        total = wrap_int32(values.sum(axis=axes) if axes else values)            # int32 accumulator
+        shifted = wrap_int32(total - p.input_zero_point * n)
+        m, e = p.multiplier, p.shift
+        if p.op == "MEAN":
+            sh = min(n.bit_length() - 1, 32, 31 + e)
+            m = (m << sh) // n
+            e = e - sh
+        out = np.clip(wrap_int32(_mbqm(shifted, m, e) + p.output_zero_point), lo, hi)
+        out = out.astype(np.uint8).view(np.int8) if p.reference_sum else out.astype(np.int8)
+        return [np.asarray(out).reshape(out_shape)]
+
+
+@register
+class Mean(_MeanOrSum):
+    """MEAN over the given axes (keep_dims option), the integer reference path."""
+
+    name = "MEAN"
+
+
+@register
+class Sum(_MeanOrSum):
+    """SUM over the given axes.  Default: the correct integer sum; with
+    ``quantspec_sum_semantics="reference"``, BUILTIN_REF's bytes (int8 read as uint8)."""
+
+    name = "SUM"
+
+
+@dataclass(frozen=True)
+class ArgMaxParams:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    axis_shape: tuple[int, ...]
+    axis_dtype: np.dtype
+    axis: int | None
+    output_dtype: np.dtype
+
+
+@register
+class ArgMax(Kernel):
+    """ARG_MAX along one axis (a constant or run-time int32/int64 tensor of one element); the first
+    index wins ties; int32 or int64 output by the ``output_type`` option."""
+
+    name = "ARG_MAX"
+
+    def prepare(self, inputs, outputs, options):
+        x, axis = c.count(self.name, inputs, outputs, 2, names=("input", "axis"))
+        c.require_type(self.name, [("input", x)], ("int8", "uint8", "int32", "bool"))
+        if axis.dtype.name not in ("int32", "int64"):
+            raise DTypeError("ARG_MAX axis", "must be int32 or int64 (LiteRT rejects others)", axis.dtype.name)
+        if int(np.prod(axis.shape, dtype=np.int64)) != 1:
+            raise InvalidArgumentError("ARG_MAX axis", "must hold exactly one element", axis.shape)
+        if len(x.shape) < 1:
+            raise InvalidArgumentError("ARG_MAX input", "must have at least one dimension", x.shape)
+        out_type = c.option(options, "output_type", None)
+        if out_type not in ("INT32", "INT64"):
+            raise InvalidArgumentError("output_type", "must be 'INT32' or 'INT64' (LiteRT rejects others at "
+                                       "prepare)", out_type)
+        a = None
+        if axis.data is not None:
+            a = self._axis(int(np.asarray(axis.data).reshape(-1)[0]), x.shape)
+        return ArgMaxParams(tuple(x.shape), x.dtype.dtype, tuple(axis.shape), axis.dtype.dtype, a,
+                            np.dtype(np.int32 if out_type == "INT32" else np.int64))
+
+    @staticmethod
+    def _axis(a: int, shape: tuple[int, ...]) -> int:
+        rank = len(shape)
+        v = a + rank if a < 0 else a
+        if not 0 <= v < rank:
+            raise AxisError("ARG_MAX axis", f"must be in [{-rank}, {rank - 1}]", a)
+        if shape[v] == 0:
+            raise InvalidArgumentError("ARG_MAX axis", "cannot reduce an empty dimension (LiteRT rejects it)", v)
+        return v
+
+    def compute(self, p: ArgMaxParams, arrays):
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.dtype)])
+        a = p.axis
+        if a is None:
+            (t,) = c.check_arrays(self.name, arrays, [(1, p.axis_shape, p.axis_dtype)])
+            a = self._axis(int(t.reshape(-1)[0]), x.shape)
+        return [np.argmax(x, axis=a).astype(p.output_dtype)]

@@ -1,0 +1,743 @@
+"""The LiteRT int8 op table, as data (spec: litert-8bit-quantization-spec.md; notes/litert.md §5).
+
+:data:`OP_TABLE` maps a builtin operator name to an :class:`OpRule`: for every op of the 8-bit
+spec's list (plus QUANTIZE's float input and DEQUANTIZE, which appear at the edges of int8 models)
+it says, per input and output tensor, what the spec requires — and, for every requirement, what the
+LiteRT interpreter itself does with a model that breaks it.  The kernels' prepare steps read it (a
+rule that LiteRT enforces makes the kernel raise exactly where LiteRT fails), the model checker
+reads it, and the docs render it (:func:`markdown_table`).  No rule is written anywhere else.
+
+Schema
+------
+``OP_TABLE[name]`` is an :class:`OpRule`:
+
+- ``name``, ``builtin`` (the ``BuiltinOperator`` number of the flatbuffer schema), ``in_spec``
+  (False only for DEQUANTIZE, which the spec's list does not name), ``inputs`` and ``outputs``
+  (tuples of :class:`TensorRule`, in operator order), ``limits`` (LiteRT limitations that are not
+  spec rules: configurations the interpreter aborts on or computes with undefined behaviour),
+  ``notes``.
+- A :class:`TensorRule` has a ``name`` (``"input"``, ``"filter"``, ``"bias"``, ``"axis"``...), a
+  ``role`` (:data:`ACTIVATION`: a quantized run-time tensor; :data:`WEIGHT`; :data:`BIAS`;
+  :data:`PARAMETER`: a non-quantized integer tensor such as a shape, axis, padding or index tensor;
+  :data:`ANY`: anything, e.g. SHAPE's input), ``dtypes`` (quantspec type names, the spec's first),
+  ``range`` (allowed stored values), ``granularity`` (:data:`PER_TENSOR`, :data:`PER_AXIS`,
+  :data:`PER_TENSOR_OR_AXIS` or None for unquantized tensors), ``quantized_dimension`` (per-axis
+  tensors), ``optional`` (may be absent, index -1), ``variadic`` (CONCATENATION: the rule repeats
+  for every input) and ``restrictions``.
+- A :class:`Restriction` is one checkable requirement with a stable ``rule`` id (see
+  :data:`RULES`), the spec's wording (``text``), its parameters (``value``: the fixed scale or zero
+  point; ``("output", 0)`` for same-as rules; the weight axis...), and ``litert``: a tuple of
+  :class:`Enforcement` — what LiteRT does on a violation, possibly depending on a ``condition``
+  (:data:`PER_TENSOR_WEIGHTS` / :data:`PER_AXIS_WEIGHTS`).
+- An :class:`Enforcement` has an ``action`` — :data:`REJECTS` (the interpreter returns an error:
+  ``allocate_tensors`` at ``stage="prepare"``, ``invoke`` at ``stage="eval"``), :data:`ABORTS` (a
+  ``TFLITE_CHECK`` kills the process) or :data:`SILENT` (it runs and computes a result that is not
+  the spec's) — the ``check`` LiteRT makes in words, the ``tolerance`` of that check where it has
+  one (:class:`Tolerance`: exact, absolute, or relative to the output scale, in float32 or double,
+  as LiteRT computes it) and the ``source`` (file and function).
+
+Every REJECTS entry is confirmed against ai-edge-litert 2.3.0 by ``tests/test_litert_optable.py``
+(a model breaking the rule fails in the interpreter, one just inside the tolerance runs).
+
+:func:`findings` evaluates the rules of one operator over :class:`~.kernels.base.TensorSpec`
+descriptions; :func:`enforce` raises the quantspec error for the first finding LiteRT itself
+rejects or aborts on (the kernels call it from ``prepare``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
+
+__all__ = [
+    "OP_TABLE", "OpRule", "TensorRule", "Restriction", "Enforcement", "Tolerance", "Finding", "RULES",
+    "ACTIVATION", "WEIGHT", "BIAS", "PARAMETER", "ANY", "PER_TENSOR", "PER_AXIS", "PER_TENSOR_OR_AXIS",
+    "REJECTS", "ABORTS", "SILENT", "PER_TENSOR_WEIGHTS", "PER_AXIS_WEIGHTS", "ONE_SCALE", "SEVERAL_SCALES",
+    "findings", "enforce", "markdown_table", "builtin_name",
+]
+
+# roles
+ACTIVATION, WEIGHT, BIAS, PARAMETER, ANY = "activation", "weight", "bias", "parameter", "any"
+# granularities
+PER_TENSOR, PER_AXIS, PER_TENSOR_OR_AXIS = "per-tensor", "per-axis", "per-tensor or per-axis"
+# what LiteRT does on a violation
+REJECTS, ABORTS, SILENT = "rejects", "aborts", "silent"
+# conditions under which an enforcement applies: on the op's weights, or on the tensor itself.  LiteRT
+# kernels read a tensor's legacy (scale, zero point) pair, which is (0, 0) when it has several scales.
+PER_TENSOR_WEIGHTS, PER_AXIS_WEIGHTS = "per-tensor weights", "per-axis weights"
+ONE_SCALE, SEVERAL_SCALES = "the tensor has one scale", "the tensor has several scales"
+
+#: rule id -> what it requires
+RULES: dict[str, str] = {
+    "dtype": "the tensor's type is one of the rule's dtypes",
+    "granularity": "the number of (scale, zero point) pairs fits the granularity: exactly one per-tensor; "
+                   "one, or one per slice of the quantized dimension, per-axis",
+    "scale": "every scale is finite and > 0",
+    "zero-point-range": "every zero point lies in the tensor type's range",
+    "weight-zero-point": "every weight zero point is 0 (symmetric weights)",
+    "weight-range": "weight values lie in [-127, 127] (-128 is not used)",
+    "weight-axis": "per-axis weights are quantized along the op's dimension, one scale per slice",
+    "bias-zero-point": "every bias zero point is 0",
+    "bias-scale": "bias scale[c] = input scale * weight scale[c] (to float32 rounding)",
+    "bias-granularity": "the bias is per-axis exactly when the weights are, with as many scales",
+    "fixed-scale": "the output scale is the op's fixed scale",
+    "fixed-zero-point": "the output zero point is the op's fixed zero point",
+    "same-scale": "the tensor's scale equals the output's",
+    "same-zero-point": "the tensor's zero point equals the output's",
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How closely LiteRT's own check compares a found value with the expected one.
+
+    ``kind``: ``"exact"`` (``found == expected``), ``"absolute"`` (``|found - expected| <= value``)
+    or ``"relative-to-output-scale"`` (``|found - expected| / output_scale <= value``), computed in
+    ``precision`` (``"float32"`` or ``"float64"``) exactly as LiteRT computes it."""
+
+    kind: str = "exact"
+    value: float = 0.0
+    precision: str = "float64"
+
+    def accepts(self, found: float, expected: float, output_scale: float | None = None) -> bool:
+        t = np.float32 if self.precision == "float32" else np.float64
+        f, e = t(found), t(expected)
+        if self.kind == "exact":
+            return bool(f == e)
+        with np.errstate(all="ignore"):
+            delta = t(abs(f - e))
+            if self.kind == "absolute":
+                return bool(delta <= t(self.value))
+            if self.kind == "relative-to-output-scale":
+                return bool(delta / t(output_scale) <= t(self.value))
+        raise ValueError(f"unknown tolerance kind {self.kind!r}")  # pragma: no cover - table bug
+
+    def __str__(self) -> str:
+        if self.kind == "exact":
+            return f"exact ({self.precision})"
+        if self.kind == "absolute":
+            return f"|found - expected| <= {self.value:.6g} ({self.precision})"
+        return f"|found - expected| / output scale <= {self.value:g} ({self.precision})"
+
+
+EXACT = Tolerance("exact", 0.0, "float64")
+
+
+@dataclass(frozen=True)
+class Enforcement:
+    """What the LiteRT interpreter does with a model that breaks a restriction."""
+
+    action: str                          # REJECTS, ABORTS or SILENT
+    stage: str | None = None             # "prepare" or "eval" for REJECTS / ABORTS
+    check: str = ""                      # LiteRT's own test, in words ("" = none)
+    tolerance: Tolerance | None = None   # the tolerance of that test
+    source: str = ""                     # file: function
+    condition: str | None = None         # applies only under this condition (PER_TENSOR_WEIGHTS...)
+
+    @property
+    def fails(self) -> bool:
+        """True when LiteRT does not produce a result (it rejects or aborts)."""
+        return self.action in (REJECTS, ABORTS)
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """One requirement of the spec on one tensor, and LiteRT's enforcement of it."""
+
+    rule: str                                # an id of RULES
+    text: str                                # the spec's wording
+    litert: tuple[Enforcement, ...]
+    value: Any = None                        # fixed value, referenced tensor, axis...
+
+
+@dataclass(frozen=True)
+class TensorRule:
+    """The spec's requirements on one input or output of an op."""
+
+    name: str
+    role: str
+    dtypes: tuple[str, ...]
+    range: tuple[int, int] | None = None
+    granularity: str | None = None
+    quantized_dimension: int | None = None
+    restrictions: tuple[Restriction, ...] = ()
+    optional: bool = False
+    variadic: bool = False
+
+    def restriction(self, rule: str) -> Restriction | None:
+        for r in self.restrictions:
+            if r.rule == rule:
+                return r
+        return None
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """The spec's requirements on one builtin operator."""
+
+    name: str
+    builtin: int
+    inputs: tuple[TensorRule, ...]
+    outputs: tuple[TensorRule, ...]
+    in_spec: bool = True
+    limits: tuple[str, ...] = ()
+    notes: str = ""
+
+    def input_rule(self, index: int) -> TensorRule | None:
+        """The rule of input ``index`` (the variadic rule repeats)."""
+        if index < len(self.inputs):
+            return self.inputs[index]
+        if self.inputs and self.inputs[-1].variadic:
+            return self.inputs[-1]
+        return None
+
+
+# -------------------------------------------------------------------------------------------------
+# building blocks
+# -------------------------------------------------------------------------------------------------
+
+K = "tflite/kernels/"
+_SILENT = (Enforcement(SILENT, check="not checked"),)
+_UNCHECKED_SCALE = (Enforcement(SILENT, check="not checked: kernels divide by the scale; a zero or "
+                                "non-finite scale gives meaningless multipliers (or a TFLITE_CHECK abort "
+                                "in QuantizeMultiplier*)"),)
+_TYPE_CHECK = (Enforcement(REJECTS, "prepare", "the kernel's type checks: a type with no kernel path fails "
+                           "Prepare (uint8 and int16 select LiteRT's legacy-uint8 and 16x8 kernels instead)",
+                           source=K + "*.cc: Prepare"),)
+_PER_TENSOR_ACT = (Enforcement(SILENT, check="not checked: a tensor with several scales reaches the int8 "
+                               "kernels as scale 0, zero point 0 (TfLiteTensor.params, set only for one scale); "
+                               "most kernels then compute meaningless values, some fail a later check or abort",
+                               source="tflite/core/subgraph.cc: GetLegacyQuantization"),)
+
+
+def _common(dtypes: tuple[str, ...], zp_litert=_SILENT, granularity_litert=_PER_TENSOR_ACT) -> tuple[Restriction, ...]:
+    out = [Restriction("dtype", "data_type: " + " or ".join(dtypes), _TYPE_CHECK)]
+    out.append(Restriction("granularity", "granularity: per-tensor", granularity_litert))
+    out.append(Restriction("scale", "scale finite and > 0", _UNCHECKED_SCALE))
+    out.append(Restriction("zero-point-range", "zero_point in [-128, 127]", zp_litert))
+    return tuple(out)
+
+
+def act(name: str = "input", *extra: Restriction, zp_litert=_SILENT, dtypes=("int8",), optional=False,
+        variadic=False) -> TensorRule:
+    """An int8 per-tensor activation."""
+    return TensorRule(name, ACTIVATION, dtypes, (-128, 127), PER_TENSOR, None,
+                      _common(dtypes, zp_litert) + tuple(extra), optional=optional, variadic=variadic)
+
+
+def param(name: str, dtypes: tuple[str, ...] = ("int32",), optional: bool = False) -> TensorRule:
+    """A non-quantized integer parameter tensor (shape, axis, paddings, indices...)."""
+    return TensorRule(name, PARAMETER, dtypes, None, None, None,
+                      (Restriction("dtype", "data_type: " + " or ".join(dtypes), _TYPE_CHECK),), optional=optional)
+
+
+def same_as_output(litert: tuple[Enforcement, ...] = _SILENT, what: str = "Input and outputs must all have same "
+                   "scale/zero_point") -> tuple[Restriction, Restriction]:
+    return (Restriction("same-scale", what, litert, ("output", 0)),
+            Restriction("same-zero-point", what, litert, ("output", 0)))
+
+
+def fixed(scale: float, zero_point: int, scale_litert, zp_litert) -> tuple[Restriction, Restriction]:
+    text = f"(scale, zero_point) = ({_frac(scale)}, {zero_point})"
+    return (Restriction("fixed-scale", text, scale_litert, scale),
+            Restriction("fixed-zero-point", text, zp_litert, zero_point))
+
+
+def _frac(v: float) -> str:
+    return {1 / 256: "1.0 / 256.0", 1 / 128: "1.0 / 128.0", 16 / 256: "16.0 / 256.0"}.get(v, repr(v))
+
+
+def _rejects(stage: str, check: str, source: str, tolerance: Tolerance | None = EXACT, condition=None) -> Enforcement:
+    return Enforcement(REJECTS, stage, check, tolerance, source, condition)
+
+
+def weights(dim: int | None, zp_litert, axis_litert, per_axis_text: str, granularity: str) -> TensorRule:
+    """Symmetric int8 weights, per-axis on ``dim``."""
+    restrictions = (
+        Restriction("dtype", "data_type: int8", _TYPE_CHECK),
+        Restriction("scale", "scale finite and > 0", _UNCHECKED_SCALE),
+        Restriction("weight-zero-point", "restriction: zero_point = 0", zp_litert, 0),
+        Restriction("weight-range", "range: [-127, 127]",
+                    (Enforcement(SILENT, check="not checked: -128 is used as -128"),), (-127, 127)),
+        Restriction("weight-axis", per_axis_text, axis_litert, dim),
+    )
+    return TensorRule("filter", WEIGHT, ("int8",), (-127, 127), granularity, dim, restrictions)
+
+
+def bias(zp_litert, scale_litert, granularity: str, optional: bool = False,
+         dtype_litert=_TYPE_CHECK) -> TensorRule:
+    restrictions = (
+        Restriction("dtype", "data_type: int32", dtype_litert),
+        Restriction("bias-zero-point", "restriction: zero_point = 0", zp_litert, 0),
+        Restriction("bias-scale", "restriction: (scale, zero_point) = (input0_scale * input1_scale[...], 0)",
+                    scale_litert),
+        Restriction("bias-granularity", "granularity: per-axis exactly when the weights are, one scale per "
+                    "weight scale", (Enforcement(SILENT, check="not checked: the kernels ignore the bias "
+                                                 "scales and add the raw int32 values"),)),
+    )
+    return TensorRule("bias", BIAS, ("int32",), (-(1 << 31), (1 << 31) - 1), granularity, 0, restrictions,
+                      optional=optional)
+
+
+def out(*extra: Restriction, zp_litert=_SILENT) -> TensorRule:
+    return act("output", *extra, zp_litert=zp_litert)
+
+
+_SAME_SCALE_DCHECK = (Enforcement(SILENT, check="only a TFLITE_DCHECK (compiled out): the int8 values are "
+                                  "selected/averaged as they are, read with the output's parameters",
+                                  source=K + "pooling.cc: GenericPrepare"),)
+_DATA_MOVEMENT = (Enforcement(SILENT, check="not checked: the int8 bytes are moved unchanged, so the output "
+                              "reads them with its own parameters"),)
+
+
+def _same_rejected(source: str, stage: str = "prepare") -> tuple[Enforcement, ...]:
+    return (_rejects(stage, "TF_LITE_ENSURE_EQ on the float scales and the zero points (exact)", source),)
+
+
+def _unary_same(name: str, builtin: int, params: tuple[TensorRule, ...] = (), litert=_DATA_MOVEMENT,
+                notes: str = "") -> OpRule:
+    return OpRule(name, builtin, (act("input", *same_as_output(litert)),) + params, (out(),), notes=notes)
+
+
+def _binary_free(name: str, builtin: int, limits: tuple[str, ...] = (), zp_litert=_SILENT) -> OpRule:
+    return OpRule(name, builtin, (act("input1", zp_litert=zp_litert), act("input2", zp_litert=zp_litert)),
+                  (out(zp_litert=zp_litert),), limits=limits)
+
+
+def _comparison(name: str, builtin: int) -> OpRule:
+    return OpRule(name, builtin, (act("input1"), act("input2")),
+                  (TensorRule("output", ANY, ("bool",)),),
+                  limits=("an input scale of exactly 1.0 aborts (QuantizeMultiplierGreaterThanOne CHECK, at Eval)",
+                          "an input scale > 1 is requantized by RoundingDivideByPOT with a negative exponent "
+                          "(undefined behaviour): quantspec reproduces the value every code path agrees on "
+                          "(+1 / -1) and raises where they differ (scales >= 2^15 or so)"),
+                  notes="inputs may have different scales and zero points; both are rescaled to a common "
+                        "fixed-point scale (left shift 8) before comparing")
+
+
+_CONV_AXIS = (_rejects("prepare", "#scales must be 1 or the output channel count, and (per-axis) equal "
+                       "filter.dims[quantized_dimension]; the quantized dimension itself is not checked",
+                       K + "conv.cc: Prepare; kernel_util.cc: PopulateConvolutionQuantizationParams", None),)
+_DW_AXIS = (_rejects("prepare", "#scales must be 1 or the output channel count (filter.dims[3]), and (per-axis) "
+                     "equal filter.dims[quantized_dimension]; the quantized dimension itself is not checked",
+                     K + "depthwise_conv.cc: Prepare; kernel_util.cc: PopulateConvolutionQuantizationParams",
+                     None),)
+#: ops whose LiteRT weight check counts the scales and does not look at the quantized dimension
+_AXIS_COUNTED_ONLY = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+_FC_AXIS = (_rejects("prepare", "per-axis weights need quantized_dimension == 0 and #scales == "
+                     "filter.dims[0]", K + "fully_connected.cc: PrepareImpl", None),)
+_BIAS_ZP_REJECTED = (_rejects("prepare", "TF_LITE_ENSURE_EQ(bias zero point, 0) on the legacy zero point",
+                              K + "conv.cc / depthwise_conv.cc: Prepare", condition=ONE_SCALE),
+                     Enforcement(SILENT, check="not checked: with several scales the legacy zero point LiteRT "
+                                 "checks is 0; the kernels ignore the bias zero point", condition=SEVERAL_SCALES))
+_BIAS_SCALE_UNCHECKED = (Enforcement(SILENT, check="not checked for int8 (only legacy uint8 checks "
+                                     "|s_in*s_w - s_b| / s_out <= 0.02): the raw int32 values are added",
+                                     source=K + "kernel_util.cc: PopulateConvolutionQuantizationParams"),)
+_FC_BIAS_SCALE = (
+    _rejects("prepare", "GetQuantizedConvolutionMultipler: |double(s_in) * double(s_w) - double(s_b)| / "
+             "double(s_out) <= 0.02, with the first bias and weight scales",
+             K + "fully_connected.cc: PrepareImpl; kernel_util.cc: GetQuantizedConvolutionMultipler",
+             Tolerance("relative-to-output-scale", 0.02, "float64"), PER_TENSOR_WEIGHTS),
+    Enforcement(SILENT, check="not checked: the raw int32 values are added", condition=PER_AXIS_WEIGHTS),
+)
+
+_FC_NOTE = ("The spec text says per-tensor weights and bias; LiteRT runs per-axis FULLY_CONNECTED weights "
+            "(quantized dimension 0) with a per-axis bias, as the current converter writes them, and quantspec "
+            "treats that as conformant (DESIGN.md).")
+
+_OPS: list[OpRule] = [
+    _binary_free("ADD", 0, limits=("an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 (an output scale "
+                                   "below about 2^-19 of the input scales) aborts "
+                                   "(QuantizeMultiplierSmallerThanOneExp CHECK, at Prepare)",)),
+    _unary_same("AVERAGE_POOL_2D", 1, litert=_SAME_SCALE_DCHECK),
+    OpRule("CONCATENATION", 2,
+           (act("input", *same_as_output(_same_rejected(K + "concatenation.cc: Prepare")), variadic=True),),
+           (out(),)),
+    OpRule("CONV_2D", 3,
+           (act("input"),
+            weights(0, (_rejects("prepare", "every filter zero point must be 0", K + "conv.cc: Prepare"),),
+                    _CONV_AXIS, "granularity: per-axis (dim = 0)", PER_AXIS),
+            bias(_BIAS_ZP_REJECTED, _BIAS_SCALE_UNCHECKED, PER_AXIS)),
+           (out(),)),
+    OpRule("DEPTHWISE_CONV_2D", 4,
+           (act("input"),
+            weights(3, (Enforcement(SILENT, check="not checked: the per-channel kernel ignores the filter "
+                                    "zero point"),), _DW_AXIS, "granularity: per-axis (dim = 3)", PER_AXIS),
+            bias(_BIAS_ZP_REJECTED, _BIAS_SCALE_UNCHECKED, PER_AXIS, optional=True)),
+           (out(),)),
+    OpRule("DEQUANTIZE", 6, (act("input"),), (TensorRule("output", ANY, ("float",)),), in_spec=False,
+           notes="not in the spec's list; int8 -> float32 at the model's edges"),
+    OpRule("FULLY_CONNECTED", 9,
+           (act("input"),
+            weights(0, (Enforcement(SILENT, check="not checked for int8 (only int4/int2 weights): the "
+                                    "per-tensor kernel subtracts the zero point, the per-channel kernel ignores "
+                                    "it"),), _FC_AXIS, "granularity: per-tensor (per-axis dim = 0 accepted)",
+                    PER_TENSOR_OR_AXIS),
+            bias((Enforcement(SILENT, check="not checked: the raw int32 values are added"),), _FC_BIAS_SCALE,
+                 PER_TENSOR_OR_AXIS, optional=True,
+                 dtype_litert=(_rejects("prepare", "int32 or int64 bias (CheckTypes)",
+                                        K + "fully_connected.cc: CheckTypes", None),))),
+           (out(),), notes=_FC_NOTE),
+    OpRule("L2_NORMALIZATION", 11, (act("input"),),
+           (out(*fixed(1 / 128, 0,
+                       (_rejects("prepare", "output scale == 1.0/128 (float widened to double)",
+                                 K + "l2norm.cc: Prepare"),),
+                       (_rejects("prepare", "output zero point == 0", K + "l2norm.cc: Prepare"),))),),
+           limits=("a fused activation other than NONE fails Prepare",)),
+    OpRule("LOGISTIC", 14, (act("input"),),
+           (out(*fixed(1 / 256, -128,
+                       (_rejects("prepare", "output scale == 1.0/256 (float widened to double)",
+                                 K + "activations.cc: SigmoidPrepare"),),
+                       (Enforcement(SILENT, check="not checked by the int8 LUT path: the LUT adds the "
+                                    "output's own zero point", source=K + "activations.cc: SigmoidPrepare"),))),)),
+    _unary_same("MAX_POOL_2D", 17, litert=_SAME_SCALE_DCHECK),
+    _binary_free("MUL", 18),
+    _unary_same("RESHAPE", 22, (param("shape", ("int32",), optional=True),)),
+    _unary_same("RESIZE_BILINEAR", 23, (param("size"),)),
+    OpRule("SOFTMAX", 25, (act("input"),),
+           (out(*fixed(1 / 256, -128,
+                       (_rejects("prepare", "TF_LITE_ENSURE_NEAR(output scale, 1.f/256, 0.001f/256) in float32",
+                                 K + "activations.cc: SoftmaxPrepare",
+                                 Tolerance("absolute", float(np.float32(0.001) / np.float32(256)), "float32")),),
+                       (_rejects("prepare", "output zero point == -128", K + "activations.cc: SoftmaxPrepare"),))),),
+           limits=("beta * input scale * 2^26 <= 1 (an input scale below about 1.5e-8 for beta 1) aborts "
+                   "(QuantizeMultiplierGreaterThanOne CHECK, at Prepare)",)),
+    _unary_same("SPACE_TO_DEPTH", 26),
+    OpRule("TANH", 28, (act("input"),),
+           (out(*fixed(1 / 128, 0,
+                       (Enforcement(SILENT, check="not checked: the LUT quantizes with the output's own "
+                                    "parameters", source=K + "activations.cc: TanhPrepare"),),
+                       (Enforcement(SILENT, check="not checked", source=K + "activations.cc: TanhPrepare"),))),)),
+    OpRule("PAD", 34, (act("input", *same_as_output()), param("paddings", ("int32", "int64"))),
+           (out(zp_litert=(_rejects("eval", "the output zero point must fit int8 (it is the pad value)",
+                                    K + "pad.cc: EvalInt", None),)),)),
+    OpRule("GATHER", 36, (act("params", *same_as_output()), param("indices", ("int32", "int64", "int16"))),
+           (out(),)),
+    OpRule("BATCH_TO_SPACE_ND", 37,
+           (act("input", *same_as_output(_same_rejected(K + "batch_to_space_nd.cc: Prepare"))),
+            param("block_shape"), param("crops")), (out(),)),
+    OpRule("SPACE_TO_BATCH_ND", 38,
+           (act("input", *same_as_output(_same_rejected(K + "space_to_batch_nd.cc: Prepare"))),
+            param("block_shape"), param("paddings")), (out(),)),
+    _unary_same("TRANSPOSE", 39, (param("perm", ("int32", "int64")),)),
+    OpRule("MEAN", 40, (act("input"), param("axis")), (out(),)),
+    _binary_free("SUB", 41, zp_litert=(_rejects("prepare", "zero points of both inputs and the output in "
+                                                "[-128, 127]", K + "sub.cc: PrepareGeneralSubOp", None),),
+                 limits=("an output multiplier 2*max(s1, s2) / (2^20 * s_out) > 1 is requantized by "
+                         "RoundingDivideByPOT with a negative exponent (undefined behaviour): quantspec "
+                         "reproduces the value every code path agrees on and raises where they differ",
+                         "an output multiplier of exactly 1.0 aborts (QuantizeMultiplierSmallerThanOneExp CHECK)")),
+    _unary_same("SQUEEZE", 43),
+    OpRule("LOG_SOFTMAX", 50, (act("input"),),
+           (out(*fixed(16 / 256, 127,
+                       (_rejects("prepare", "output scale == 16.0/256 (float widened to double)",
+                                 K + "activations.cc: LogSoftmaxPrepare"),),
+                       (_rejects("prepare", "output zero point == 127", K + "activations.cc: LogSoftmaxPrepare"),))),),
+           limits=("input scale * 2^26 <= 1 aborts (QuantizeMultiplierGreaterThanOne CHECK, at Prepare)",)),
+    OpRule("MAXIMUM", 55, (act("input1", *same_as_output()), act("input2", *same_as_output())), (out(),),
+           notes="the spec lists Input 0 only; its restriction ('inputs and outputs') is applied to both inputs"),
+    OpRule("ARG_MAX", 56, (act("input"), param("axis", ("int32", "int64"))),
+           (TensorRule("output", ANY, ("int32", "int64")),), notes="the first index wins ties"),
+    OpRule("MINIMUM", 57, (act("input1", *same_as_output()), act("input2", *same_as_output())), (out(),),
+           notes="the spec lists Input 0 only; its restriction ('inputs and outputs') is applied to both inputs"),
+    _comparison("LESS", 58),
+    OpRule("PADV2", 60,
+           (act("input", *same_as_output()), param("paddings", ("int32", "int64")),
+            act("constant_values", *same_as_output(_same_rejected(K + "pad.cc: EvalInt", "eval"),
+                                                   "constant_values share the output's scale/zero_point"),
+                optional=True)),
+           (out(),)),
+    _comparison("GREATER", 61),
+    _comparison("GREATER_EQUAL", 62),
+    _comparison("LESS_EQUAL", 63),
+    OpRule("SLICE", 65, (act("input", *same_as_output()), param("begin", ("int32", "int64")),
+                         param("size", ("int32", "int64"))), (out(),)),
+    _comparison("EQUAL", 71),
+    _comparison("NOT_EQUAL", 72),
+    OpRule("SUM", 74, (act("input"), param("axis")), (out(),),
+           notes="BUILTIN_REF reads int8 data as uint8 (a LiteRT bug): quantspec computes the correct sum by "
+                 "default and the reference kernel's bytes with quantspec_sum_semantics='reference'"),
+    OpRule("SHAPE", 77, (TensorRule("input", ANY, ("int8",)),), (TensorRule("output", ANY, ("int32", "int64")),)),
+    OpRule("QUANTIZE", 114, (act("input", dtypes=("int8", "float")),),
+           (act("output", zp_litert=_SILENT),),
+           notes="int8 -> int8 requantizes (spec); float32 -> int8 quantizes at the model's input"),
+]
+
+#: builtin operator name -> OpRule
+OP_TABLE: Mapping[str, OpRule] = {op.name: op for op in _OPS}
+_BY_NUMBER = {op.builtin: op.name for op in _OPS}
+
+
+def builtin_name(number: int) -> str | None:
+    """The op name of a builtin operator number, if the table has it."""
+    return _BY_NUMBER.get(int(number))
+
+
+# -------------------------------------------------------------------------------------------------
+# evaluation
+# -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken restriction: which rule, on which tensor, expected vs found, and what LiteRT does."""
+
+    op: str
+    rule: str
+    side: str                # "input" or "output"
+    index: int
+    tensor: str
+    message: str
+    expected: Any
+    found: Any
+    enforcement: Enforcement
+
+
+def _enforcement_for(r: Restriction, weights_per_axis: bool | None, tensor_per_axis: bool | None = None) -> Enforcement:
+    holds = {None: True, PER_TENSOR_WEIGHTS: weights_per_axis is False, PER_AXIS_WEIGHTS: weights_per_axis is True,
+             ONE_SCALE: tensor_per_axis is False, SEVERAL_SCALES: tensor_per_axis is True}
+    for e in r.litert:
+        if holds.get(e.condition, False):
+            return e
+    return r.litert[-1]
+
+
+def _legacy(p) -> tuple[float, int]:
+    """The (scale, zero point) a LiteRT kernel reads: (0, 0) unless the tensor has one scale."""
+    if p is None or len(p) != 1:
+        return 0.0, 0
+    return float(p.scale[0]), int(p.zero_point[0])
+
+
+def _f32(v) -> float:
+    return float(np.float32(v))
+
+
+def findings(op: str, inputs: Sequence[Any], outputs: Sequence[Any]) -> list[Finding]:
+    """Every restriction of ``OP_TABLE[op]`` that the tensors break.
+
+    ``inputs`` / ``outputs`` are :class:`~quantspec.litert.kernels.base.TensorSpec` (shape, dtype,
+    params, data) or None for absent optional inputs.  Only rules that can be decided from those are
+    evaluated (weight values need constant data)."""
+    rule_op = OP_TABLE.get(op)
+    if rule_op is None:
+        raise UnsupportedError("op", "is not in the LiteRT int8 op table", op)
+    weights_t = inputs[1] if rule_op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") \
+        and len(inputs) > 1 else None
+    w_per_axis = None
+    if weights_t is not None and weights_t.params is not None:
+        w_per_axis = weights_t.params.per_axis
+    result: list[Finding] = []
+    sides = [("input", i, rule_op.input_rule(i), t) for i, t in enumerate(inputs)]
+    sides += [("output", i, rule_op.outputs[i] if i < len(rule_op.outputs) else None, t)
+              for i, t in enumerate(outputs)]
+    for side, index, trule, t in sides:
+        if trule is None or t is None:
+            continue
+        for r in trule.restrictions:
+            found = _evaluate(r, trule, t, inputs, outputs, rule_op)
+            if found is None:
+                continue
+            message, expected, value, litert_accepts = found
+            e = _enforcement_for(r, w_per_axis, None if t.params is None else t.params.per_axis)
+            if litert_accepts and e.fails:
+                e = Enforcement(SILENT, None, "within the tolerance of LiteRT's check: " + e.check, e.tolerance,
+                                e.source, e.condition)
+            result.append(Finding(rule_op.name, r.rule, side, index, t.name or f"{side}{index}", message,
+                                  expected, value, e))
+    return result
+
+
+def _evaluate(r: Restriction, trule: TensorRule, t, inputs, outputs, op: OpRule):
+    """None when ``t`` satisfies ``r``, else (message, expected, found, litert_accepts) where
+    ``litert_accepts`` is True when LiteRT's own check has a tolerance and the value is within it."""
+    p = t.params
+    rule = r.rule
+    if rule == "dtype":
+        if t.dtype.name not in trule.dtypes:
+            return f"type must be {' or '.join(trule.dtypes)}", trule.dtypes, t.dtype.name, None
+        return None
+    if p is None:
+        if rule == "granularity" and trule.granularity is not None and t.dtype.is_int:
+            return "has no quantization parameters", trule.granularity, None, None
+        return None
+    scales, zps = p.scale, p.zero_point
+    if rule == "granularity":
+        if trule.granularity == PER_TENSOR and p.per_axis:
+            return "must be quantized per-tensor (one scale and zero point)", 1, len(p), None
+        return None
+    if rule == "scale":
+        bad = ~np.isfinite(scales) | (scales <= 0)
+        if np.any(bad):
+            return "scales must be finite and > 0", "> 0", float(scales[bad][0]), None
+        return None
+    if rule == "zero-point-range":
+        lo, hi = int(t.dtype.qmin), int(t.dtype.qmax)
+        bad = (zps < lo) | (zps > hi)
+        if t.dtype.is_int and np.any(bad):
+            return f"zero points must lie in [{lo}, {hi}]", (lo, hi), int(zps[bad][0]), None
+        return None
+    if rule in ("weight-zero-point", "bias-zero-point"):
+        if np.any(zps != 0):
+            return "zero points must be 0", 0, int(zps[zps != 0][0]), None
+        return None
+    if rule == "weight-range":
+        if t.data is not None and t.data.size and int(np.min(t.data)) < -127:
+            return "weight values must lie in [-127, 127]", (-127, 127), int(np.min(t.data)), None
+        return None
+    if rule == "weight-axis":
+        dim, n = r.value, len(p)
+        if n == 1:
+            return None
+        if p.quantized_dimension != dim:
+            # LiteRT's CONV_2D / DEPTHWISE_CONV_2D checks count the scales only: with one scale per slice
+            # of both the stored and the op's dimension it runs, applying them along the op's dimension
+            qd = p.quantized_dimension
+            accepts = (op.name in _AXIS_COUNTED_ONLY and qd < len(t.shape) and dim < len(t.shape)
+                       and n == t.shape[qd] == t.shape[dim])
+            return f"per-axis weights must be quantized along dimension {dim}", dim, qd, accepts
+        if dim >= len(t.shape) or n != t.shape[dim]:
+            size = t.shape[dim] if dim < len(t.shape) else None
+            return f"needs one scale per slice of dimension {dim}", size, n, None
+        return None
+    if rule == "bias-scale":
+        w = inputs[1] if len(inputs) > 1 else None
+        x = inputs[0]
+        if w is None or w.params is None or x is None or x.params is None:
+            return None
+        s_in = np.float64(x.params.scale[0])
+        sw = w.params.scale.astype(np.float64)
+        if len(scales) not in (1, len(sw)):
+            return None            # bias-granularity reports it
+        expected = (s_in * sw).astype(np.float32).astype(np.float64)
+        found = np.broadcast_to(scales.astype(np.float64), expected.shape)
+        # the converter writes f32(double product); a float32 product differs by an ulp or so
+        bad = np.abs(found - expected) > 1e-6 * np.abs(expected)
+        if not np.any(bad):
+            return None
+        i = int(np.argmax(bad))
+        accepts = None
+        tol = _enforcement_for(r, w.params.per_axis).tolerance
+        o = outputs[0] if outputs else None
+        if tol is not None and o is not None and o.params is not None:
+            accepts = tol.accepts(_legacy(p)[0], float(np.float64(_legacy(x.params)[0]) * _legacy(w.params)[0]),
+                                  _legacy(o.params)[0])
+        return "bias scale must be input scale * weight scale", float(expected[i]), float(found[i]), accepts
+    if rule == "bias-granularity":
+        w = inputs[1] if len(inputs) > 1 else None
+        if w is None or w.params is None:
+            return None
+        if len(p) != len(w.params):
+            return "the bias needs as many scales as the weights", len(w.params), len(p), None
+        return None
+    if rule == "fixed-scale":
+        if _f32(scales[0]) == _f32(r.value):
+            return None
+        tol = r.litert[0].tolerance
+        accepts = tol.accepts(_legacy(p)[0], r.value) if tol is not None else None
+        return f"output scale must be {_frac(r.value)}", r.value, float(scales[0]), accepts
+    if rule == "fixed-zero-point":
+        if int(zps[0]) != r.value:
+            return f"output zero point must be {r.value}", r.value, int(zps[0]), None
+        return None
+    if rule in ("same-scale", "same-zero-point"):
+        side, k = r.value
+        others = outputs if side == "output" else inputs
+        other = others[k] if k < len(others) else None
+        if other is None or other.params is None:
+            return None
+        if rule == "same-scale":
+            if _f32(scales[0]) != _f32(other.params.scale[0]):
+                return "scale must equal the output's", float(other.params.scale[0]), float(scales[0]), None
+            return None
+        if int(zps[0]) != int(other.params.zero_point[0]):
+            return "zero point must equal the output's", int(other.params.zero_point[0]), int(zps[0]), None
+        return None
+    raise ValueError(f"unknown rule {rule!r}")  # pragma: no cover - table bug
+
+
+_ERROR_FOR_RULE = {"dtype": DTypeError, "granularity": ShapeError, "weight-axis": ShapeError,
+                   "zero-point-range": RangeError}
+
+
+def enforce(op: str, inputs: Sequence[Any], outputs: Sequence[Any], *, stages: tuple[str, ...] = ("prepare", "eval"),
+            skip: tuple[str, ...] = ()) -> list[Finding]:
+    """Raise for the first broken restriction that LiteRT itself rejects or aborts on (at one of
+    ``stages``); return the findings LiteRT lets through (silently computed).  Kernels call this from
+    ``prepare``.  ``skip`` lists rule ids the caller checks itself (e.g. "dtype", to raise a more
+    specific error)."""
+    silent = []
+    for f in findings(op, inputs, outputs):
+        if f.rule in skip:
+            continue
+        if f.enforcement.fails and f.enforcement.stage in stages:
+            cls = _ERROR_FOR_RULE.get(f.rule, InvalidArgumentError)
+            where = f"{f.side} {f.index}" + (f" ({f.tensor})" if f.tensor else "")
+            raise cls(f"{op} {where}", f"{f.message}: LiteRT {f.enforcement.action} this model at "
+                      f"{f.enforcement.stage} ({f.enforcement.check})", f.found)
+        silent.append(f)
+    return silent
+
+
+# -------------------------------------------------------------------------------------------------
+# documentation
+# -------------------------------------------------------------------------------------------------
+
+def _restriction_cell(tr: TensorRule) -> str:
+    parts = []
+    for r in tr.restrictions:
+        if r.rule in ("dtype", "scale", "granularity", "zero-point-range", "weight-range"):
+            continue
+        if r.rule == "same-zero-point" or r.rule == "fixed-zero-point" and tr.restriction("fixed-scale"):
+            continue
+        if r.rule in ("same-scale",):
+            parts.append("same scale/zp as output")
+        elif r.rule == "fixed-scale":
+            parts.append(r.text.replace("restriction: ", ""))
+        elif r.rule == "weight-axis":
+            continue
+        else:
+            parts.append(r.text.replace("restriction: ", "").replace("granularity: ", ""))
+    return "; ".join(parts)
+
+
+def _enforcement_cell(tr: TensorRule) -> str:
+    parts = []
+    for r in tr.restrictions:
+        if r.rule in ("dtype", "scale", "same-zero-point"):
+            continue
+        for e in r.litert:
+            if e.action == SILENT and r.rule in ("granularity", "zero-point-range", "weight-range"):
+                continue
+            cond = f" ({e.condition})" if e.condition else ""
+            tol = f", {e.tolerance}" if e.tolerance is not None and e.tolerance.kind != "exact" else ""
+            what = {REJECTS: f"rejects at {e.stage}", ABORTS: f"aborts at {e.stage}", SILENT: "silent"}[e.action]
+            parts.append(f"{r.rule}{cond}: {what}{tol}")
+    return "; ".join(parts)
+
+
+def markdown_table() -> str:
+    """The op table as a Markdown table (one row per tensor), for docs/litert.md."""
+    lines = ["| op (builtin) | tensor | role | dtype | range | granularity | restriction | LiteRT on a violation |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name in sorted(OP_TABLE):
+        op = OP_TABLE[name]
+        first = True
+        for side, rules in (("in", op.inputs), ("out", op.outputs)):
+            for i, tr in enumerate(rules):
+                label = f"{name} ({op.builtin})" + ("" if op.in_spec else " *") if first else ""
+                first = False
+                idx = f"{side} {i}{'...' if tr.variadic else ''}: {tr.name}{' (optional)' if tr.optional else ''}"
+                rng = f"[{tr.range[0]}, {tr.range[1]}]" if tr.range and tr.role != BIAS else (
+                    "int32" if tr.role == BIAS else "")
+                gran = tr.granularity or ""
+                if tr.quantized_dimension is not None and tr.role == WEIGHT:
+                    gran += f" (dim {tr.quantized_dimension})"
+                cells = [label, idx, tr.role, ", ".join(tr.dtypes), rng, gran, _restriction_cell(tr),
+                         _enforcement_cell(tr)]
+                lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)

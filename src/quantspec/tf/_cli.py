@@ -1,0 +1,122 @@
+"""``quantspec quantize|dequantize --spec tf``: TensorFlow QuantizeV2 / Dequantize from the shell.
+
+Every attribute of the two ops is a flag; the vocabularies come from :mod:`quantspec.tf.spec`.
+
+quantize writes, for each input tensor NAME, the codes as NAME and the range they represent as
+NAME.output_min and NAME.output_max (.npz / .safetensors).  A .npy file holds one tensor only: with a
+.npy OUTPUT the codes are written and output_min / output_max are printed as a note (one input
+tensor), or the call is refused (several).  dequantize reads NAME.output_min / NAME.output_max from
+the input file when --min-range / --max-range are not given, so a quantize output round-trips.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, TensorFileError
+from . import spec
+from .dequantize_op import dequantize
+from .quantize_op import quantize
+
+__all__ = ["add_arguments", "run"]
+
+_RANGE_SUFFIXES = (".output_min", ".output_max")
+
+
+def _range(text: str):
+    """A number, or a comma-separated list of numbers (one per slice of --axis)."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or a comma-separated list of numbers, got {text!r}")
+    return values[0] if len(values) == 1 and "," not in text else values
+
+
+def add_arguments(group, direction: str) -> None:
+    types = list(spec.TYPES)
+    if direction == "quantize":
+        group.add_argument("--T", "--type", dest="T", required=True, choices=types,
+                           help="the quantized type of the codes (QuantizeV2 attribute T)")
+    else:
+        group.add_argument("--T", "--type", dest="T", choices=types, default=None,
+                           help="the quantized type the codes are read as; default: from each tensor's dtype "
+                                "(int8 -> qint8, uint8 -> quint8, int16 -> qint16, uint16 -> quint16, int32 -> qint32)")
+    need = direction == "quantize"
+    group.add_argument("--min-range", type=_range, required=need, metavar="MIN",
+                       help="min_range: a number, or with --axis a comma-separated list, one value per slice "
+                            "(write --min-range=-1,-2 when the list starts with a minus sign)"
+                       + ("" if need else "; default: the input's NAME.output_min tensor"))
+    group.add_argument("--max-range", type=_range, required=need, metavar="MAX",
+                       help="max_range, as --min-range" + ("" if need else "; default: the input's NAME.output_max"))
+    group.add_argument("--mode", default="MIN_COMBINED", choices=spec.MODES,
+                       help="how floats map to codes (default MIN_COMBINED)")
+    if direction == "quantize":
+        group.add_argument("--round-mode", default="HALF_AWAY_FROM_ZERO", choices=spec.ROUND_MODES,
+                           help="tie breaking (default HALF_AWAY_FROM_ZERO; HALF_TO_EVEN needs --mode SCALED)")
+        group.add_argument("--ensure-minimum-range", type=float, default=0.01, metavar="EMR",
+                           help="the range is widened to at least max(1, |min|, |max|) * EMR (default 0.01)")
+    group.add_argument("--narrow-range", action="store_true",
+                       help="SCALED: leave out the lowest code (e.g. [-127, 127] for qint8)")
+    group.add_argument("--axis", type=int, default=None,
+                       help="quantize each slice along this axis with its own range (negative counts from the end); "
+                            "default: one range for the whole tensor")
+    if direction == "dequantize":
+        group.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                           help="the result type (bfloat16 only with --mode MIN_COMBINED, or SCALED with "
+                                "--kernel onednn)")
+    group.add_argument("--kernel", default="eigen", choices=spec.KERNELS,
+                       help="eigen: TensorFlow's portable kernels (TF_ENABLE_ONEDNN_OPTS=0, the default); onednn: "
+                            "stock TensorFlow on x86-64 Linux, whose oneDNN kernels replace some calls")
+    if direction == "quantize":
+        group.description = ("Writes NAME (the codes), NAME.output_min and NAME.output_max for each input tensor "
+                             "NAME. A .npy OUTPUT holds only the codes; output_min / output_max are then printed.")
+
+
+def _array(v):
+    return np.asarray(v, dtype=np.float32) if isinstance(v, list) else v
+
+
+def run(args, direction: str, tensors: dict[str, np.ndarray]):
+    notes: list[str] = []
+    outputs: dict[str, np.ndarray] = {}
+    if direction == "quantize":
+        npy = str(getattr(args, "output", "")).lower().endswith(".npy")
+        if npy and len(tensors) != 1:
+            raise TensorFileError("output", "a .npy file holds one tensor, and quantize writes codes, output_min and "
+                                  "output_max for each input tensor; use .npz or .safetensors",
+                                  f"{len(tensors)} input tensors")
+        for name, x in tensors.items():
+            codes, omin, omax = quantize(x, _array(args.min_range), _array(args.max_range), args.T, mode=args.mode,
+                                         round_mode=args.round_mode, narrow_range=args.narrow_range, axis=args.axis,
+                                         ensure_minimum_range=args.ensure_minimum_range, kernel=args.kernel)
+            outputs[name] = codes
+            if npy:
+                notes.append(f"{name}: output_min={_show(omin)} output_max={_show(omax)} (a .npy file holds the "
+                             "codes only; use .npz to keep the range)")
+            else:
+                outputs[name + ".output_min"] = omin
+                outputs[name + ".output_max"] = omax
+        return outputs, notes
+    for name, q in tensors.items():
+        if name.endswith(_RANGE_SUFFIXES) and name.rsplit(".", 1)[0] in tensors:
+            continue  # a range stored by quantize, not codes
+        lo, hi = _array(args.min_range), _array(args.max_range)
+        if lo is None:
+            lo = tensors.get(name + ".output_min")
+        if hi is None:
+            hi = tensors.get(name + ".output_max")
+        if lo is None or hi is None:
+            raise InvalidArgumentError("--min-range/--max-range", f"are required: the input holds no "
+                                       f"{name}.output_min / {name}.output_max", name)
+        outputs[name] = dequantize(q, lo, hi, args.T, mode=args.mode, narrow_range=args.narrow_range, axis=args.axis,
+                                   dtype=args.dtype, kernel=args.kernel)
+    return outputs, notes
+
+
+def _show(a: np.ndarray) -> str:
+    """float32 values written so that they read back exactly."""
+    vals = [repr(float(v)) for v in np.ravel(a)]
+    return vals[0] if np.ndim(a) == 0 else "[" + ",".join(vals) + "]"

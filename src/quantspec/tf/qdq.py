@@ -1,0 +1,169 @@
+"""QuantizeAndDequantizeV2 / V3 / V4: simulated quantization of a float32 or float64 tensor.
+
+notes/tensorflow.md §3.  V2 and V4 share one forward kernel (V4 differs only in its gradient); V3
+takes ``num_bits`` as a tensor, defaults ``range_given`` to True and always rounds half to even.
+Every operation is in the input's own type (float or double), with flush-to-zero.
+
+Prepare, then compute: :func:`prepare_qdq` finds the range of each slice (the given one, or the
+data's min and max) and the kernel's ``scale`` / ``inverse_scale`` (``ComputeQuantizationRange``);
+:func:`compute_qdq` is ``R(clamp(x, min, max) * scale) * inverse_scale`` — without the clamp when
+the range was not given.
+
+TensorFlow 2.21 regression: V2 and V4 with ``range_given=True`` and an axis fail with "input_min must
+be a scalar."; quantspec computes the intended per-axis result, which is what V3 computes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core.rounding import half_to_even
+from ..errors import RangeError, ShapeError
+from . import _args, spec
+from ._fp import clamp, fadd, fdiv, fmul, ftz
+from .quantize_op import slices
+
+__all__ = ["QDQPlan", "prepare_qdq", "compute_qdq", "quantize_and_dequantize_v2",
+           "quantize_and_dequantize_v3", "quantize_and_dequantize_v4"]
+
+
+@dataclass(frozen=True)
+class QDQPlan:
+    """Per-slice ``lo``, ``hi`` (the clamp range, only used when ``clamp``), ``scale`` and ``inv``
+    (1-D arrays in the input's dtype)."""
+
+    round_mode: str
+    clamp: bool
+    axis: int | None
+    lo: np.ndarray
+    hi: np.ndarray
+    scale: np.ndarray
+    inv: np.ndarray
+
+
+def quantization_range(signed: bool, num_bits: int, narrow_range: bool, mn: np.ndarray, mx: np.ndarray):
+    """``ComputeQuantizationRange``: the scale that maps [mn, mx] into the integer range without
+    moving 0, its inverse, and the range adjusted on the side that did not set the scale."""
+    t = mn.dtype.type
+    min_q = (-(1 << (num_bits - 1)) + (1 if narrow_range else 0)) if signed else 0
+    max_q = (1 << (num_bits - 1)) - 1 if signed else (1 << num_bits) - 1
+    fmin_q = np.array(min_q, np.int64).astype(mn.dtype)[()]    # int64 -> T, nearest even
+    fmax_q = np.array(max_q, np.int64).astype(mn.dtype)[()]
+    big = t(np.finfo(mn.dtype).max)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_min = np.where(fmul(fmin_q, mn) > 0, fdiv(fmin_q, mn), big)
+        s_max = np.where(fmul(fmax_q, mx) > 0, fdiv(fmax_q, mx), big)
+    from_min = s_min < s_max
+    scale = np.where(from_min, s_min, s_max)
+    inv = np.where(from_min, fdiv(mn, fmin_q), fdiv(mx, fmax_q))
+    lo = np.where(from_min, mn, fmul(fmin_q, inv))
+    hi = np.where(from_min, fmul(fmax_q, inv), mx)
+    return (np.asarray(a, mn.dtype) for a in (lo, hi, scale, inv))
+
+
+def _data_range(x3: np.ndarray):
+    """The min and max of each slice of the data (the kernel's Eigen reductions).  NaN elements are
+    skipped (docs/tensorflow.md, "NaN"); an empty or all-NaN slice gives NaN."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if x3.size == 0:
+            nan = np.full(x3.shape[1], np.nan, x3.dtype)
+            return nan, nan.copy()
+        return np.nanmin(x3, axis=(0, 2)), np.nanmax(x3, axis=(0, 2))
+
+
+def prepare_qdq(x: np.ndarray, input_min, input_max, *, version: int, signed_input=True, num_bits=8,
+                range_given=False, round_mode="HALF_TO_EVEN", narrow_range=False, axis=None) -> QDQPlan:
+    """Check a QuantizeAndDequantize call and compute its per-slice parameters."""
+    signed = _args.flag(signed_input, "signed_input")
+    if version == 3:
+        nb = np.asarray(num_bits) if isinstance(num_bits, (np.ndarray, np.generic)) else num_bits
+        if isinstance(nb, np.ndarray):
+            if nb.ndim != 0:
+                raise ShapeError("num_bits", "must be a scalar (TensorFlow: 'Invalid shape. The `num_bits` tensor "
+                                 "should be a scalar')", nb.shape)
+            nb = nb[()]
+        num_bits = nb
+    num_bits = _args.integer(num_bits, "num_bits")
+    top = spec.QDQ_MAX_BITS[signed]
+    if not 0 < num_bits <= top:
+        raise RangeError("num_bits", f"must be in [1, {top}] with signed_input={signed} "
+                         "(TensorFlow: 'num_bits is out of range')", num_bits)
+    range_given = _args.flag(range_given, "range_given")
+    round_mode = "HALF_TO_EVEN" if version == 3 else _args.choice(round_mode, "round_mode", spec.QDQ_ROUND_MODES)
+    narrow_range = _args.flag(narrow_range, "narrow_range")
+    ax = _args.axis_of(axis, x.ndim)
+    x3 = slices(x, ax)
+    channels = x3.shape[1]
+    if range_given:
+        mn = _args.param(input_min, "input_min", x.dtype)
+        mx = _args.param(input_max, "input_max", x.dtype)
+        for name, a in (("input_min", mn), ("input_max", mx)):
+            if ax is None and version != 3 and a.ndim != 0:
+                raise ShapeError(name, "must be a scalar when no axis is given (TensorFlow: 'input_min must be a "
+                                 "scalar.')", a.shape)
+            if ax is None and a.size != 1:  # V3: TensorFlow CHECK-fails (aborts the process) here
+                raise ShapeError(name, "must hold a single value when no axis is given (TensorFlow aborts the "
+                                 "process otherwise)", a.shape)
+            if ax is not None and a.ndim != 1:
+                raise ShapeError(name, "must be 1-D when an axis is given (TensorFlow: 'Shape must be rank 1 for "
+                                 "input_min_tensor when the axis is specified')", a.shape)
+            if ax is not None and a.shape[0] != channels:
+                raise ShapeError(name, f"must have one value per slice of axis {ax}: {channels} (TensorFlow: "
+                                 "'input_min_tensor has incorrect size')", a.shape)
+        mn, mx = ftz(mn.reshape(channels)), ftz(mx.reshape(channels))
+        if ax is None and not mn[0] <= mx[0]:
+            raise RangeError("input_min", "must not be larger than input_max (TensorFlow: 'Invalid range: "
+                             "input_min > input_max'; NaN is refused too)", (mn[0].item(), mx[0].item()))
+    else:
+        mn, mx = _data_range(ftz(x3))
+    lo, hi, scale, inv = quantization_range(signed, num_bits, narrow_range, mn, mx)
+    return QDQPlan(round_mode, range_given, ax, lo, hi, scale, inv)
+
+
+def compute_qdq(x: np.ndarray, plan: QDQPlan) -> np.ndarray:
+    x3 = ftz(slices(x, plan.axis))
+    lo, hi, scale, inv = (a[None, :, None] for a in (plan.lo, plan.hi, plan.scale, plan.inv))
+    if plan.clamp:
+        x3 = clamp(x3, lo, hi)
+    v = fmul(x3, scale)
+    if plan.round_mode == "HALF_TO_EVEN":
+        v = half_to_even(v)
+    else:  # HALF_UP: floor(v + 0.5) in the input's type -- inexact near 0.5 and above 2^23
+        v = np.floor(fadd(v, x.dtype.type(0.5)))
+    return fmul(v, inv).reshape(x.shape)
+
+
+def _qdq(version, x, input_min, input_max, **kw) -> np.ndarray:
+    op = {2: "QuantizeAndDequantizeV2", 3: "QuantizeAndDequantizeV3", 4: "QuantizeAndDequantizeV4"}[version]
+    x = _args.tensor(x, "x", spec.QDQ_DTYPES, op)
+    plan = prepare_qdq(x, input_min, input_max, version=version, **kw)
+    return compute_qdq(x, plan)
+
+
+def quantize_and_dequantize_v2(x, input_min=None, input_max=None, *, signed_input=True, num_bits=8,
+                               range_given=False, round_mode="HALF_TO_EVEN", narrow_range=False, axis=None):
+    """TensorFlow ``QuantizeAndDequantizeV2``.  ``input_min`` / ``input_max`` are only read when
+    ``range_given``; with an axis they hold one value per slice (where TensorFlow 2.21 itself fails,
+    see the module docstring)."""
+    return _qdq(2, x, input_min, input_max, signed_input=signed_input, num_bits=num_bits, range_given=range_given,
+                round_mode=round_mode, narrow_range=narrow_range, axis=axis)
+
+
+def quantize_and_dequantize_v3(x, input_min, input_max, num_bits, *, signed_input=True, range_given=True,
+                               narrow_range=False, axis=None):
+    """TensorFlow ``QuantizeAndDequantizeV3`` (rounds half to even; ``num_bits`` is an integer or a
+    0-d integer array)."""
+    return _qdq(3, x, input_min, input_max, signed_input=signed_input, num_bits=num_bits, range_given=range_given,
+                narrow_range=narrow_range, axis=axis)
+
+
+def quantize_and_dequantize_v4(x, input_min=None, input_max=None, *, signed_input=True, num_bits=8,
+                               range_given=False, round_mode="HALF_TO_EVEN", narrow_range=False, axis=None):
+    """TensorFlow ``QuantizeAndDequantizeV4`` (``tf.quantization.quantize_and_dequantize_v2``): the
+    forward result of V2; V4 differs only in its gradient."""
+    return _qdq(4, x, input_min, input_max, signed_input=signed_input, num_bits=num_bits, range_given=range_given,
+                round_mode=round_mode, narrow_range=narrow_range, axis=axis)

@@ -1,0 +1,166 @@
+"""MEAN, SUM (both semantics) and ARG_MAX: quantspec's kernels against LiteRT BUILTIN_REF, 0
+differing bytes; the default SUM against an independent integer oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_build import T
+from litert_kernel_check import (N_MODELS, check, int8, litert_outcome, quantspec_run, rng_for, scale, shape,
+                                 sweep, zero_point)
+from quantspec.errors import QuantSpecError
+
+
+def _axes(r, rank):
+    k = int(r.integers(0, rank + 1))
+    axes = [int(a) for a in r.choice(rank, size=k, replace=False)] if k else []
+    axes = [a - rank if r.random() < 0.3 else a for a in axes]
+    if axes and r.random() < 0.2:
+        axes.append(axes[0])                          # a repeated axis
+    return np.array(axes, np.int32)
+
+
+def _case(r, i):
+    shp = shape(r, 4, 6)
+    axes = _axes(r, len(shp))
+    s_in = scale(r)
+    s_out = s_in if i % 4 == 0 else scale(r)
+    return shp, axes, s_in, zero_point(r), s_out, zero_point(r), bool(i % 2)
+
+
+def test_mean_matches_litert():
+    r = rng_for("mean")
+    for i in range(N_MODELS * 2):
+        shp, axes, s_in, z_in, s_out, z_out, keep = _case(r, i)
+        axis_t = T(axes.shape, "int32", data=axes) if i % 3 else T(axes.shape, "int32")    # constant or run-time
+        feeds = [int8(r, shp, z_in)] + ([] if i % 3 else [axes])
+        sweep("MEAN", [T(shp, "int8", s_in, z_in), axis_t], [T(_out_shape(shp, axes, keep), "int8", s_out, z_out)],
+              {"keep_dims": keep}, feeds)
+    # a large reduction (n > 2^16) and a 4-D spatial mean
+    x = int8(r, (1, 300, 300, 2))
+    check("MEAN", [T(x.shape, "int8", 0.1, 3), T((2,), "int32", data=np.array([1, 2], np.int32))],
+          [T((1, 1, 1, 2), "int8", 0.05, -4)], {"keep_dims": True}, [x])
+
+
+def _out_shape(shp, axes, keep):
+    rank = len(shp)
+    ax = {int(a) % rank for a in axes} if rank else set()
+    return tuple(1 if i in ax else d for i, d in enumerate(shp)) if keep else tuple(d for i, d in enumerate(shp)
+                                                                                 if i not in ax)
+
+
+def test_sum_reference_semantics_matches_litert():
+    r = rng_for("sum")
+    for i in range(N_MODELS * 2):
+        shp, axes, s_in, z_in, s_out, z_out, keep = _case(r, i)
+        ins = [T(shp, "int8", s_in, z_in), T(axes.shape, "int32", data=axes)]
+        outs = [T(_out_shape(shp, axes, keep), "int8", s_out, z_out)]
+        sweep("SUM", ins, outs, {"keep_dims": keep, "quantspec_sum_semantics": "reference"}, [int8(r, shp, z_in)],
+              model_options={"keep_dims": keep})
+
+
+def _sum_oracle(x, axes, keep, s_in, z_in, s_out, z_out):
+    """The correct int8 SUM, written independently: exact rational arithmetic for the real
+    multiplier's fixed-point form, then the LiteRT rounding (double rounding, ties away)."""
+    from fractions import Fraction
+    import math
+    rank = x.ndim
+    ax = tuple(sorted({int(a) % rank for a in axes})) if rank else ()
+    total = x.astype(np.int64).sum(axis=ax, keepdims=keep) if ax else x.astype(np.int64)
+    n = int(np.prod([x.shape[a] for a in ax])) if ax else 1
+    real = Fraction(float(np.float32(s_in))) / Fraction(float(np.float32(s_out)))
+    # QuantizeMultiplier, exactly
+    e = 0
+    while real >= Fraction(2) ** e:
+        e += 1
+    while real < Fraction(2) ** (e - 1):
+        e -= 1
+    m = math.floor(real * 2 ** 31 / Fraction(2) ** e + Fraction(1, 2))
+    if m == 2 ** 31:
+        m, e = m // 2, e + 1
+
+    def rnd_up(v):        # SRDHM: nearest, ties toward +infinity
+        return math.floor(v + Fraction(1, 2))
+
+    def rnd_away(v):      # RoundingDivideByPOT: nearest, ties away from zero
+        return math.floor(v + Fraction(1, 2)) if v >= 0 else -math.floor(-v + Fraction(1, 2))
+
+    out = []
+    for v in np.asarray(total).reshape(-1).tolist():
+        d = v - z_in * n
+        left, right = max(e, 0), max(-e, 0)
+        hi = rnd_up(Fraction(d * 2 ** left * m, 2 ** 31))
+        out.append(max(-128, min(127, rnd_away(Fraction(hi, 2 ** right)) + z_out)))
+    return np.array(out, np.int8).reshape(np.shape(total))
+
+
+def test_sum_default_is_the_correct_integer_sum():
+    r = rng_for("sum-correct")
+    for i in range(N_MODELS * 2):
+        shp, axes, s_in, z_in, s_out, z_out, keep = _case(r, i)
+        s_out = float(np.float32(s_in * r.uniform(1, 40)))      # sums need a coarser output scale
+        x = int8(r, shp, z_in)
+        ins = [T(shp, "int8", s_in, z_in), T(axes.shape, "int32", data=axes)]
+        outs = [T(_out_shape(shp, axes, keep), "int8", s_out, z_out)]
+        (ours,) = quantspec_run("SUM", ins, outs, {"keep_dims": keep}, [x])
+        assert ours.tobytes() == _sum_oracle(x, axes, keep, s_in, z_in, s_out, z_out).tobytes()
+
+
+def test_sum_reference_bug_differs_from_correct_sum():
+    x = np.array([[-1, -2, 3, 4]], np.int8)
+    ins = [T((1, 4), "int8", 1.0, 0), T((1,), "int32", data=np.array([1], np.int32))]
+    outs = [T((1,), "int8", 8.0, 0)]
+    ref = check("SUM", ins, outs, {"quantspec_sum_semantics": "reference"}, [x], model_options={})
+    (ours,) = quantspec_run("SUM", ins, outs, {}, [x])
+    assert ours.tolist() == [1]                   # (-1 - 2 + 3 + 4) / 8 = 0.5 -> 1
+    assert ref[0].tolist() == [65]                # BUILTIN_REF: (255 + 254 + 3 + 4) / 8 = 64.5 -> 65
+
+
+def test_arg_max_matches_litert():
+    r = rng_for("arg_max")
+    for i in range(N_MODELS * 2):
+        shp = shape(r, 4, 6)
+        rank = len(shp)
+        a = int(r.integers(-rank, rank))
+        x = r.integers(-3, 3, shp).astype(np.int8) if i % 2 else int8(r, shp)     # many ties
+        axis_dtype = "int32" if i % 3 else "int64"
+        axis_data = np.array([a], np.int32 if axis_dtype == "int32" else np.int64)
+        axis_t = T((1,), axis_dtype, data=axis_data) if i % 4 else T((1,), axis_dtype)
+        out_type = "INT32" if i % 2 else "INT64"
+        out_shape = tuple(d for j, d in enumerate(shp) if j != a % rank)
+        feeds = [x] + ([] if i % 4 else [axis_data])
+        sweep("ARG_MAX", [T(shp, "int8", 0.5, 0), axis_t], [T(out_shape, out_type.lower())],
+              {"output_type": out_type}, feeds)
+
+
+def test_reduce_errors():
+    x = np.zeros((2, 3), np.int8)
+    ins = [T((2, 3), "int8", 0.5, 0), T((1,), "int32", data=np.array([2], np.int32))]
+    assert litert_outcome("MEAN", ins, [T((2,), "int8", 0.5, 0)], {}, [x]) == "error"
+    with pytest.raises(QuantSpecError, match="Invalid axis index"):
+        quantspec_run("MEAN", ins, [T((2,), "int8", 0.5, 0)], {}, [x])
+    with pytest.raises(QuantSpecError, match="quantspec_sum_semantics"):
+        quantspec_run("SUM", [ins[0], T((1,), "int32", data=np.array([1], np.int32))], [T((2,), "int8", 0.5, 0)],
+                      {"quantspec_sum_semantics": "uint8"}, [x])
+    with pytest.raises(QuantSpecError, match="applies to SUM only"):
+        quantspec_run("MEAN", [ins[0], T((1,), "int32", data=np.array([1], np.int32))], [T((2,), "int8", 0.5, 0)],
+                      {"quantspec_sum_semantics": "reference"}, [x])
+    with pytest.raises(QuantSpecError, match="output_type"):
+        quantspec_run("ARG_MAX", [ins[0], T((1,), "int32", data=np.array([1], np.int32))], [T((2,), "int32")],
+                      {}, [x])
+
+
+@pytest.mark.parametrize("op", ["MEAN", "SUM"])
+def test_reduce_extreme_scales_and_shapes(op):
+    r = rng_for(op, "extremes")
+    opts = {"quantspec_sum_semantics": "reference"} if op == "SUM" else {}
+    x = int8(r, (2, 300, 300))
+    for s_in, s_out in [(1e-9, 1.0), (1.0, 1e-6), (0.3, 0.3), (2.0 ** -20, 2.0 ** 5)]:
+        ins = [T(x.shape, "int8", s_in, -7), T((2,), "int32", data=np.array([1, -1], np.int32))]
+        check(op, ins, [T((2,), "int8", s_out, 11)], dict(opts), [x], model_options={})
+    # no axes at all, and a scalar input
+    check(op, [T((3, 4), "int8", 0.1, 2), T((0,), "int32", data=np.zeros(0, np.int32))],
+          [T((3, 4), "int8", 0.2, -1)], dict(opts), [int8(r, (3, 4))], model_options={})
+    check(op, [T((), "int8", 0.1, 2), T((1,), "int32", data=np.array([0], np.int32))],
+          [T((), "int8", 0.2, -1)], dict(opts), [np.array(-5, np.int8)], model_options={})
