@@ -24,6 +24,7 @@ import onnx_corpus as C
 import test_onnx_conformance as T
 import quantspec
 from quantspec import onnx as qo
+from quantspec._core import fast as core
 from quantspec._core import jit
 from quantspec.dtypes import qtype
 from quantspec.errors import InvalidArgumentError, QuantSpecError, ShapeError
@@ -104,9 +105,9 @@ def test_dequantize_onnxruntime(xt, g, st, ot):
 @pytest.fixture
 def small_parallel(monkeypatch):
     """Parallel kernels from 2 Ki elements, work items of 512 elements, streaming from 1 KiB."""
-    monkeypatch.setattr(fast, "SERIAL_BELOW", 2048)
-    monkeypatch.setattr(fast, "CHUNK", 512)
-    monkeypatch.setattr(fast, "STREAM_FROM", 1024)
+    monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
+    monkeypatch.setattr(core, "CHUNK", 512)
+    monkeypatch.setattr(core, "STREAM_FROM", 1024)
 
 
 PARALLEL_Q = [("spec", "int8", g, "float", None, True) for g in T.GRANULARITIES] + [
@@ -125,7 +126,7 @@ PARALLEL_Q = [("spec", "int8", g, "float", None, True) for g in T.GRANULARITIES]
 @pytest.mark.parametrize("compat,out,g,xt,precision,sat", PARALLEL_Q)
 def test_quantize_parallel(small_parallel, compat, out, g, xt, precision, sat):
     plan, x = _q_plan(compat, out, g, xt, precision, sat, "fast-q-par", n_random=2500)
-    assert x.size >= 4 * fast.SERIAL_BELOW
+    assert x.size >= 4 * core.SERIAL_BELOW
     _same(plan, x)
 
 
@@ -137,7 +138,7 @@ PARALLEL_DQ = [("spec", "int8", "tensor", "float", None), ("spec", "uint8", "axi
 @pytest.mark.parametrize("compat,xt,g,st,ot", PARALLEL_DQ)
 def test_dequantize_parallel(small_parallel, compat, xt, g, st, ot):
     plan, x = _dq_plan(compat, xt, g, st, ot, "fast-dq-par", n=30000)
-    assert x.size >= 4 * fast.SERIAL_BELOW
+    assert x.size >= 4 * core.SERIAL_BELOW
     _same(plan, x)
 
 

@@ -100,10 +100,14 @@ def _digest(path: str, mtime: float, size: int) -> bytes:
 
 
 def fingerprint(files) -> str:
-    """A hash of the contents of ``files``."""
+    """A hash of the contents of ``files`` (a missing file counts as empty)."""
     h = hashlib.sha256()
     for f in files:
-        st = os.stat(f)
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            h.update(b"-")
+            continue
         h.update(_digest(str(f), st.st_mtime, st.st_size))
     return h.hexdigest()
 

@@ -50,23 +50,15 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from typing import Any
-
 import ml_dtypes
 import numpy as np
 
+from .._core import fast as core
 from .._core import jit
 from ..dtypes import QType, qtype
 from .plan import DequantizePlan, QuantizePlan
 
-__all__ = ["path", "quantize", "dequantize", "covers", "float_format", "CHUNK", "SERIAL_BELOW"]
-
-#: elements per unit of parallel work
-CHUNK = 1 << 15
-#: arrays smaller than this run on the calling thread (no thread-pool launch)
-SERIAL_BELOW = 1 << 16
-#: outputs of at least this many bytes are written with streaming (non-temporal) stores
-STREAM_FROM = 1 << 22
+__all__ = ["path", "quantize", "dequantize", "covers", "float_format"]
 
 # -- the records that select the element operation (their class) and carry its constants --------
 # Quotient precision: x / s in float32 (Q32), or x and x / s rounded to float16 / bfloat16.
@@ -84,15 +76,6 @@ FloatZp = namedtuple("FloatZp", _FMT)
 # float codes' values.
 DecInt = namedtuple("DecInt", "mask half")
 DecLut = namedtuple("DecLut", "mask")
-# Loop layout: x seen as (O, D, I) with blocks of B along D (nb of them), walked as runs that share
-# one parameter (SegLayout) or rows of L elements whose parameters change along the row (RowLayout);
-# see _layout.  ``units``: runs or rows; work items: ``work``, each ``nsub`` parts (of ``chunk``
-# elements) of one unit, or ``group`` whole units.
-_LAYOUT = "O D I B nb Op L units work nsub group chunk"
-SegLayout = namedtuple("SegLayout", _LAYOUT)
-RowLayout = namedtuple("RowLayout", _LAYOUT)
-Layout = SegLayout
-
 
 # -- selection ----------------------------------------------------------------------------------
 _Q_X = ("float", "float16", "bfloat16")
@@ -124,71 +107,7 @@ def path(plan: QuantizePlan | DequantizePlan) -> str:
 
 
 def _kernels():
-    return jit.load("quantspec.onnx._fastkernels")
-
-
-# -- layout -------------------------------------------------------------------------------------
-def _size(shape) -> int:
-    return int(math.prod(shape))
-
-
-def _work(units: int, length: int) -> tuple[int, int, int, int, int]:
-    """(units, work items, parts per unit, units per work item, chunk) for ``units`` runs of
-    ``length``: work items of about CHUNK elements."""
-    if units == 0 or length == 0:
-        return units, 0, 1, 1, CHUNK
-    if length >= CHUNK:
-        nsub = -(-length // CHUNK)
-        return units, units * nsub, nsub, 1, CHUNK
-    group = max(1, CHUNK // length)
-    return units, -(-units // group), 1, group, CHUNK
-
-
-def _layout(plan) -> tuple[str, SegLayout | RowLayout]:
-    """How the kernels walk x: ``"seg"`` (runs of elements that share one scale) or ``"row"``
-    (rows whose scale varies along the row), and the layout record."""
-    shape, n = plan.shape, _size(plan.shape)
-    if plan.granularity == "tensor":
-        O, D, I, B, nb, Op = 1, 1, n, 1, 1, 0
-    else:
-        a = plan.axis
-        O, D, I = _size(shape[:a]), shape[a], _size(shape[a + 1:])
-        if plan.granularity == "axis":
-            B, nb, Op = 1, D, 0
-        else:
-            B, nb, Op = plan.block_size, -(-D // plan.block_size), 1
-    if plan.granularity == "block" and I > 1:
-        # blocked along a non-last axis: rows (o, d) of I elements, scale row (o, d // B)
-        return "row", RowLayout(O, D, I, B, nb, Op, I, *_work(O * D, I))
-    if plan.granularity == "axis" and I < 16:
-        # per-axis with short runs: rows of D*I elements against the scale repeated I times
-        return "row", RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_work(O, D * I))
-    return "seg", SegLayout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
-
-
-def _params(plan, lay_kind: str, *arrays):
-    """The compact parameter arrays, flat and contiguous; per-axis "row" layouts repeat each entry
-    once per element of the run it covers."""
-    out = []
-    for a in arrays:
-        a = np.ascontiguousarray(a).reshape(-1)
-        if lay_kind == "row" and plan.granularity == "axis":
-            a = np.repeat(a, _size(plan.shape[plan.axis + 1:]))
-        out.append(a)
-    return out
-
-
-def _launch(k, kind: str, n: int, x, y, s, zi, zf, lay: Layout, ex: tuple) -> None:
-    """Run the ``seg`` or ``row`` kernel: in parallel from SERIAL_BELOW elements, streaming the
-    output from STREAM_FROM bytes (when the output array is aligned to its element size)."""
-    parallel = n >= SERIAL_BELOW
-    stream = parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
-    token = np.empty(0, y.dtype) if stream else None
-    k.map_(parallel)(x, y, s, zi, zf, lay, *ex, token)
-
-
-def _flat(x: np.ndarray, dtype) -> np.ndarray:
-    return np.ascontiguousarray(x).reshape(-1).view(dtype)
+    return jit.load("quantspec.onnx._fastkernels")     # registers the ONNX element functions
 
 
 # -- output formats -----------------------------------------------------------------------------
@@ -241,76 +160,63 @@ def _ort_plain(plan: QuantizePlan) -> str:
 
 def _slices(plan: QuantizePlan) -> tuple[int, int]:
     """(row length, slice length) of onnxruntime's 4-bit slices (kernels._ort_plain_mask)."""
-    n = _size(plan.shape)
+    n = math.prod(plan.shape)
     if plan.granularity == "tensor":
         return n, n
     if plan.granularity == "axis":
-        inner = _size(plan.shape[plan.axis + 1:])
+        inner = math.prod(plan.shape[plan.axis + 1:])
         return inner, inner
-    d = plan.shape[-1]
-    return d, plan.block_size
+    return plan.shape[-1], plan.block_size
+
+
+def _prepared(plan, *params):
+    """The layout and the parameters in the form it reads them."""
+    lay = core.layout(plan.shape, plan.granularity, plan.axis, plan.block_size)
+    return lay, core.flat_params(plan.shape, plan.granularity, plan.axis, lay, *params)
+
+
+def _result(out, shape, dtype):
+    from .kernels import check_out
+
+    return check_out(out, shape, dtype) if out is not None else np.empty(shape, dtype)
 
 
 def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """QuantizeLinear on the fused kernels (``path(plan) == "fast"``); same result as
     :func:`quantspec.onnx.kernels.quantize`."""
-    from .kernels import check_out
-
     t = plan.out
-    result = check_out(out, plan.shape, t.dtype) if out is not None else np.empty(plan.shape, t.dtype)
-    n = _size(plan.shape)
-    if n == 0:
+    result = _result(out, plan.shape, t.dtype)
+    if result.size == 0:
         return result
-    k = _kernels()
+    _kernels()
     pname = _precision(plan)
-    quot = _P[pname]
-    xf = np.asarray(x)
-    if xf.dtype != np.float32:
-        xf = xf.astype(np.float32)                      # float16 / bfloat16: exact
-    xf = _flat(xf, np.float32)
+    xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
     scale = np.asarray(plan.scale).astype(qtype(pname).dtype).astype(np.float32)  # the scale in P, exactly
     zp = plan.zero_point
-    zi = np.zeros(scale.shape, np.int32)           # integer zero point (integer outputs)
-    zf = np.zeros(scale.shape, np.float64)         # float zero point (float4 / float6 outputs)
     plain = "none"
     if t.is_int:
-        if zp is not None:
-            zi = zp.astype(np.int64).astype(np.int32)
+        zi = np.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
         if plan.compat == "onnxruntime":
             plain = _ort_plain(plan)
         cfg = _int_record(IntPlain if plain == "all" else IntMlas, t)
+        lay, params = _prepared(plan, scale, zi)
     else:
         cfg = float_format(t, plan.saturate, plan.compat)
-        if t.bits < 8 and zp is not None:
-            zf = zp.astype(np.float32).astype(np.float64)
+        if t.bits < 8 and zp is not None:       # float4 / float6: the zero point is added in float64
             cfg = FloatZp(*cfg)
-    kind, lay = _layout(plan)
-    cs, cz = scale.reshape(-1), zi.reshape(-1)
-    scale, zi, zf = _params(plan, kind, scale, zi, zf)
+            lay, params = _prepared(plan, scale, zp.astype(np.float32).astype(np.float64))
+        else:
+            lay, params = _prepared(plan, scale)
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, t.dtype)
-    yf = dest.reshape(-1).view(t.storage if t.bits > 8 else np.uint8)
-    if t.bits == 16:
-        yf = yf.view(np.uint16)
-    _launch(k, kind, n, xf, yf, scale, zi, zf, lay, (quot, cfg))
+    yf = dest.reshape(-1).view(np.uint16 if t.bits == 16 else np.uint8)
+    core.run(xf, yf, params, lay, (_P[pname], cfg))
     if plain == "edges":
         dl, bl = _slices(plan)
-        k.q_ort_edges(xf, yf, cs, cz, _layout_full(plan), dl, bl, _int_record(IntPlain, t))
+        full = core.layout(plan.shape, plan.granularity, plan.axis, plan.block_size, rows=False)
+        _kernels().q_ort_edges(xf, yf, scale.reshape(-1), zi.reshape(-1), full, dl, bl, _int_record(IntPlain, t))
     if dest is not result:
         np.copyto(result, dest)
     return result
-
-
-def _layout_full(plan) -> SegLayout:
-    """The (O, D, I, B, nb, Op) decomposition of the compact parameters, for per-element lookups."""
-    n = _size(plan.shape)
-    if plan.granularity == "tensor":
-        return SegLayout(1, 1, n, 1, 1, 0, n, 1, 0, 1, 1, CHUNK)
-    a = plan.axis
-    O, D, I = _size(plan.shape[:a]), plan.shape[a], _size(plan.shape[a + 1:])
-    if plan.granularity == "axis":
-        return SegLayout(O, D, I, 1, D, 0, I, O * D, 0, 1, 1, CHUNK)
-    nb = -(-D // plan.block_size)
-    return SegLayout(O, D, I, plan.block_size, nb, 1, I, O * nb, 0, 1, 1, CHUNK)
 
 
 # -- DequantizeLinear ---------------------------------------------------------------------------
@@ -319,52 +225,34 @@ _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """DequantizeLinear on the fused kernels; same result as :func:`quantspec.onnx.kernels.dequantize`."""
-    from .kernels import check_out
-
     t, o = plan.x_type, plan.out
-    result = check_out(out, plan.shape, o.dtype) if out is not None else np.empty(plan.shape, o.dtype)
-    n = _size(plan.shape)
+    result = _result(out, plan.shape, o.dtype)
+    n = result.size
     if n == 0:
         return result
-    k = _kernels()
-    storage_bits = max(8, t.dtype.itemsize * 8)
-    xf = _flat(np.asarray(x), _UINT[storage_bits])
+    _kernels()
+    xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
     scale = np.asarray(plan.scale).astype(np.float32)
     zp = plan.zero_point
     if t.is_int:
         dec = DecInt((1 << t.bits) - 1, (1 << (t.bits - 1)) if t.signed else 0)
         lut = np.zeros(1, np.float32)
         zi = np.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
-        zf = np.zeros(scale.shape, np.float32)
+        lay, params = _prepared(plan, scale, zi)
     else:
         dec = DecLut((1 << t.bits) - 1)
-        codes = np.arange(1 << t.bits, dtype=np.uint8).view(t.dtype)
-        lut = codes.astype(np.float32)
-        zi = np.zeros(scale.shape, np.int32)
+        lut = np.arange(1 << t.bits, dtype=np.uint8).view(t.dtype).astype(np.float32)
         # spec subtracts the float zero point (all zeros, but -0.0 - -0.0 is +0.0); onnxruntime ignores it
         use_zp = zp is not None and plan.compat == "spec"
-        zf = zp.astype(np.float32) if use_zp else np.zeros(scale.shape, np.float32)
-    kind, lay = _layout(plan)
-    scale, zi, zf = _params(plan, kind, scale, zi, zf)
+        lay, params = _prepared(plan, scale, zp.astype(np.float32) if use_zp else np.zeros(scale.shape, np.float32))
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
     if o.name == "float":
-        _launch(k, kind, n, xf, dest.reshape(-1), scale, zi, zf, lay, (lut, dec))
+        core.run(xf, dest.reshape(-1), params, lay, (lut, dec))
     else:  # the float32 product, then rounded once to float16 / bfloat16 as the reference path does
         product = np.empty(n, np.float32)
-        _launch(k, kind, n, xf, product, scale, zi, zf, lay, (lut, dec))
+        core.run(xf, product, params, lay, (lut, dec))
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
     if dest is not result:
         np.copyto(result, dest)
     return result
-
-
-def warm(sizes: Any = None) -> None:  # pragma: no cover - convenience for benchmarks
-    """Compile (or load from the disk cache) the kernels of the common cases."""
-    from . import dequantize_linear, quantize_linear
-
-    x = np.linspace(-3, 3, SERIAL_BELOW, dtype=np.float32)
-    for big in (False, True):
-        xs = x if big else x[:64]
-        quantize_linear(xs, np.float32(0.1), np.int8(0))
-        dequantize_linear(quantize_linear(xs, np.float32(0.1), np.int8(0)), np.float32(0.1), np.int8(0))

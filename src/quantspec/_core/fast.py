@@ -1,0 +1,115 @@
+"""The fast path's plumbing shared by every spec (no numba here; the kernels are in :mod:`.fastmap`).
+
+An element-wise operation of any spec — ONNX QuantizeLinear, TensorFlow QuantizeV2, LiteRT
+QUANTIZE, their dequantize twins — is one generic kernel, :func:`quantspec._core.fastmap.map_`,
+applied to
+
+- ``x`` and ``y``: flat contiguous arrays;
+- ``params``: a tuple of flat parameter arrays (one entry per scale "unit": 1 for per-tensor, one per
+  channel for per-axis, one per block for blocked), all walked alike;
+- a :class:`SegLayout` or :class:`RowLayout` record that says which parameter entry each element
+  takes (:func:`layout`);
+- ``op``: a pair of records whose classes select the element function (registered by the spec's
+  kernel module with :func:`quantspec._core.fastmap.register`) and whose fields are its constants.
+
+:func:`run` picks the serial or parallel kernel and whether to stream the output (§ thresholds
+below); :func:`flat_params` puts parameters in the shape the layout expects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from . import jit
+
+__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "CHUNK", "SERIAL_BELOW",
+           "STREAM_FROM"]
+
+#: elements per unit of parallel work
+CHUNK = 1 << 15
+#: arrays smaller than this run on the calling thread (no thread-pool launch)
+SERIAL_BELOW = 1 << 16
+#: outputs of at least this many bytes are written with streaming (non-temporal) stores
+STREAM_FROM = 1 << 22
+
+# x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),
+# walked as runs that share one parameter entry (SegLayout) or as rows of L elements whose parameters
+# change along the row (RowLayout).  ``Op``: the parameters differ along O (blocked).  ``units``: the
+# runs or rows; ``work`` work items, each ``nsub`` parts (of ``chunk`` elements) of one unit, or
+# ``group`` whole units.
+_FIELDS = "O D I B nb Op L units work nsub group chunk"
+SegLayout = namedtuple("SegLayout", _FIELDS)
+RowLayout = namedtuple("RowLayout", _FIELDS)
+
+
+def _size(shape) -> int:
+    return int(math.prod(shape))
+
+
+def _work(units: int, length: int) -> tuple[int, int, int, int, int]:
+    """(units, work items, parts per unit, units per work item, chunk) for ``units`` runs of
+    ``length``: work items of about CHUNK elements."""
+    if units == 0 or length == 0:
+        return units, 0, 1, 1, CHUNK
+    if length >= CHUNK:
+        nsub = -(-length // CHUNK)
+        return units, units * nsub, nsub, 1, CHUNK
+    group = max(1, CHUNK // length)
+    return units, -(-units // group), 1, group, CHUNK
+
+
+def layout(shape: tuple[int, ...], granularity: str, axis: int | None = None, block_size: int = 0,
+           rows: bool = True) -> SegLayout | RowLayout:
+    """How the kernel walks an array of ``shape`` quantized per ``granularity`` ("tensor", "axis" or
+    "block", along the normalised ``axis``).  ``rows=False``: always the SegLayout form, whose
+    (O, D, I, B, nb, Op) give the compact parameter entry of any element."""
+    n = _size(shape)
+    if granularity == "tensor":
+        O, D, I, B, nb, Op = 1, 1, n, 1, 1, 0
+    else:
+        O, D, I = _size(shape[:axis]), shape[axis], _size(shape[axis + 1:])
+        if granularity == "axis":
+            B, nb, Op = 1, D, 0
+        else:
+            B, nb, Op = block_size, -(-D // block_size), 1
+    if rows and granularity == "block" and I > 1:
+        # blocked along a non-last axis: rows (o, d) of I elements, parameter row (o, d // B)
+        return RowLayout(O, D, I, B, nb, Op, I, *_work(O * D, I))
+    if rows and granularity == "axis" and I < 16:
+        # per-axis with short runs: rows of D*I elements against the parameters repeated I times
+        return RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_work(O, D * I))
+    return SegLayout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
+
+
+def flat_params(shape: tuple[int, ...], granularity: str, axis: int | None, lay, *params) -> tuple:
+    """The compact parameter arrays as the layout reads them: flat and contiguous; for per-axis
+    "row" layouts each entry repeated once per element of the run it covers."""
+    flat_ = tuple(np.ascontiguousarray(p).reshape(-1) for p in params)
+    if isinstance(lay, RowLayout) and granularity == "axis":
+        return tuple(np.repeat(p, _size(shape[axis + 1:])) for p in flat_)
+    return flat_
+
+
+def flat(x: np.ndarray, dtype=None) -> np.ndarray:
+    """``x`` as a flat contiguous array (a view when it already is one), reinterpreted as ``dtype``."""
+    f = np.ascontiguousarray(x).reshape(-1)
+    return f if dtype is None else f.view(dtype)
+
+
+def _kernels():
+    return jit.load("quantspec._core.fastmap")
+
+
+def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None) -> None:
+    """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements, streaming the
+    output from STREAM_FROM bytes (when ``y`` is aligned to its element size)."""
+    n = x.size if n is None else n
+    if n == 0:
+        return
+    parallel = n >= SERIAL_BELOW
+    stream = parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
+    token = np.empty(0, y.dtype) if stream else None
+    _kernels().map_(parallel)(x, y, params, lay, op[0], op[1], token)

@@ -1,0 +1,208 @@
+"""The generic element-wise kernel of the fast path (numba; see :mod:`quantspec._core.fast`).
+
+:func:`map_` computes ``y[i] = op(x[i], params of i)`` over a flat array, in parallel work items of
+about ``lay.chunk`` elements (part of a long run, or a group of short ones).  Each work item is a
+contiguous range of x and y; inside it, every run of elements that share one parameter entry (or
+every row, for row layouts) is a plain ``for`` loop over contiguous memory that LLVM vectorises.
+For large outputs the 64-byte-aligned middle of each work item is computed a buffer at a time and
+written with streaming stores (:func:`quantspec._core.nbprim.stream_line`).
+
+The element function is found at compile time from the classes of the two ``op`` records
+(:func:`register`; each spec's kernel module registers its own), so every compiled kernel contains
+one operation and no per-element branch on a mode.  Every kernel exists twice: parallel (numba's
+thread pool) and a serial twin for small arrays (:func:`quantspec._core.nbprim.twin`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange, types
+from numba.extending import overload
+
+from .fast import RowLayout, SegLayout
+from .nbprim import LINE, data_address, function, inline, stream_fence, stream_line, twin
+
+__all__ = ["map_", "register", "STREAM_BLOCK", "KERNEL_SOURCES"]
+
+#: every module whose element functions the compiled kernels inline (jit.py keys the on-disk cache
+#: by their contents): this one, nbprim.py and these
+KERNEL_SOURCES = ("fast.py", "../onnx/_fastkernels.py", "../onnx/fast.py", "../tf/_fastkernels.py",
+                  "../tf/fast.py", "../litert/_fastkernels.py", "../litert/fast.py")
+
+#: bytes a parallel worker computes into its buffer before streaming them out
+STREAM_BLOCK = 1024
+
+_JIT = {"fastmath": False, "error_model": "numpy"}
+_OPS: dict[tuple, object] = {}
+
+
+def _key(record):
+    return record.instance_class if isinstance(record, types.BaseNamedTuple) else None
+
+
+def register(key: tuple, op) -> None:
+    """Make ``op(v, prm, e0, e1)`` the element function for ``op`` records of classes ``key``
+    (``(class of e0, class of e1)``; None for a record that is not a namedtuple).  ``prm`` is the
+    tuple of the element's parameter values."""
+    _OPS[key] = op
+
+
+def _is(record, cls) -> bool:
+    return isinstance(record, types.BaseNamedTuple) and record.instance_class is cls
+
+
+def _take(prm, i):
+    """Entry ``i`` of each parameter array, as a tuple."""
+
+
+@overload(_take, inline="always", jit_options=_JIT)
+def _ov_take(prm, i):
+    n = len(prm)
+    if n == 1:
+        return lambda prm, i: (prm[0][i],)
+    if n == 2:
+        return lambda prm, i: (prm[0][i], prm[1][i])
+    if n == 3:
+        return lambda prm, i: (prm[0][i], prm[1][i], prm[2][i])
+    if n == 4:
+        return lambda prm, i: (prm[0][i], prm[1][i], prm[2][i], prm[3][i])
+
+
+# -- the loops ----------------------------------------------------------------------------------
+# Ranges are passed as indices into the whole arrays, not as slices: a slice is a new array object
+# whose reference count numba maintains with atomic operations, which on short runs costs more than
+# the run (and makes the threads contend for one cache line).  Indices are unsigned so that numba
+# emits no negative-index wraparound, which would stop vectorisation.
+def _unit(u, lay):
+    """(first element, length) of unit ``u``: a run (SegLayout) or a row (RowLayout)."""
+
+
+@overload(_unit, inline="always", jit_options=_JIT)
+def _ov_unit(u, lay):
+    if _is(lay, SegLayout):
+        def run(u, lay):
+            o = u // lay.nb
+            k = u - o * lay.nb
+            return (o * lay.D + k * lay.B) * lay.I, min(lay.B, lay.D - k * lay.B) * lay.I
+
+        return run
+    return lambda u, lay: (u * lay.L, lay.L)
+
+
+@inline
+def _work(w, lay):
+    """The contiguous element range [a, b) of work item ``w``: part of one unit, or whole units."""
+    if lay.nsub > 1:
+        u = w // lay.nsub
+        c0 = (w - u * lay.nsub) * lay.chunk
+        start, length = _unit(u, lay)
+        return start + c0, start + min(c0 + lay.chunk, length)
+    u0 = w * lay.group
+    u1 = min(u0 + lay.group, lay.units)
+    first, _ = _unit(u0, lay)
+    last, length = _unit(u1 - 1, lay)
+    return first, last + length
+
+
+def _fill(x, dst, a, b, d0, prm, lay, e0, e1):
+    """dst[d0 + j] = op(x[a + j]) for the elements [a, b), each with its own parameters; the inner
+    ``for`` loops are what LLVM vectorises."""
+
+
+@overload(_fill, jit_options=_JIT)     # a call: one per work item
+def _ov_fill(x, dst, a, b, d0, prm, lay, e0, e1):
+    op = _OPS[(_key(e0), _key(e1))]
+    if _is(lay, SegLayout):
+        def runs(x, dst, a, b, d0, prm, lay, e0, e1):
+            per_o = lay.D * lay.I
+            o = a // per_o
+            k = ((a - o * per_o) // lay.I) // lay.B
+            pos = a
+            while pos < b:
+                start = (o * lay.D + k * lay.B) * lay.I
+                end = min(start + min(lay.B, lay.D - k * lay.B) * lay.I, b)
+                p = o * lay.nb + k if lay.Op else k
+                pv = _take(prm, p)
+                xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
+                for j in range(np.uint64(end - pos)):
+                    dst[ya + j] = op(x[xa + j], pv, e0, e1)
+                pos = end
+                k += 1
+                if k == lay.nb:
+                    k = 0
+                    o += 1
+
+        return runs
+
+    def rows(x, dst, a, b, d0, prm, lay, e0, e1):
+        r = a // lay.L
+        pos = a
+        while pos < b:
+            first = r * lay.L
+            end = min(first + lay.L, b)
+            p = np.uint64(((r // lay.D) * lay.Op * lay.nb + (r % lay.D) // lay.B) * lay.L + pos - first)
+            xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
+            for j in range(np.uint64(end - pos)):
+                dst[ya + j] = op(x[xa + j], _take(prm, p + j), e0, e1)
+            pos = end
+            r += 1
+
+    return rows
+
+
+def _emit(x, y, a, b, prm, lay, e0, e1, buf):
+    """Elements [a, b) of the output: stored directly, or (a stream buffer given, for large outputs)
+    the 64-byte-aligned middle computed a buffer at a time and streamed out (nbprim.stream_line).
+    Chosen at compile time by the type of ``buf``."""
+
+
+@overload(_emit, inline="always", jit_options=_JIT)
+def _ov_emit(x, y, a, b, prm, lay, e0, e1, buf):
+    if isinstance(buf, types.NoneType):
+        return lambda x, y, a, b, prm, lay, e0, e1, buf: _fill(x, y, a, b, a, prm, lay, e0, e1)
+    return lambda x, y, a, b, prm, lay, e0, e1, buf: _stream(x, y, a, b, prm, lay, e0, e1, buf)
+
+
+@function
+def _stream(x, y, a, b, prm, lay, e0, e1, buf):
+    step = buf.size
+    size = y.itemsize
+    addr = data_address(y) + np.uint64(a * size)
+    head = b - a
+    if addr % size == 0 and b - a >= 2 * step:
+        head = ((LINE - addr % LINE) % LINE) // size
+    pos = a + head
+    _fill(x, y, a, pos, a, prm, lay, e0, e1)
+    while pos + step <= b:
+        _fill(x, buf, pos, pos + step, 0, prm, lay, e0, e1)
+        for c in range(0, step, LINE // size):
+            stream_line(y, pos + c, buf, c)
+        pos += step
+    _fill(x, y, pos, b, pos, prm, lay, e0, e1)
+    stream_fence()
+
+
+def _buffer(y, stream):
+    """The per-worker stream buffer: None when ``stream`` is None."""
+
+
+@overload(_buffer, inline="always", jit_options=_JIT)
+def _ov_buffer(y, stream):
+    if isinstance(stream, types.NoneType):
+        return lambda y, stream: None
+    return lambda y, stream: np.empty(STREAM_BLOCK // y.itemsize, y.dtype)
+
+
+def _map(x, y, prm, lay, e0, e1, stream):
+    """y = op(x) over the whole array, one work item of about ``lay.chunk`` elements per task.
+
+    ``prm``: a tuple of parameter arrays; ``lay``: SegLayout (runs that share one parameter entry:
+    per-tensor, per-axis, blocked along the last axis) or RowLayout (rows whose parameters change
+    along the row); ``(e0, e1)``: the operation (:func:`register`); ``stream``: None, or an empty
+    array of y's type to stream large outputs."""
+    for w in prange(lay.work):
+        a, b = _work(w, lay)
+        _emit(x, y, a, b, prm, lay, e0, e1, _buffer(y, stream))
+
+
+map_ = twin(_map)
