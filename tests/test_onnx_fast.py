@@ -110,16 +110,14 @@ def small_parallel(monkeypatch):
     monkeypatch.setattr(core, "STREAM_FROM", 1024)
 
 
+# one case per kind of kernel: each layout, each output rule, each quotient precision, onnxruntime's
+# 4-bit edges (the parallel kernels are the serial ones' twins: the corpora above cover the rules)
 PARALLEL_Q = [("spec", "int8", g, "float", None, True) for g in T.GRANULARITIES] + [
-    ("spec", "uint16", "axis", "float", None, True),
-    ("spec", "int4", "block", "float", None, True),
     ("spec", "float8e4m3fn", "tensor", "float", None, False),
     ("spec", "float4e2m1", "block", "float", None, True),
     ("spec", "uint8", "tensor", "float16", None, True),
     ("onnxruntime", "int4", "axis", "float", None, True),
-    ("onnxruntime", "uint4", "tensor", "float", None, True),
     ("onnxruntime", "int2", "block", "float", None, True),
-    ("onnxruntime", "float8e5m2", "tensor", "float", None, False),
 ]
 
 
@@ -131,8 +129,7 @@ def test_quantize_parallel(small_parallel, compat, out, g, xt, precision, sat):
 
 
 PARALLEL_DQ = [("spec", "int8", "tensor", "float", None), ("spec", "uint8", "axis", "float", "float16"),
-               ("spec", "int4", "block", "float", None), ("spec", "float8e4m3fn", "axis", "float", None),
-               ("onnxruntime", "int32", "tensor", "float", None), ("onnxruntime", "uint16", "block", "float16", None)]
+               ("spec", "float8e4m3fn", "block", "float", None)]
 
 
 @pytest.mark.parametrize("compat,xt,g,st,ot", PARALLEL_DQ)

@@ -23,6 +23,7 @@ into ``x * (1 / s)`` (``arcp``), fuse multiply-adds (``contract``) and drop the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -31,7 +32,8 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["enabled", "numba_available", "load", "cache_dir", "install_cache_locator", "fingerprint", "ENV"]
+__all__ = ["enabled", "numba_available", "load", "cache_dir", "install_cache_locator", "lock_cache_saves",
+           "fingerprint", "ENV"]
 
 ENV = "QUANTSPEC_FAST"
 _OFF = {"0", "false", "no", "off"}
@@ -88,6 +90,48 @@ def load(module: str) -> ModuleType:
     return importlib.import_module(module)
 
 
+# -- saving to the cache under a lock ------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(path: str):
+    """An exclusive inter-process lock on the file ``path`` (POSIX; elsewhere, no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        handle = open(path, "a+")
+    except OSError:      # pragma: no cover - nowhere to put the lock
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def lock_cache_saves(dispatcher) -> None:
+    """Make ``dispatcher``'s on-disk cache safe for several processes compiling at once.
+
+    numba saves a compiled signature by reading the cache index, taking the first free data-file
+    number and writing the index back; two processes saving different signatures at the same moment
+    (pytest-xdist, a process pool, on a cold cache) can take the same number, and one of them later
+    loads the other's code.  Here the read-modify-write runs under a lock on the index file (the
+    compilations themselves still run in parallel)."""
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    save = getattr(cache_file, "save", None)
+    if save is None or not hasattr(cache_file, "_index_path"):
+        return  # an unknown numba: its own behaviour
+
+    def locked_save(key, data):
+        with _locked(cache_file._index_path + ".lock"):
+            save(key, data)
+
+    cache_file.save = locked_save
+
+
 # -- numba's on-disk cache for quantspec's kernels ----------------------------------------------
 _PACKAGE = Path(__file__).resolve().parent.parent   # .../quantspec
 _PRIMITIVES = Path(__file__).resolve().parent / "nbprim.py"
@@ -119,8 +163,9 @@ def install_cache_locator() -> None:
     numba keys a cached kernel by the content of the kernel's own source file only, so a kernel that
     inlines building blocks from another file would be loaded stale after that file changed.  The
     locator installed here keys it by the kernel module, :mod:`quantspec._core.nbprim` and the
-    files the module names in ``KERNEL_SOURCES`` (file names in its directory), and stores it in
-    :func:`cache_dir`.  Functions outside quantspec keep numba's own locators."""
+    files the module names in ``KERNEL_SOURCES`` (paths relative to its directory), and stores it
+    in a subdirectory of :func:`cache_dir` named after that key.  Functions outside quantspec keep
+    numba's own locators."""
     from numba.core import caching
 
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
@@ -135,16 +180,18 @@ def install_cache_locator() -> None:
 
         def __init__(self, py_func, py_file):
             self._lineno = py_func.__code__.co_firstlineno
-            self._path = str(cache_dir(Path(py_file)))
             here = Path(py_file).resolve()
             extra = py_func.__globals__.get("KERNEL_SOURCES", ())
-            self._files = (here, _PRIMITIVES, *(here.parent / name for name in extra))
+            self._stamp = fingerprint((here, _PRIMITIVES, *(here.parent / name for name in extra)))
+            # one directory per version of the sources: an index written by other sources (whose
+            # pickled signatures may name record classes that no longer exist) is never read
+            self._path = str(cache_dir(Path(py_file)) / self._stamp[:16])
 
         def get_cache_path(self):
             return self._path
 
         def get_source_stamp(self):
-            return fingerprint(self._files)
+            return self._stamp
 
         def get_disambiguator(self):
             return str(self._lineno)

@@ -11,6 +11,8 @@ see :mod:`quantspec._core.jit`.
   :func:`quantspec._core.narrowfloat.round_to_grid`, done on the bit pattern.
 - :func:`round_f16` / :func:`round_bf16`: a float32 rounded to float16 / bfloat16 precision,
   returned as float32.
+- :func:`ftz`, :func:`round_half_away`, :func:`cvtt_int32`, :func:`cvtt_int64_low32`: flush-to-zero,
+  ``std::round`` and the x86 truncating conversions.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def function(func):
 def kernel(func=None, *, parallel: bool = False):
     """A kernel: compiled on first use for each signature, and cached on disk."""
     def wrap(f):
-        return njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+        dispatcher = njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+        jit.lock_cache_saves(dispatcher)
+        return dispatcher
 
     return wrap(func) if func is not None else wrap
 
@@ -70,7 +74,7 @@ def twin(py_func):
     return pick
 
 __all__ = ["inline", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
-           "round_bf16", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
+           "round_bf16", "ftz", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
 
 
 
@@ -189,6 +193,45 @@ def round_bf16(v):
     u = f32_bits(v)
     r = f32_from_bits(uand(uadd(uadd(u, 0x7FFF), uand(ushr(u, 16), 1)), 0xFFFF0000))
     return v if uand(u, 0x7FFFFFFF) > 0x7F800000 else r
+
+
+# -- rounding and conversions, as C/C++ on x86 does them -----------------------------------------
+_TWO31 = 2147483648.0
+_TWO63 = 9223372036854775808.0
+
+
+@inline
+def ftz(v):
+    """float32 flush-to-zero: a subnormal becomes a zero of the same sign (x86 FTZ/DAZ)."""
+    u = f32_bits(v)
+    return f32_from_bits(uand(u, 0x80000000)) if uand(u, 0x7FFFFFFF) < 0x00800000 else v
+
+
+@inline
+def round_half_away(v):
+    """Round to the nearest integer, ties away from zero (``std::round``); inf, NaN and -0 kept.
+    ``v - trunc(v)`` is exact, so there is no double rounding."""
+    t = np.trunc(v)
+    up = abs(v - t) >= np.float32(0.5)
+    return t + np.copysign(np.float32(1.0), v) if up else t
+
+
+@inline
+def cvtt_int32(v):
+    """x86 ``cvttss2si``: truncation to int32; NaN, ±inf and values outside [-2^31, 2^31) give
+    INT32_MIN.  (Computed without an out-of-range conversion, which LLVM leaves undefined.)"""
+    inside = (v >= -_TWO31) & (v < _TWO31)
+    i = np.int32(min(max(v, np.float32(-_TWO31)), np.float32(2147483520.0)))
+    return i if inside else np.int32(-2147483648)
+
+
+@inline
+def cvtt_int64_low32(v):
+    """The low 32 bits of x86 ``cvttss2si`` to int64 (NaN and values outside [-2^63, 2^63) give
+    INT64_MIN, whose low half is 0): C++ ``static_cast<int32_t>(static_cast<int64_t>(v))``."""
+    inside = (v >= -_TWO63) & (v < _TWO63)
+    i = np.int64(min(max(v, np.float32(-_TWO63)), np.float32(9.2233715e18)))
+    return np.int32(i) if inside else np.int32(0)
 
 
 # -- non-temporal stores ------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
-from . import _args, spec
+from . import _args, fast, spec
 from ._fp import cvtt_int32, fadd, fdiv, fmul, fsub, ftz, std_max
 from .quantize_op import slices
 from .spec import TFType
@@ -194,6 +194,8 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     plan = prepare_dequantize(min_range, max_range, T, shape=q.shape, mode=mode, narrow_range=narrow_range,
                               axis=axis, dtype=dtype, kernel=kernel)
     _args.check_out(out, q.shape, plan.dtype)
+    if fast.path_dequantize(plan) == "fast":
+        return fast.dequantize(q, plan, out=out)
     return compute_dequantize(q, plan, out=out)
 
 

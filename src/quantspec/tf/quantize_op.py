@@ -20,7 +20,7 @@ import numpy as np
 
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
-from . import _args, spec
+from . import _args, fast, spec
 from ._fp import F32_MAX, clamp, cvtt_int32, cvtt_int64, fadd, fdiv, fmul, fsub, ftz, std_max, std_min
 from .spec import TFType
 
@@ -290,7 +290,10 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
                             narrow_range=narrow_range, axis=axis, ensure_minimum_range=ensure_minimum_range,
                             kernel=kernel)
     _args.check_out(out, x.shape, plan.T.dtype)
-    codes = compute_quantize(x, plan, out=out)
+    if fast.path_quantize(plan) == "fast":
+        codes = fast.quantize(x, plan, out=out)
+    else:
+        codes = compute_quantize(x, plan, out=out)
     if plan.axis is None:
         return codes, plan.output_min.reshape(()), plan.output_max.reshape(())
     return codes, plan.output_min.copy(), plan.output_max.copy()

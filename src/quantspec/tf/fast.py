@@ -1,0 +1,141 @@
+"""The fast path of TensorFlow QuantizeV2 / Dequantize: fused multithreaded kernels.
+
+The readable reference path is :func:`quantspec.tf.quantize_op.compute_quantize` and
+:func:`quantspec.tf.dequantize_op.compute_dequantize`; this module computes the same bytes in one
+pass over the data with the generic kernel of :mod:`quantspec._core.fastmap` and the element
+functions of :mod:`quantspec.tf._fastkernels`, from the same prepared plan (whose per-slice
+``lo``, ``hi``, ``scale``, ``bias`` are the kernel's parameters).  Tests run both paths on every
+TensorFlow conformance corpus and require identical bytes (``tests/test_tf_fast.py``).
+
+Every operation is the reference path's, in the same order and precision (float32, no fused
+multiply-add), with flush-to-zero after each one and on the input (TensorFlow runs with FTZ/DAZ),
+the C++ ``std::min``/``std::max`` argument order, ``std::round`` (half away from zero) or
+``rint`` (half to even), and the x86 truncating conversions for the final cast.
+
+Covered: QuantizeV2 for every mode, round mode and type, per-tensor and per-axis, Eigen and oneDNN
+kernels (except oneDNN's rank-0 MIN_FIRST path, a single element); Dequantize for every mode and type,
+float32 or bfloat16.  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._core.jit`).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .._core import fast as core
+from .._core import jit
+
+__all__ = ["path_quantize", "path_dequantize", "quantize", "dequantize"]
+
+# -- the records that select the element function (their class) and carry its constants -----------
+# QuantizeV2: how the float value is computed from x (``rounds``: MIN_COMBINED with a signed T rounds
+# with std::round, else the cast truncates; ``even``: SCALED rounds half to even, else half away from
+# zero; ``min_first``: oneDNN MIN_FIRST adds the bias) ...
+EigenMinCombined = namedtuple("EigenMinCombined", "rounds")
+EigenMinFirst = namedtuple("EigenMinFirst", "tag")
+EigenScaled = namedtuple("EigenScaled", "even")
+OneDnn = namedtuple("OneDnn", "min_first")
+# ... and how it becomes a code: the x86 int32 conversion clipped to [lowest, highest] (Eigen's
+# saturating cast for 8/16-bit signed T; the full int32 range, i.e. the low bits, for unsigned T and
+# MIN_FIRST), the int64 conversion's low 32 bits (qint32), or oneDNN's saturate-then-rint.
+CastInt32 = namedtuple("CastInt32", "lowest highest")
+CastWide = namedtuple("CastWide", "tag")
+CastOneDnn = namedtuple("CastOneDnn", "lowest highest nan")
+# Dequantize: the formula of the mode (``half``: MIN_COMBINED's half range; ``wrap``: SCALED qint32
+# per-tensor, whose codes that round to 2^31 come back as -2^31), and the signed-code decoding.
+DqMinCombined = namedtuple("DqMinCombined", "half")
+DqMinFirst = namedtuple("DqMinFirst", "tag")
+DqScaled = namedtuple("DqScaled", "wrap")
+Codes = namedtuple("Codes", "mask half")
+
+
+def _kernels():
+    return jit.load("quantspec.tf._fastkernels")     # registers the TensorFlow element functions
+
+
+def path_quantize(plan) -> str:
+    """``"fast"`` if QuantizeV2 with this plan runs on the fused kernels, else ``"reference"``."""
+    return "fast" if jit.enabled() and plan.path in ("eigen", "onednn") else "reference"
+
+
+def path_dequantize(plan) -> str:
+    """``"fast"`` if Dequantize with this plan runs on the fused kernels, else ``"reference"``."""
+    return "fast" if jit.enabled() else "reference"
+
+
+def _layout(shape, axis):
+    if axis is None:
+        return "tensor", None
+    return "axis", axis
+
+
+def _op(plan):
+    """The (precast, cast) records of a QuantizeV2 plan."""
+    T = plan.T
+    if plan.path == "onednn":
+        nan = T.highest if plan.mode == "MIN_FIRST" else T.lowest
+        return OneDnn(int(plan.mode == "MIN_FIRST")), CastOneDnn(T.lowest, T.highest, nan)
+    if plan.mode == "MIN_COMBINED":
+        precast = EigenMinCombined(int(T.signed))
+    elif plan.mode == "MIN_FIRST":
+        precast = EigenMinFirst(0)
+    else:
+        precast = EigenScaled(int(plan.round_mode == "HALF_TO_EVEN"))
+    if plan.mode == "MIN_FIRST" or not T.signed:
+        return precast, CastInt32(-2 ** 31, 2 ** 31 - 1)     # the store keeps the low bits
+    if T.bits == 32:
+        return precast, CastWide(0)
+    return precast, CastInt32(T.lowest, T.highest)
+
+
+def _run(x, y, shape, axis, params, op):
+    g, a = _layout(shape, axis)
+    lay = core.layout(shape, g, a)
+    core.run(x, y, core.flat_params(shape, g, a, lay, *params), lay, op)
+
+
+def quantize(x: np.ndarray, plan, out: np.ndarray | None = None) -> np.ndarray:
+    """The codes of float32 ``x`` under a QuantizeV2 plan; same result as
+    :func:`quantspec.tf.quantize_op.compute_quantize`."""
+    result = out if out is not None else np.empty(x.shape, plan.T.dtype)
+    if result.size == 0:
+        return result
+    _kernels()
+    dest = result if result.flags.c_contiguous else np.empty(x.shape, plan.T.dtype)
+    storage = {1: np.uint8, 2: np.uint16, 4: np.uint32}[plan.T.dtype.itemsize]
+    _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1).view(storage), x.shape, plan.axis,
+         (plan.lo, plan.hi, plan.scale, plan.bias), _op(plan))
+    if dest is not result:
+        np.copyto(result, dest)
+    return result
+
+
+def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None) -> np.ndarray:
+    """The values of the codes ``q`` under a Dequantize plan; same result as
+    :func:`quantspec.tf.dequantize_op.compute_dequantize`."""
+    result = out if out is not None else np.empty(q.shape, plan.dtype)
+    n = result.size
+    if n == 0:
+        return result
+    _kernels()
+    T = plan.T
+    codes = core.flat(np.asarray(q), {8: np.uint8, 16: np.uint16, 32: np.uint32}[T.bits])
+    decode = Codes((1 << T.bits) - 1 if T.bits < 32 else -1, (1 << (T.bits - 1)) if T.signed else 0)
+    if plan.mode == "MIN_COMBINED":
+        mode = DqMinCombined(float(plan.half))
+    elif plan.mode == "MIN_FIRST":
+        mode = DqMinFirst(0)
+    else:
+        mode = DqScaled(int(plan.wrap_int32))
+    dest = result if result.flags.c_contiguous else np.empty(q.shape, plan.dtype)
+    if plan.dtype == np.dtype(np.float32):
+        _run(codes, dest.reshape(-1), q.shape, plan.axis, (plan.scale, plan.bias), (mode, decode))
+    else:  # bfloat16: the float32 result rounded to nearest even, as the reference path does
+        product = np.empty(n, np.float32)
+        _run(codes, product, q.shape, plan.axis, (plan.scale, plan.bias), (mode, decode))
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.copyto(dest.reshape(-1), product, casting="unsafe")
+    if dest is not result:
+        np.copyto(result, dest)
+    return result
