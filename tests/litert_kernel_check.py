@@ -39,13 +39,30 @@ def spec(t: T | None):
 
 def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
                   feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The kernel's outputs.  Where the fast path (quantspec.litert.fast) is available the kernel runs
+    on it and on the reference path, which must agree byte for byte (tests/test_litert_fast.py)."""
+    from quantspec._core import jit
     from quantspec.litert import OPS
 
     kernel = OPS[op]
     prepared = kernel.prepare([spec(t) for t in inputs], [spec(t) for t in outputs], dict(options or {}))
     it = iter(feeds)
     arrays = [None if t is None else (np.asarray(t.data) if t.data is not None else next(it)) for t in inputs]
-    return kernel.compute(prepared, arrays)
+    result = kernel.compute(prepared, arrays)
+    if jit.enabled():
+        before = os.environ.get(jit.ENV)
+        os.environ[jit.ENV] = "0"
+        try:
+            reference = kernel.compute(prepared, arrays)
+        finally:
+            if before is None:
+                del os.environ[jit.ENV]
+            else:
+                os.environ[jit.ENV] = before
+        for f, r in zip(result, reference):
+            assert f.dtype == r.dtype and f.shape == r.shape and f.tobytes() == r.tobytes(), \
+                f"{op}: the fast path and the reference path differ"
+    return result
 
 
 #: the op of every model compared byte for byte (for reports)

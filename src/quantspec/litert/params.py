@@ -340,11 +340,16 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     _check_params(params, "params", a.shape)
     if np.any((params.zero_point < -128) | (params.zero_point > 127)):
         raise RangeError("params.zero_point", "must lie in [-128, 127] for int8", int(params.zero_point.max()))
+    if out is not None:
+        _check_out(out, a.shape, np.dtype(np.int8))
+    from . import fast
+    result = fast.quantize(a, params, out if out is not None else np.empty(a.shape, np.int8))
+    if result is not None:
+        return result
     q = _affine_quantize(a, _per_axis(params.scale, params, a.ndim), _per_axis(params.zero_point, params, a.ndim),
                          -128, 127)
     if out is None:
         return q.astype(np.int8)
-    _check_out(out, a.shape, np.dtype(np.int8))
     out[...] = q
     return out
 
@@ -407,6 +412,12 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
     if a.dtype.kind not in "iu" or a.dtype.itemsize > 4 or a.dtype == np.uint32:
         raise DTypeError("q", "must be an int8, uint8, int16, uint16 or int32 array", str(a.dtype))
     _check_params(params, "params", a.shape)
+    if out is not None:
+        _check_out(out, a.shape, np.dtype(np.float32))
+    from . import fast
+    result = fast.dequantize(a, params, out if out is not None else np.empty(a.shape, np.float32))
+    if result is not None:
+        return result
     d = a.astype(np.int64) - _per_axis(params.zero_point, params, a.ndim)
     s = _per_axis(params.scale, params, a.ndim)
     if d.size == 0 or np.max(np.abs(d)) <= (1 << 24):
@@ -417,6 +428,5 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
         result = (np.float64(s) * d.astype(np.float64)).astype(np.float32)
     if out is None:
         return np.asarray(result, dtype=np.float32)
-    _check_out(out, a.shape, np.dtype(np.float32))
     out[...] = result
     return out

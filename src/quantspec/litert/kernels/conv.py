@@ -149,7 +149,13 @@ _REQUANT_BLOCK = 1 << 16
 
 
 def _requantize(acc32: np.ndarray, p: ConvPrepared) -> np.ndarray:
-    """``clamp(MultiplyByQuantizedMultiplier(acc, M[oc], e[oc]) + z_out)`` as int8, block by block."""
+    """``clamp(MultiplyByQuantizedMultiplier(acc, M[oc], e[oc]) + z_out)`` as int8, block by block.
+    (:func:`quantspec.litert.fast.requantize_multiplier` computes the same when the fast path is on.)"""
+    from .. import fast
+
+    result = fast.requantize_multiplier(acc32, p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max)
+    if result is not None:
+        return result
     o = acc32.shape[-1]
     flat = acc32.reshape(-1, o)
     out = np.empty(flat.shape, np.int8)

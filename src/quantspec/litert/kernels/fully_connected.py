@@ -186,7 +186,13 @@ def requantize_double(acc: np.ndarray, effective_scale: np.ndarray, zero_point: 
                       act_max: int) -> np.ndarray:
     """REF FULLY_CONNECTED requantization: ``static_cast<int32_t>(round(double(acc) * eff))``, then
     ``+ zero_point`` (int32 wrap) and the activation clamp, as int8.  A rounded value outside int32
-    becomes INT32_MIN, as x86 ``cvttsd2si`` makes it."""
+    becomes INT32_MIN, as x86 ``cvttsd2si`` makes it.  (:func:`quantspec.litert.fast.requantize_double`
+    computes the same when the fast path is on.)"""
+    from .. import fast
+
+    result = fast.requantize_double(acc, effective_scale, zero_point, act_min, act_max)
+    if result is not None:
+        return result
     with np.errstate(over="ignore", invalid="ignore"):
         v = half_away_from_zero(acc.astype(np.float64) * effective_scale)
         inside = (v >= -2.0 ** 31) & (v < 2.0 ** 31)

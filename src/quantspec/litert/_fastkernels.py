@@ -1,0 +1,157 @@
+"""numba element functions of LiteRT's QUANTIZE, DEQUANTIZE and requantizations (fast path; see
+:mod:`.fast`), and the two-input kernel of ADD / SUB / MUL.
+
+Imported only through :func:`quantspec._core.jit.load`.  The unary operations are inlined into the
+generic kernel :func:`quantspec._core.fastmap.map_`, selected by the class of their record.  The
+fixed-point primitives are gemmlowp's, on int64 values holding int32 ones, line for line as
+:mod:`quantspec.litert.fixedpoint` computes them with numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+from numba.extending import overload
+
+from .._core import fastmap
+from .._core.nbprim import iand, inline, isub, ixor, round_half_away, twin
+from .fast import AddSub, DequantizeAxis, DequantizeTensor, Mul, Quantize, Requantize, RequantizeDouble
+
+__all__ = ["binary"]
+
+#: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
+KERNEL_SOURCES = ("fast.py",)
+
+_I32_MIN = -2147483648
+_I32_MAX = 2147483647
+_TWO31 = 2147483648.0
+
+
+# -- gemmlowp fixed point (int64 values holding int32 ones) ---------------------------------------
+@inline
+def _wrap32(v):
+    """Two's-complement wrap into the int32 range (C++ int32 overflow), as int64."""
+    return np.int64(np.int32(v))
+
+
+@inline
+def _srdhm(a, b):
+    """SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2^31 truncated, INT32_MIN^2 saturated."""
+    ab = a * b
+    n = ab + (np.int64(1 << 30) if ab >= 0 else np.int64(1 - (1 << 30)))
+    q = (n + ((n >> 63) & np.int64((1 << 31) - 1))) >> 31        # C division by 2^31 (toward zero)
+    return np.int64(_I32_MAX) if (a == _I32_MIN) & (b == _I32_MIN) else q
+
+
+@inline
+def _rdbpot(x, e):
+    """RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero (0 <= e <= 31)."""
+    mask = (np.int64(1) << e) - 1
+    threshold = (mask >> 1) + (np.int64(1) if x < 0 else np.int64(0))
+    return (x >> e) + (np.int64(1) if (x & mask) > threshold else np.int64(0))
+
+
+@inline
+def _mbqm(x, m, s):
+    """MultiplyByQuantizedMultiplier (double rounding); the left shift is an int32 product (wraps)."""
+    left = s if s > 0 else np.int64(0)
+    right = -s if s < 0 else np.int64(0)
+    return _rdbpot(_srdhm(_wrap32(x << left), m), right)
+
+
+@inline
+def _clamp(v, lo, hi):
+    return min(max(v, np.int64(lo)), np.int64(hi))
+
+
+# -- unary operations --------------------------------------------------------------------------------
+@inline
+def _quantize(x, prm, e, unused):
+    """AffineQuantize: clamp(int32(TfLiteRound(x / scale)) + zp); a NaN or out-of-int32 quotient
+    converts to INT32_MIN, and INT32_MIN + zp wraps to a large value for a negative zp."""
+    r = round_half_away(x / prm[0])
+    zp = np.int64(prm[1])
+    if not (abs(r) < np.float32(_TWO31)):
+        return np.int32(e.hi) if zp < 0 else np.int32(e.lo)
+    return np.int32(_clamp(np.int64(r) + zp, e.lo, e.hi))
+
+
+@inline
+def _code(u, e):
+    return np.int64(isub(ixor(iand(u, e.mask), e.half), e.half))
+
+
+@inline
+def _dequantize_tensor(u, prm, e, unused):
+    """reference_integer_ops::Dequantize: float(double(scale) * (q - zp))."""
+    return np.float32(prm[0] * np.float64(_code(u, e) - prm[1]))
+
+
+@inline
+def _dequantize_axis(u, prm, e, unused):
+    """PerChannelDequantize: scale[c] * float(q - zp[c]) in float32."""
+    return prm[0] * np.float32(_code(u, e) - prm[1])
+
+
+@inline
+def _requantize(acc, prm, e, unused):
+    """CONV_2D / DEPTHWISE_CONV_2D: clamp(MBQM(acc, M[c], e[c]) + z_out) (int32 wrap before the clamp)."""
+    v = _wrap32(_mbqm(np.int64(acc), prm[0], prm[1]) + e.zero_point)
+    return np.int32(_clamp(v, e.lo, e.hi))
+
+
+@inline
+def _requantize_double(acc, prm, e, unused):
+    """REF FULLY_CONNECTED: int32(round(double(acc) * eff[c])) (x86: out of range -> INT32_MIN)."""
+    v = round_half_away(np.float64(acc) * prm[0])
+    inside = (v >= -_TWO31) & (v < _TWO31)
+    i = np.int64(min(max(v, -_TWO31), _TWO31 - 1.0)) if inside else np.int64(_I32_MIN)
+    return np.int32(_clamp(_wrap32(i + e.zero_point), e.lo, e.hi))
+
+
+fastmap.register((Quantize, None), _quantize)
+fastmap.register((DequantizeTensor, None), _dequantize_tensor)
+fastmap.register((DequantizeAxis, None), _dequantize_axis)
+fastmap.register((Requantize, None), _requantize)
+fastmap.register((RequantizeDouble, None), _requantize_double)
+
+
+# -- ADD / SUB / MUL: two int8 inputs of the output's shape --------------------------------------------
+@inline
+def _add_sub(x, y, p):
+    a = _rdbpot(_srdhm(_wrap32((np.int64(x) - p.z1) << p.left), np.int64(p.m1)), np.int64(-p.e1))
+    b = _rdbpot(_srdhm(_wrap32((np.int64(y) - p.z2) << p.left), np.int64(p.m2)), np.int64(-p.e2))
+    raw = _wrap32(a + p.sign * b)
+    v = _wrap32(_rdbpot(_srdhm(raw, np.int64(p.mo)), np.int64(-p.eo)) + p.zo)
+    return _clamp(v, p.lo, p.hi)
+
+
+@inline
+def _mul(x, y, p):
+    prod = _wrap32((np.int64(x) - p.z1) * (np.int64(y) - p.z2))
+    v = _wrap32(_mbqm(prod, np.int64(p.m), np.int64(p.e)) + p.zo)
+    return _clamp(v, p.lo, p.hi)
+
+
+def _binary_kernel(x, y, out, p, chunk):
+    """out = op(x, y) element-wise; ``p``: an AddSub or Mul record."""
+    n = out.size
+    for w in prange((n + chunk - 1) // chunk):
+        a = np.uint64(w * chunk)
+        m = np.uint64(min(chunk, n - w * chunk))
+        for j in range(m):
+            out[a + j] = _binary_op(x[a + j], y[a + j], p)
+
+
+def _binary_op(x, y, p):
+    """ADD/SUB or MUL, chosen by the class of ``p``."""
+
+
+@overload(_binary_op, inline="always", jit_options={"fastmath": False, "error_model": "numpy"})
+def _ov_binary_op(x, y, p):
+    if p.instance_class is AddSub:
+        return lambda x, y, p: _add_sub(x, y, p)
+    return lambda x, y, p: _mul(x, y, p)
+
+
+binary = twin(_binary_kernel)

@@ -1,0 +1,155 @@
+"""The fast path of LiteRT's element-wise arithmetic: QUANTIZE, DEQUANTIZE and the requantization that
+ends FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, ADD, SUB and MUL.
+
+The readable reference path is the numpy code beside each kernel (:func:`quantspec.litert.params.quantize`,
+:func:`~quantspec.litert.params.dequantize`, ``requantize_double`` in ``kernels/fully_connected.py``,
+``_requantize`` in ``kernels/conv.py``, ``_add_sub_compute`` / ``Mul.compute`` in
+``kernels/elementwise.py``); the functions here compute the same bytes in one pass, with the generic
+kernel of :mod:`quantspec._core.fastmap` (unary operations) or :func:`quantspec.litert._fastkernels.binary`
+(ADD / SUB / MUL over two inputs), and the element functions of :mod:`quantspec.litert._fastkernels`:
+
+- QUANTIZE: ``clamp(int32(TfLiteRound(x / scale)) + zp)``, a true float32 division, rounding half away
+  from zero, NaN and out-of-int32 quotients as x86 converts them (then the zero point wraps);
+- DEQUANTIZE: per-tensor ``float(double(scale) * (q - zp))``, per-axis ``scale * float(q - zp)``;
+- requantization: gemmlowp's ``MultiplyByQuantizedMultiplier`` (double rounding, int64 arithmetic,
+  the int32 wrap of the left shift, ``SaturatingRoundingDoublingHighMul``'s saturation), or for REF
+  FULLY_CONNECTED ``int32(round(double(acc) * eff))``, then the zero point (int32 wrap) and the
+  activation clamp.
+
+Each function returns None when the fast path does not cover the call (numba missing,
+``QUANTSPEC_FAST=0``, or an input outside what the kernels implement), and the caller then takes
+its reference path.  ``tests/test_litert_fast.py`` proves both paths equal.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .._core import fast as core
+from .._core import jit
+
+__all__ = ["quantize", "dequantize", "requantize_multiplier", "requantize_double", "add_sub", "mul"]
+
+# records selecting the element function (their class) and carrying its constants
+Quantize = namedtuple("Quantize", "lo hi")                 # params: (scale f32, zero point i32)
+DequantizeTensor = namedtuple("DequantizeTensor", "mask half")   # params: (scale f64, zero point i64)
+DequantizeAxis = namedtuple("DequantizeAxis", "mask half")       # params: (scale f32, zero point i64)
+Requantize = namedtuple("Requantize", "zero_point lo hi")  # params: (multiplier i64, shift i64)
+RequantizeDouble = namedtuple("RequantizeDouble", "zero_point lo hi")   # params: (effective scale f64,)
+AddSub = namedtuple("AddSub", "z1 z2 m1 e1 m2 e2 mo eo zo lo hi left sign")
+Mul = namedtuple("Mul", "z1 z2 m e zo lo hi")
+
+
+def _kernels():
+    return jit.load("quantspec.litert._fastkernels")     # registers the LiteRT element functions
+
+
+def _granularity(params, ndim):
+    if not params.per_axis:
+        return "tensor", None
+    return "axis", params.quantized_dimension
+
+
+def _run(x, y, shape, granularity, axis, params, op):
+    lay = core.layout(shape, granularity, axis)
+    core.run(core.flat(x), y.reshape(-1), core.flat_params(shape, granularity, axis, lay, *params), lay, op)
+
+
+def quantize(x: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
+    """LiteRT QUANTIZE of float32 ``x`` into the int8 array ``out`` (same shape)."""
+    if not jit.enabled():
+        return None
+    _kernels()
+    g, a = _granularity(params, x.ndim)
+    if out.size:
+        dest = out if out.flags.c_contiguous else np.empty(out.shape, np.int8)
+        _run(np.asarray(x, np.float32), dest, x.shape, g, a,
+             (params.scale.astype(np.float32), params.zero_point.astype(np.int32)), (Quantize(-128, 127), 0))
+        if dest is not out:
+            np.copyto(out, dest)
+    return out
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
+    """LiteRT DEQUANTIZE of the integer codes ``q`` into the float32 array ``out``."""
+    if not jit.enabled():
+        return None
+    _kernels()
+    g, a = _granularity(params, q.ndim)
+    bits = q.dtype.itemsize * 8
+    mask, half = ((1 << bits) - 1 if bits < 32 else -1), ((1 << (bits - 1)) if q.dtype.kind == "i" else 0)
+    if g == "tensor":
+        op, prm = DequantizeTensor(mask, half), (params.scale.astype(np.float64), params.zero_point.astype(np.int64))
+    else:
+        op, prm = DequantizeAxis(mask, half), (params.scale.astype(np.float32), params.zero_point.astype(np.int64))
+    if out.size:
+        dest = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
+        _run(np.ascontiguousarray(q).view(_UINT[q.dtype.itemsize]), dest, q.shape, g, a, prm, (op, 0))
+        if dest is not out:
+            np.copyto(out, dest)
+    return out
+
+
+def requantize_multiplier(acc32: np.ndarray, multiplier, shift, zero_point: int, lo: int, hi: int) -> np.ndarray | None:
+    """``clamp(MultiplyByQuantizedMultiplier(acc, M[c], e[c]) + zero_point, lo, hi)`` as int8, for an
+    int32 accumulator whose last axis is the channel ``c`` (CONV_2D, DEPTHWISE_CONV_2D)."""
+    if not jit.enabled():
+        return None
+    _kernels()
+    out = np.empty(acc32.shape, np.int8)
+    if out.size:
+        channels = acc32.shape[-1]
+        prm = (np.broadcast_to(np.asarray(multiplier, np.int64), (channels,)),
+               np.broadcast_to(np.asarray(shift, np.int64), (channels,)))
+        _run(np.ascontiguousarray(acc32, np.int32), out, acc32.shape, "axis", acc32.ndim - 1, prm,
+             (Requantize(int(zero_point), int(lo), int(hi)), 0))
+    return out
+
+
+def requantize_double(acc32: np.ndarray, effective_scale: np.ndarray, zero_point: int, lo: int,
+                      hi: int) -> np.ndarray | None:
+    """REF FULLY_CONNECTED: ``clamp(int32(round(double(acc) * eff[c])) + zero_point)`` as int8, the
+    channel ``c`` on the last axis (``eff`` has one entry per channel, or one for all)."""
+    if not jit.enabled():
+        return None
+    _kernels()
+    out = np.empty(acc32.shape, np.int8)
+    if out.size:
+        eff = np.broadcast_to(np.asarray(effective_scale, np.float64).reshape(-1), (acc32.shape[-1],))
+        _run(np.ascontiguousarray(acc32, np.int32), out, acc32.shape, "axis", acc32.ndim - 1, (eff,),
+             (RequantizeDouble(int(zero_point), int(lo), int(hi)), 0))
+    return out
+
+
+def _binary(x: np.ndarray, y: np.ndarray, shape: tuple[int, ...], op) -> np.ndarray:
+    out = np.empty(shape, np.int8)
+    if out.size:
+        xb = np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
+        yb = np.ascontiguousarray(np.broadcast_to(y, shape)).reshape(-1)
+        k = _kernels()
+        k.binary(out.size >= core.SERIAL_BELOW)(xb, yb, out.reshape(-1), op, core.CHUNK)
+    return out
+
+
+def add_sub(p, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """int8 ADD / SUB as the reference kernel computes them (``AddSubParams`` ``p``); None where the
+    output multiplier needs the undefined negative-exponent rounding (SUB with a multiplier > 1)."""
+    if not jit.enabled() or p.shifts[2] > 0:
+        return None
+    (z1, z2), (m1, m2, mo), (e1, e2, eo) = p.offsets, p.multipliers, p.shifts
+    op = AddSub(z1, z2, m1, e1, m2, e2, mo, eo, p.output_zero_point, p.act_min, p.act_max, p.left_shift,
+                1 if p.op == "ADD" else -1)
+    return _binary(x, y, p.output_shape, op)
+
+
+def mul(p, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """int8 MUL as the reference kernel computes it (``MulParams`` ``p``)."""
+    if not jit.enabled():
+        return None
+    op = Mul(p.offsets[0], p.offsets[1], p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max)
+    return _binary(x, y, p.output_shape, op)
