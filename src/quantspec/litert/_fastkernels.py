@@ -95,8 +95,9 @@ def _dequantize_axis(u, prm, e, unused):
 
 @inline
 def _requantize(acc, prm, e, unused):
-    """CONV_2D / DEPTHWISE_CONV_2D: clamp(MBQM(acc, M[c], e[c]) + z_out) (int32 wrap before the clamp)."""
-    v = _wrap32(_mbqm(np.int64(acc), prm[0], prm[1]) + e.zero_point)
+    """CONV_2D / DEPTHWISE_CONV_2D: clamp(MBQM(int32(acc + bias[c]), M[c], e[c]) + z_out), with the
+    int32 wraps of the C++ accumulator and of the zero-point addition."""
+    v = _wrap32(_mbqm(_wrap32(np.int64(acc) + prm[2]), prm[0], prm[1]) + e.zero_point)
     return np.int32(_clamp(v, e.lo, e.hi))
 
 
@@ -155,3 +156,48 @@ def _ov_binary_op(x, y, p):
 
 
 binary = twin(_binary_kernel)
+
+
+# -- DEPTHWISE_CONV_2D ---------------------------------------------------------------------------------
+def _depthwise_kernel(x, filt, bias, mult, shift, g, e, zx, out):
+    """out[n, oy, ox, ic*M + m] = requantize(Σ_taps (x - zx) · w[ky, kx, ic, m] + bias): taps outside
+    the image are skipped (LiteRT's reference kernel); the sum is exact in int64 and wrapped to int32
+    once, which is what the C++ int32 accumulator holds (addition modulo 2^32 is associative).
+    Arrays are flat (NHWC order; the filter (KH, KW, I, M)); ``g``: (h, w, c, kh, kw, m, oh, ow, sh, sw,
+    dh, dw, ph, pw)."""
+    h, w, c, kh, kw, m, oh, ow = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+    sh, sw, dh, dw, ph, pw = g[8], g[9], g[10], g[11], g[12], g[13]
+    oc = c * m
+    rows = out.size // (ow * oc)
+    for row in prange(rows):
+        b = row // oh
+        oy = row - b * oh
+        accs = np.empty(oc, np.int64)
+        for ox in range(ow):
+            for k in range(oc):
+                accs[k] = bias[k]
+            for ky in range(kh):
+                iy = oy * sh - ph + ky * dh
+                if iy < 0 or iy >= h:
+                    continue
+                for kx in range(kw):
+                    ix = ox * sw - pw + kx * dw
+                    if ix < 0 or ix >= w:
+                        continue
+                    xb = np.uint64(((b * h + iy) * w + ix) * c)
+                    fb = np.uint64((ky * kw + kx) * oc)
+                    if m == 1:
+                        for ic in range(np.uint64(c)):
+                            accs[ic] += (np.int64(x[xb + ic]) - zx) * filt[fb + ic]
+                    else:
+                        for ic in range(np.uint64(c)):
+                            v = np.int64(x[xb + ic]) - zx
+                            for mm in range(np.uint64(m)):
+                                accs[ic * np.uint64(m) + mm] += v * filt[fb + ic * np.uint64(m) + mm]
+            ob = np.uint64((row * ow + ox) * oc)
+            for k in range(np.uint64(oc)):
+                v = _wrap32(_mbqm(_wrap32(accs[k]), mult[k], shift[k]) + e.zero_point)
+                out[ob + k] = np.int8(_clamp(v, e.lo, e.hi))
+
+
+depthwise = twin(_depthwise_kernel)

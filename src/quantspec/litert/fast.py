@@ -30,13 +30,13 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 
-__all__ = ["quantize", "dequantize", "requantize_multiplier", "requantize_double", "add_sub", "mul"]
+__all__ = ["quantize", "dequantize", "requantize_multiplier", "requantize_double", "depthwise", "add_sub", "mul"]
 
 # records selecting the element function (their class) and carrying its constants
 Quantize = namedtuple("Quantize", "lo hi")                 # params: (scale f32, zero point i32)
 DequantizeTensor = namedtuple("DequantizeTensor", "mask half")   # params: (scale f64, zero point i64)
 DequantizeAxis = namedtuple("DequantizeAxis", "mask half")       # params: (scale f32, zero point i64)
-Requantize = namedtuple("Requantize", "zero_point lo hi")  # params: (multiplier i64, shift i64)
+Requantize = namedtuple("Requantize", "zero_point lo hi")  # params: (multiplier i64, shift i64, bias i64)
 RequantizeDouble = namedtuple("RequantizeDouble", "zero_point lo hi")   # params: (effective scale f64,)
 AddSub = namedtuple("AddSub", "z1 z2 m1 e1 m2 e2 mo eo zo lo hi left sign")
 Mul = namedtuple("Mul", "z1 z2 m e zo lo hi")
@@ -95,19 +95,46 @@ def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     return out
 
 
-def requantize_multiplier(acc32: np.ndarray, multiplier, shift, zero_point: int, lo: int, hi: int) -> np.ndarray | None:
-    """``clamp(MultiplyByQuantizedMultiplier(acc, M[c], e[c]) + zero_point, lo, hi)`` as int8, for an
-    int32 accumulator whose last axis is the channel ``c`` (CONV_2D, DEPTHWISE_CONV_2D)."""
+def requantize_multiplier(acc: np.ndarray, multiplier, shift, zero_point: int, lo: int, hi: int,
+                          bias: np.ndarray | None = None) -> np.ndarray | None:
+    """``clamp(MultiplyByQuantizedMultiplier(int32(acc + bias[c]), M[c], e[c]) + zero_point, lo, hi)``
+    as int8, for an accumulator (int32, or int64 holding the exact sum that the C++ int32
+    accumulator holds modulo 2^32) whose last axis is the channel ``c`` (CONV_2D, DEPTHWISE_CONV_2D)."""
     if not jit.enabled():
         return None
     _kernels()
-    out = np.empty(acc32.shape, np.int8)
+    out = np.empty(acc.shape, np.int8)
     if out.size:
-        channels = acc32.shape[-1]
+        channels = acc.shape[-1]
+        b = np.zeros(channels, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(channels)
         prm = (np.broadcast_to(np.asarray(multiplier, np.int64), (channels,)),
-               np.broadcast_to(np.asarray(shift, np.int64), (channels,)))
-        _run(np.ascontiguousarray(acc32, np.int32), out, acc32.shape, "axis", acc32.ndim - 1, prm,
+               np.broadcast_to(np.asarray(shift, np.int64), (channels,)), b)
+        x = acc if acc.dtype in (np.int32, np.int64) else acc.astype(np.int64)
+        _run(np.ascontiguousarray(x), out, acc.shape, "axis", acc.ndim - 1, prm,
              (Requantize(int(zero_point), int(lo), int(hi)), 0))
+    return out
+
+
+def depthwise(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, p) -> np.ndarray | None:
+    """DEPTHWISE_CONV_2D in one kernel (``ConvPrepared`` ``p``; ``filt`` int32 (KH, KW, I, M)): the
+    taps inside the image accumulated per output pixel and channel, the bias added, the int32 wrap,
+    and the requantization; the same integers as the reference path's per-tap numpy passes."""
+    if not jit.enabled():
+        return None
+    n, oh, ow, oc = p.output_shape
+    out = np.empty((n, oh, ow, oc), np.int8)
+    if out.size:
+        k = _kernels()
+        b = np.zeros(oc, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(oc)
+        _, h, w, c = p.input_shape
+        kh, kw = p.filter_hw
+        geometry = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
+        k.depthwise(out.size >= core.SERIAL_BELOW)(
+            core.flat(x, np.int8), core.flat(np.asarray(filt, np.int32)), b,
+            np.broadcast_to(np.asarray(p.multiplier, np.int64), (oc,)).copy(),
+            np.broadcast_to(np.asarray(p.shift, np.int64), (oc,)).copy(), geometry,
+            Requantize(int(p.output_zero_point), int(p.act_min), int(p.act_max)), int(p.input_zero_point),
+            out.reshape(-1))
     return out
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from .. import _gemm, fixedpoint
+from .. import _gemm, fast, fixedpoint
 from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
 from ._common import (constants, count, enforce, fused_range, legacy, option, require_quantized, require_rank,
                       require_type, value, window_geometry)
@@ -150,12 +150,7 @@ _REQUANT_BLOCK = 1 << 16
 
 def _requantize(acc32: np.ndarray, p: ConvPrepared) -> np.ndarray:
     """``clamp(MultiplyByQuantizedMultiplier(acc, M[oc], e[oc]) + z_out)`` as int8, block by block.
-    (:func:`quantspec.litert.fast.requantize_multiplier` computes the same when the fast path is on.)"""
-    from .. import fast
-
-    result = fast.requantize_multiplier(acc32, p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max)
-    if result is not None:
-        return result
+    (The fast path, :mod:`quantspec.litert.fast`, computes the same fused with the bias addition.)"""
     o = acc32.shape[-1]
     flat = acc32.reshape(-1, o)
     out = np.empty(flat.shape, np.int8)
@@ -223,6 +218,10 @@ class Conv2D(Kernel):
             filt, sums, bound = _conv_filter(value(arrays, p.consts, 1, "filter"), p.groups)
         bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
         acc = conv_accumulate(x, p, filt, sums, bound)
+        fused = fast.requantize_multiplier(acc, p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max,
+                                           bias=bias)
+        if fused is not None:
+            return [fused]
         acc += bias
         return [_requantize(wrap_int32(acc), p)]
 
@@ -262,6 +261,8 @@ def conv_accumulate(x: np.ndarray, p: ConvPrepared, filt: np.ndarray, sums: np.n
     def run(block: np.ndarray, rows: int) -> np.ndarray:
         """block: a (…, KH, KW, C) view with ``rows`` output pixels -> int64 (rows, O)."""
         if g == 1:
+            if block.flags.c_contiguous:        # a 1x1, stride-1 convolution: the windows are the input
+                return matmul_exact(block.reshape(rows, k), wt[0], a_bound, bound)
             a = np.empty((rows, kh, kw, c), dtype)
             a.reshape(block.shape)[...] = block
             return matmul_exact(a.reshape(rows, k), wt[0], a_bound, bound)
@@ -331,6 +332,12 @@ class DepthwiseConv2D(Kernel):
         x = value(arrays, p.consts, 0).reshape(p.input_shape)
         filt = p.filter if p.filter is not None else _dw_filter(value(arrays, p.consts, 1, "filter"),
                                                                 p.input_shape[3])
+        bias = None
+        if p.has_bias:
+            bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
+        fused = fast.depthwise(x, filt, bias, p)
+        if fused is not None:
+            return [fused]
         n, oh, ow, oc = p.output_shape
         kh, kw = p.filter_hw
         c, m = p.input_shape[3], p.groups
@@ -344,8 +351,7 @@ class DepthwiseConv2D(Kernel):
                     for kx in range(kw):
                         acc += view[:, :, :, ky, kx, :, None] * filt[ky, kx]
         acc = acc.reshape(n, oh, ow, oc)
-        if p.has_bias:
-            bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
+        if bias is not None:
             acc += bias
         return [_requantize(acc, p)]
 
