@@ -20,7 +20,8 @@ from numba import prange, types
 from numba.extending import overload
 
 from .fast import RowLayout, SegLayout
-from .nbprim import LINE, data_address, function, inline, stream_fence, stream_line, twin
+from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
+                     stream_fence, stream_line, twin)
 
 __all__ = ["map_", "register", "STREAM_BLOCK", "KERNEL_SOURCES"]
 
@@ -34,17 +35,22 @@ STREAM_BLOCK = 1024
 
 _JIT = {"fastmath": False, "error_model": "numpy"}
 _OPS: dict[tuple, object] = {}
+_FTZ: set[tuple] = set()
 
 
 def _key(record):
     return record.instance_class if isinstance(record, types.BaseNamedTuple) else None
 
 
-def register(key: tuple, op) -> None:
+def register(key: tuple, op, flush_to_zero: bool = False) -> None:
     """Make ``op(v, prm, e0, e1)`` the element function for ``op`` records of classes ``key``
     (``(class of e0, class of e1)``; None for a record that is not a namedtuple).  ``prm`` is the
-    tuple of the element's parameter values."""
+    tuple of the element's parameter values.  ``flush_to_zero``: run the element function with the
+    x86 FTZ and DAZ modes on (``nbprim.HARDWARE_FTZ``; the function itself must flush where that is
+    not available)."""
     _OPS[key] = op
+    if flush_to_zero:
+        _FTZ.add(key)
 
 
 def _is(record, cls) -> bool:
@@ -111,6 +117,24 @@ def _fill(x, dst, a, b, d0, prm, lay, e0, e1):
 
 @overload(_fill, jit_options=_JIT)     # a call: one per work item
 def _ov_fill(x, dst, a, b, d0, prm, lay, e0, e1):
+    key = (_key(e0), _key(e1))
+    if key in _FTZ and HARDWARE_FTZ:
+        def flushing(x, dst, a, b, d0, prm, lay, e0, e1):
+            mode = mxcsr_get()
+            mxcsr_set(mode | MXCSR_FTZ_DAZ)
+            _fill_loops(x, dst, a, b, d0, prm, lay, e0, e1)
+            mxcsr_set(mode)
+
+        return flushing
+    return lambda x, dst, a, b, d0, prm, lay, e0, e1: _fill_loops(x, dst, a, b, d0, prm, lay, e0, e1)
+
+
+def _fill_loops(x, dst, a, b, d0, prm, lay, e0, e1):
+    """The loops of :func:`_fill`."""
+
+
+@overload(_fill_loops, inline="always", jit_options=_JIT)
+def _ov_fill_loops(x, dst, a, b, d0, prm, lay, e0, e1):
     op = _OPS[(_key(e0), _key(e1))]
     if _is(lay, SegLayout):
         def runs(x, dst, a, b, d0, prm, lay, e0, e1):

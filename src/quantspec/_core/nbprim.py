@@ -17,11 +17,13 @@ see :mod:`quantspec._core.jit`.
 
 from __future__ import annotations
 
+import platform
 import types as pytypes
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import jit
@@ -74,7 +76,7 @@ def twin(py_func):
     return pick
 
 __all__ = ["inline", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
-           "round_bf16", "ftz", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
+           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
 
 
 
@@ -232,6 +234,49 @@ def cvtt_int64_low32(v):
     inside = (v >= -_TWO63) & (v < _TWO63)
     i = np.int64(min(max(v, np.float32(-_TWO63)), np.float32(9.2233715e18)))
     return np.int32(i) if inside else np.int32(0)
+
+
+# -- the x86 flush-to-zero mode (TensorFlow's kernels run with FTZ and DAZ set) ---------------------
+#: FTZ and DAZ can be switched on in hardware (x86 MXCSR); elsewhere kernels flush with :func:`ftz`
+HARDWARE_FTZ = platform.machine().lower() in ("x86_64", "amd64")
+MXCSR_FTZ_DAZ = 0x8040
+
+
+def _mxcsr_pointer(context, builder):
+    slot = cgutils.alloca_once(builder, ir.IntType(32))
+    return slot, builder.bitcast(slot, ir.IntType(8).as_pointer())
+
+
+@intrinsic
+def mxcsr_get(typingctx):
+    """The calling thread's x86 MXCSR register."""
+
+    def codegen(context, builder, signature, args):
+        slot, ptr = _mxcsr_pointer(context, builder)
+        fn = builder.module.declare_intrinsic("llvm.x86.sse.stmxcsr",
+                                              fnty=ir.FunctionType(ir.VoidType(), [ptr.type]))
+        builder.call(fn, [ptr])
+        return builder.zext(builder.load(slot), ir.IntType(64))
+
+    return types.int64(), codegen
+
+
+@intrinsic
+def mxcsr_set(typingctx, value):
+    """Set the calling thread's x86 MXCSR register (a call LLVM does not move memory accesses across,
+    so the loops between two calls run in the mode they set)."""
+    if not isinstance(value, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        slot, ptr = _mxcsr_pointer(context, builder)
+        builder.store(_i32(builder, args[0], value), slot)
+        fn = builder.module.declare_intrinsic("llvm.x86.sse.ldmxcsr",
+                                              fnty=ir.FunctionType(ir.VoidType(), [ptr.type]))
+        builder.call(fn, [ptr])
+        return context.get_dummy_value()
+
+    return types.void(value), codegen
 
 
 # -- non-temporal stores ------------------------------------------------------------------------

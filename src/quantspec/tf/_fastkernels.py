@@ -13,11 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import fastmap
-from .._core.nbprim import cvtt_int32, cvtt_int64_low32, ftz, iand, inline, isub, ixor, round_half_away
+from .._core.nbprim import HARDWARE_FTZ, cvtt_int32, cvtt_int64_low32, ftz, iand, inline, isub, ixor, round_half_away
 from .fast import (CastInt32, CastOneDnn, CastWide, Codes, DqMinCombined, DqMinFirst, DqScaled, EigenMinCombined,
                    EigenMinFirst, EigenScaled, OneDnn)
 
 __all__: list[str] = []
+
+# Every operation flushes to zero.  On x86 the kernels run with the FTZ and DAZ modes on, as
+# TensorFlow's do (fastmap.register(..., flush_to_zero=True)), and the flushes below are no-ops;
+# elsewhere they flush explicitly.
+if HARDWARE_FTZ:
+    ftz = inline(lambda v: v)  # noqa: F811
 
 
 @inline
@@ -102,7 +108,7 @@ def _compose(precast, cast):
 
 for _p, _precast in _PRECASTS.items():
     for _c, _cast in _CASTS.items():
-        fastmap.register((_p, _c), _compose(_precast, _cast))
+        fastmap.register((_p, _c), _compose(_precast, _cast), flush_to_zero=True)
 
 
 # -- Dequantize --------------------------------------------------------------------------------------
@@ -132,6 +138,6 @@ def _dq_scaled(u, prm, mode, codes):
     return ftz(q * prm[0])
 
 
-fastmap.register((DqMinCombined, Codes), _dq_min_combined)
-fastmap.register((DqMinFirst, Codes), _dq_min_first)
-fastmap.register((DqScaled, Codes), _dq_scaled)
+fastmap.register((DqMinCombined, Codes), _dq_min_combined, flush_to_zero=True)
+fastmap.register((DqMinFirst, Codes), _dq_min_first, flush_to_zero=True)
+fastmap.register((DqScaled, Codes), _dq_scaled, flush_to_zero=True)
