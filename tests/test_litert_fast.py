@@ -69,13 +69,13 @@ def _floats(n, seed):
 
 @pytest.mark.parametrize("zp", [-128, -3, 0, 5, 127])
 @pytest.mark.parametrize("scale", [0.05, 0.1, 1.0, 1e-30, 3e37])
-def test_quantize_per_tensor(reference_path, sizes, scale, zp):
+def test_quantize_per_tensor(reference_path, scale, zp):
     x = _floats(700, int(zp) + 1000)
     p = L.QuantParams(scale, zp)
     _same(L.quantize(x, p), reference_path(L.quantize, x, p))
 
 
-def test_quantize_per_axis_and_out(reference_path, sizes):
+def test_quantize_per_axis_and_out(reference_path):
     x = _floats(600, 7).reshape(3, 4, -1)
     for axis in (0, 1, 2):
         n = x.shape[axis]
@@ -87,7 +87,7 @@ def test_quantize_per_axis_and_out(reference_path, sizes):
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32])
-def test_dequantize(reference_path, sizes, dtype):
+def test_dequantize(reference_path, dtype):
     rng = np.random.default_rng(3)
     info = np.iinfo(dtype)
     q = rng.integers(info.min, info.max, 2000, endpoint=True, dtype=np.int64)
@@ -100,6 +100,16 @@ def test_dequantize(reference_path, sizes, dtype):
             _same(L.dequantize(q, p), reference_path(L.dequantize, q, p))
         p = L.QuantParams(np.linspace(0.01, 2.0, 8), np.full(8, zp), 1)
         _same(L.dequantize(q.reshape(250, 8), p), reference_path(L.dequantize, q.reshape(250, 8), p))
+
+
+def test_parallel_kernels(reference_path, sizes):
+    """The serial and the parallel (streaming) kernels on one case of each kind of operation."""
+    x = _floats(700, 5)
+    p = L.QuantParams(0.1, -3)
+    _same(L.quantize(x, p), reference_path(L.quantize, x, p))
+    q = np.random.default_rng(1).integers(-128, 128, 2100).astype(np.int8)
+    _same(L.dequantize(q, p), reference_path(L.dequantize, q, p))
+    test_binary_broadcasting(reference_path, "ADD", ((64, 33), (33,)))
 
 
 def _accumulators(rng, n):
@@ -144,7 +154,7 @@ def _binary_params(op, s1, z1, s2, z2, so, zo, act="NONE"):
 
 @pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
 @pytest.mark.parametrize("shapes", [((64, 33), (64, 33)), ((64, 33), (33,)), ((1, 5, 1), (7, 1, 9)), ((), (40,))])
-def test_binary_broadcasting(reference_path, sizes, op, shapes):
+def test_binary_broadcasting(reference_path, op, shapes):
     from litert_build import T
     from litert_kernel_check import spec
     from quantspec.litert import OPS

@@ -118,26 +118,13 @@ def _fill(x, dst, a, b, d0, prm, lay, e0, e1):
 @overload(_fill, jit_options=_JIT)     # a call: one per work item
 def _ov_fill(x, dst, a, b, d0, prm, lay, e0, e1):
     key = (_key(e0), _key(e1))
-    if key in _FTZ and HARDWARE_FTZ:
-        def flushing(x, dst, a, b, d0, prm, lay, e0, e1):
-            mode = mxcsr_get()
-            mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            _fill_loops(x, dst, a, b, d0, prm, lay, e0, e1)
-            mxcsr_set(mode)
-
-        return flushing
-    return lambda x, dst, a, b, d0, prm, lay, e0, e1: _fill_loops(x, dst, a, b, d0, prm, lay, e0, e1)
-
-
-def _fill_loops(x, dst, a, b, d0, prm, lay, e0, e1):
-    """The loops of :func:`_fill`."""
-
-
-@overload(_fill_loops, inline="always", jit_options=_JIT)
-def _ov_fill_loops(x, dst, a, b, d0, prm, lay, e0, e1):
-    op = _OPS[(_key(e0), _key(e1))]
+    op = _OPS[key]
+    flush = key in _FTZ and HARDWARE_FTZ       # a constant of the closures below: the other branch goes
     if _is(lay, SegLayout):
         def runs(x, dst, a, b, d0, prm, lay, e0, e1):
+            if flush:
+                mode = mxcsr_get()
+                mxcsr_set(mode | MXCSR_FTZ_DAZ)
             per_o = lay.D * lay.I
             o = a // per_o
             k = ((a - o * per_o) // lay.I) // lay.B
@@ -155,10 +142,15 @@ def _ov_fill_loops(x, dst, a, b, d0, prm, lay, e0, e1):
                 if k == lay.nb:
                     k = 0
                     o += 1
+            if flush:
+                mxcsr_set(mode)
 
         return runs
 
     def rows(x, dst, a, b, d0, prm, lay, e0, e1):
+        if flush:
+            mode = mxcsr_get()
+            mxcsr_set(mode | MXCSR_FTZ_DAZ)
         r = a // lay.L
         pos = a
         while pos < b:
@@ -170,6 +162,8 @@ def _ov_fill_loops(x, dst, a, b, d0, prm, lay, e0, e1):
                 dst[ya + j] = op(x[xa + j], _take(prm, p + j), e0, e1)
             pos = end
             r += 1
+        if flush:
+            mxcsr_set(mode)
 
     return rows
 

@@ -3,8 +3,8 @@
 Imported only through :func:`quantspec._core.jit.load`, on the first call that needs it.  Each
 operation is a small function inlined into the generic kernel :func:`quantspec._core.fastmap.map_`;
 the classes of the two ``op`` records select it (:func:`quantspec._core.fastmap.register`):
-``(quotient precision, output rule)`` for QuantizeLinear, ``(value table, decoding)`` for
-DequantizeLinear.  The element's parameters are ``(scale, integer zero point)`` for integer codes,
+``(Q32, output rule)`` for QuantizeLinear (a float16 / bfloat16 quotient is a pass of its own,
+``(QF16 or QBF16, Quotient)``), ``(value table, decoding)`` for DequantizeLinear.  The element's parameters are ``(scale, integer zero point)`` for integer codes,
 ``(scale, float zero point)`` for float4/float6 outputs and float codes, ``(scale,)`` otherwise.
 """
 
@@ -16,7 +16,7 @@ from numba import prange
 from .._core import fastmap
 from .._core.nbprim import (f32_bits, iadd, iand, inline, isub, ixor, kernel, narrow_code, round_bf16, round_f16,
                             uand, uor, ushr)
-from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntPlain
+from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntPlain, Quotient
 
 __all__ = ["q_ort_edges"]
 
@@ -119,11 +119,12 @@ def _compose(div, out):
     return q
 
 
-_DIVS = {Q32: _div32, QF16: _div16, QBF16: _divbf16}
 _OUTS = {IntMlas: _mlas, IntPlain: _plain, Float: _narrow, FloatZp: _narrow_zp}
-for _d, _div in _DIVS.items():
-    for _o, _out in _OUTS.items():
-        fastmap.register((_d, _o), _compose(_div, _out))
+for _o, _out in _OUTS.items():
+    fastmap.register((Q32, _o), _compose(_div32, _out))
+# float16 / bfloat16 quotients are computed by a pass of their own (fast.quantize)
+fastmap.register((QF16, Quotient), inline(lambda v, prm, quot, cfg: _div16(v, prm[0])))
+fastmap.register((QBF16, Quotient), inline(lambda v, prm, quot, cfg: _divbf16(v, prm[0])))
 fastmap.register((None, DecInt), _dq_int)      # the value table is an array: no record class
 fastmap.register((None, DecLut), _dq_lut)
 

@@ -65,6 +65,7 @@ __all__ = ["path", "quantize", "dequantize", "covers", "float_format"]
 Q32 = namedtuple("Q32", "tag")
 QF16 = namedtuple("QF16", "tag")
 QBF16 = namedtuple("QBF16", "tag")
+Quotient = namedtuple("Quotient", "tag")        # output: the quotient itself, as float32
 # Integer outputs: MLAS-style clamp in float (spec and onnxruntime MLAS), or onnxruntime's plain loop.
 IntMlas = namedtuple("IntMlas", "qmin qmax mask")
 IntPlain = namedtuple("IntPlain", "qmin qmax mask")
@@ -192,6 +193,13 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
     pname = _precision(plan)
     xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
     scale = np.asarray(plan.scale).astype(qtype(pname).dtype).astype(np.float32)  # the scale in P, exactly
+    if pname != "float":
+        # a float16 / bfloat16 quotient: computed first (as float32 values), then the output rule
+        # runs on it with a scale of 1 (an exact division), so the rules compile once, for Q32
+        lay, (s,) = _prepared(plan, scale)
+        quotient = np.empty(xf.size, np.float32)
+        core.run(xf, quotient, (s,), lay, (_P[pname], Quotient(0)))
+        xf, scale = quotient, np.ones(scale.shape, np.float32)
     zp = plan.zero_point
     plain = "none"
     if t.is_int:
@@ -209,7 +217,7 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
             lay, params = _prepared(plan, scale)
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, t.dtype)
     yf = dest.reshape(-1).view(np.uint16 if t.bits == 16 else np.uint8)
-    core.run(xf, yf, params, lay, (_P[pname], cfg))
+    core.run(xf, yf, params, lay, (Q32(0), cfg))
     if plain == "edges":
         dl, bl = _slices(plan)
         full = core.layout(plan.shape, plan.granularity, plan.axis, plan.block_size, rows=False)
