@@ -19,8 +19,9 @@ Peers, each when it is installed:
 - LiteRT's interpreter with ``BUILTIN_REF`` kernels, on the bundled int8 CNN
   (``quantspec/data/bench_cnn.tflite``, made by ``benchmarks/make_bench_cnn.py``).
 
-``--quick`` runs 1 Mi elements and 3 rounds (a test runs it); the full run uses 64 Mi elements (the
-issue's size) and 7 rounds.  Results and the machine are recorded in docs/performance.md.
+``--quick`` runs 256 Ki elements and 3 rounds (seconds; a test runs it smaller still); the full run
+uses 64 Mi elements (the issue's size) and 7 rounds.  Results and the machine are recorded in
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -462,8 +463,8 @@ def run_cases(cases: list[Case], rounds: int, bandwidth: float, lines: list[str]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quantspec bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 Mi elements, 3 rounds (seconds)")
-    parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 1 Mi)")
+    parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
+    parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 256 Ki)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
     parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert"), help="run only these groups")
     parser.add_argument("--tf-worker", nargs=2, type=int, help=argparse.SUPPRESS)
@@ -471,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tf_worker:
         _tf_worker(*args.tf_worker)
         return 0
-    n = args.size or ((1 << 20) if args.quick else (64 << 20))
+    n = args.size or ((1 << 18) if args.quick else (64 << 20))
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only or ["onnx", "tf", "litert"]
 
