@@ -25,8 +25,8 @@ import numpy as np
 
 from . import jit
 
-__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "CHUNK", "SERIAL_BELOW",
-           "STREAM_FROM"]
+__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "CHUNK", "SERIAL_BELOW",
+           "STREAM_FROM", "STREAM_BLOCK"]
 
 #: elements per unit of parallel work
 CHUNK = 1 << 15
@@ -34,6 +34,8 @@ CHUNK = 1 << 15
 SERIAL_BELOW = 1 << 16
 #: outputs of at least this many bytes are written with streaming (non-temporal) stores
 STREAM_FROM = 1 << 22
+#: bytes a worker computes into a buffer (in L1) before streaming them out
+STREAM_BLOCK = 1 << 13
 
 # x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),
 # walked as runs that share one parameter entry (SegLayout) or as rows of L elements whose parameters
@@ -93,6 +95,23 @@ def flat_params(shape: tuple[int, ...], granularity: str, axis: int | None, lay,
     return flat_
 
 
+_ZEROS: dict[np.dtype, np.ndarray] = {}
+
+
+def zeros(shape, dtype) -> np.ndarray:
+    """A read-only array of zeros (an absent zero point), from a cache grown to the largest size asked
+    for: a fresh ``np.zeros`` is lazily mapped memory whose every page faults when the kernel first
+    reads it, which for a blocked scale of millions of entries costs as much as the kernel."""
+    dtype = np.dtype(dtype)
+    n = _size(shape)
+    cached = _ZEROS.get(dtype)
+    if cached is None or cached.size < n:
+        cached = np.full(max(n, 1024), 0, dtype)     # written, so its pages are real
+        cached.flags.writeable = False
+        _ZEROS[dtype] = cached
+    return cached[:n].reshape(shape)
+
+
 def flat(x: np.ndarray, dtype=None) -> np.ndarray:
     """``x`` as a flat contiguous array (a view when it already is one), reinterpreted as ``dtype``."""
     f = np.ascontiguousarray(x).reshape(-1)
@@ -111,5 +130,5 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
         return
     parallel = n >= SERIAL_BELOW
     stream = parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
-    token = np.empty(0, y.dtype) if stream else None
+    token = np.empty(STREAM_BLOCK // y.itemsize, y.dtype) if stream else None
     _kernels().map_(parallel)(x, y, params, lay, op[0], op[1], token)

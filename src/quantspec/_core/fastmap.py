@@ -23,15 +23,12 @@ from .fast import RowLayout, SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
                      stream_fence, stream_line, twin)
 
-__all__ = ["map_", "register", "STREAM_BLOCK", "KERNEL_SOURCES"]
+__all__ = ["map_", "register", "KERNEL_SOURCES"]
 
 #: every module whose element functions the compiled kernels inline (jit.py keys the on-disk cache
 #: by their contents): this one, nbprim.py and these
 KERNEL_SOURCES = ("fast.py", "../onnx/_fastkernels.py", "../onnx/fast.py", "../tf/_fastkernels.py",
                   "../tf/fast.py", "../litert/_fastkernels.py", "../litert/fast.py")
-
-#: bytes a parallel worker computes into its buffer before streaming them out
-STREAM_BLOCK = 1024
 
 _JIT = {"fastmath": False, "error_model": "numpy"}
 _OPS: dict[tuple, object] = {}
@@ -208,7 +205,7 @@ def _buffer(y, stream):
 def _ov_buffer(y, stream):
     if isinstance(stream, types.NoneType):
         return lambda y, stream: None
-    return lambda y, stream: np.empty(STREAM_BLOCK // y.itemsize, y.dtype)
+    return lambda y, stream: np.empty(stream.size, y.dtype)
 
 
 def _map(x, y, prm, lay, e0, e1, stream):
@@ -217,7 +214,7 @@ def _map(x, y, prm, lay, e0, e1, stream):
     ``prm``: a tuple of parameter arrays; ``lay``: SegLayout (runs that share one parameter entry:
     per-tensor, per-axis, blocked along the last axis) or RowLayout (rows whose parameters change
     along the row); ``(e0, e1)``: the operation (:func:`register`); ``stream``: None, or an empty
-    array of y's type to stream large outputs."""
+    array of y's type, as long as the buffer each worker computes before streaming it out."""
     for w in prange(lay.work):
         a, b = _work(w, lay)
         _emit(x, y, a, b, prm, lay, e0, e1, _buffer(y, stream))

@@ -192,7 +192,7 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
     _kernels()
     pname = _precision(plan)
     xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
-    scale = np.asarray(plan.scale).astype(qtype(pname).dtype).astype(np.float32)  # the scale in P, exactly
+    scale = np.asarray(plan.scale).astype(qtype(pname).dtype, copy=False).astype(np.float32, copy=False)  # in P
     if pname != "float":
         # a float16 / bfloat16 quotient: computed first (as float32 values), then the output rule
         # runs on it with a scale of 1 (an exact division), so the rules compile once, for Q32
@@ -203,7 +203,7 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
     zp = plan.zero_point
     plain = "none"
     if t.is_int:
-        zi = np.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
+        zi = core.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
         if plan.compat == "onnxruntime":
             plain = _ort_plain(plan)
         cfg = _int_record(IntPlain if plain == "all" else IntMlas, t)
@@ -245,14 +245,14 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
     if t.is_int:
         dec = DecInt((1 << t.bits) - 1, (1 << (t.bits - 1)) if t.signed else 0)
         lut = np.zeros(1, np.float32)
-        zi = np.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
+        zi = core.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
         lay, params = _prepared(plan, scale, zi)
     else:
         dec = DecLut((1 << t.bits) - 1)
         lut = np.arange(1 << t.bits, dtype=np.uint8).view(t.dtype).astype(np.float32)
         # spec subtracts the float zero point (all zeros, but -0.0 - -0.0 is +0.0); onnxruntime ignores it
         use_zp = zp is not None and plan.compat == "spec"
-        lay, params = _prepared(plan, scale, zp.astype(np.float32) if use_zp else np.zeros(scale.shape, np.float32))
+        lay, params = _prepared(plan, scale, zp.astype(np.float32) if use_zp else core.zeros(scale.shape, np.float32))
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
     if o.name == "float":
         core.run(xf, dest.reshape(-1), params, lay, (lut, dec))
