@@ -207,6 +207,25 @@ def test_scale_zero_is_ieee_not_an_exception():
         _same(plan, x)
 
 
+# -- the packed output ----------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, 4099])
+@pytest.mark.parametrize("out", ["int4", "uint4", "int2", "uint2", "float4e2m1", "float6e2m3", "int8"])
+def test_quantize_linear_packed(n, out):
+    x = np.asarray(C.fit(C.quotients(C.rng_for("fast-packed", n)), (n,)) * 0.3, np.float32)
+    got = qo.quantize_linear_packed(x, np.float32(0.3), None, output_dtype=out)
+    assert got.dtype == np.uint8 and got.tobytes() == qo.pack(qo.quantize_linear(x, np.float32(0.3), None,
+                                                                                output_dtype=out))
+
+
+def test_quantize_linear_packed_parallel(small_parallel):
+    x = np.linspace(-9, 9, 9001, dtype=np.float32).reshape(3, 3001)
+    s = np.full((3, 3001 // 32 + 1), 0.5, np.float32)
+    got = qo.quantize_linear_packed(x, s, None, axis=1, block_size=32, output_dtype="int4")
+    assert got.tobytes() == qo.pack(qo.quantize_linear(x, s, None, axis=1, block_size=32, output_dtype="int4"))
+    with pytest.raises(QuantSpecError):
+        qo.quantize_linear_packed(x, s, None, axis=1, block_size=32, output_dtype="int4", out=None)
+
+
 # -- out= ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", ["fast", "reference"])
 def test_out_argument(monkeypatch, path):

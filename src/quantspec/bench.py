@@ -2,7 +2,8 @@
 
 One process, warm buffers (every output preallocated and written once before timing), best of N
 rounds, the contenders of a case timed in turn within each round so that they share the machine's
-state.  For each case it prints quantspec's rate (elements per second), the fraction of this
+state; idle thread pools sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``, onnxruntime's
+``allow_spinning=0``), so that no contender's idle threads take the cores from the next one.  For each case it prints quantspec's rate (elements per second), the fraction of this
 machine's copy bandwidth that rate moves (the bytes read and written per element against a warm
 ``np.copyto`` of float32), each peer's rate, the ratio quantspec / peer, and whether the peer's
 output is **byte-identical** to quantspec's (the exit status is 1 when one is not).
@@ -230,6 +231,7 @@ def _ort_peer(op, x, scale, zp, attrs, out_type) -> Peer | None:
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")   # see _quiet_thread_pools
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     io = sess.io_binding()
     io.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(x))
@@ -461,6 +463,13 @@ def run_cases(cases: list[Case], rounds: int, bandwidth: float, lines: list[str]
     return ok
 
 
+def _quiet_thread_pools() -> None:
+    """Idle worker threads must sleep, not spin: the contenders of a case run in turn, and a thread
+    pool that keeps spinning after its call (OpenMP's default wait policy, onnxruntime's default)
+    takes the cores from the next contender.  Set before numba's and torch's OpenMP runtimes start."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quantspec bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
@@ -472,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tf_worker:
         _tf_worker(*args.tf_worker)
         return 0
+    _quiet_thread_pools()
     n = args.size or ((1 << 18) if args.quick else (64 << 20))
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only or ["onnx", "tf", "litert"]

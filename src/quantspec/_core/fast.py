@@ -32,8 +32,10 @@ __all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "ze
 CHUNK = 1 << 15
 #: arrays smaller than this run on the calling thread (no thread-pool launch)
 SERIAL_BELOW = 1 << 16
-#: outputs of at least this many bytes are written with streaming (non-temporal) stores
-STREAM_FROM = 1 << 22
+#: outputs of at least this many bytes are written with streaming (non-temporal) stores.  Off by default:
+#: on the machine of docs/performance.md they saved the read-for-ownership but lost more than that
+#: (measured side by side with idle thread pools asleep); set to e.g. 1 << 22 where they pay.
+STREAM_FROM = 1 << 62
 #: bytes a worker computes into a buffer (in L1) before streaming them out
 STREAM_BLOCK = 1 << 13
 

@@ -11,11 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from .._core import fast as core
+from .._core import jit
+from ..dtypes import qtype
+from ..errors import InvalidArgumentError
 from . import fast, kernels, opsets
 from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
-__all__ = ["quantize_linear", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
+__all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
            "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets"]
 
 
@@ -39,6 +43,27 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
                          saturate=saturate, precision=precision, opset=opset, compat=compat)
     impl = fast if fast.path(plan) == "fast" else kernels
     return impl.quantize(plan, np.asarray(x, dtype=plan.x_type.dtype), out)
+
+
+def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **attributes: Any) -> np.ndarray:
+    """QuantizeLinear with the result in ONNX's ``TensorProto.raw_data`` layout: ``pack(quantize_linear(...))``.
+
+    Takes the arguments of :func:`quantize_linear` (except ``out``) and returns a uint8 array of the
+    packed bytes (``.tobytes()`` gives ``raw_data``): two 4-bit codes a byte (element 0 in the low
+    nibble), four 2-bit codes a byte, four 6-bit codes in three bytes; other types their element
+    bytes.  An addition to the contract's :func:`quantize_linear`, which returns unpacked arrays.
+    """
+    if "out" in attributes:
+        raise InvalidArgumentError("out", "is not an argument of quantize_linear_packed", attributes["out"])
+    q = quantize_linear(x, y_scale, y_zero_point, **attributes)
+    t = qtype(q.dtype)
+    if t.bits in (2, 4) and jit.enabled():              # the packing pass on the fused kernels too
+        codes = np.ascontiguousarray(q).reshape(-1).view(np.uint8)
+        out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
+        if out.size:
+            jit.load("quantspec._core.fastpack").pack(codes.size >= core.SERIAL_BELOW)(codes, out, t.bits, core.CHUNK)
+        return out
+    return np.frombuffer(pack(q), np.uint8).copy()
 
 
 def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
