@@ -22,11 +22,9 @@ import pytest
 
 import onnx_corpus as C
 import test_onnx_conformance as T
-import quantspec
 from quantspec import onnx as qo
 from quantspec._core import fast as core
 from quantspec._core import jit
-from quantspec.dtypes import qtype
 from quantspec.errors import InvalidArgumentError, QuantSpecError, ShapeError
 from quantspec.onnx import fast, kernels
 from quantspec.onnx.plan import ORT

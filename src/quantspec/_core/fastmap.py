@@ -19,7 +19,7 @@ import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
-from .fast import RowLayout, SegLayout
+from .fast import SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
                      stream_fence, stream_line, twin)
 

@@ -15,7 +15,7 @@ from numba.extending import overload
 
 from .._core import fastmap
 from .._core.nbprim import iand, inline, isub, ixor, round_half_away, twin
-from .fast import AddSub, DequantizeAxis, DequantizeTensor, Mul, Quantize, Requantize, RequantizeDouble
+from .fast import AddSub, DequantizeAxis, DequantizeTensor, Quantize, Requantize, RequantizeDouble
 
 __all__ = ["binary"]
 

@@ -1,7 +1,8 @@
 """The fast path of ONNX QuantizeLinear / DequantizeLinear: fused multithreaded kernels.
 
 The readable reference path is :mod:`quantspec.onnx.kernels`; this module computes the same bytes
-in one pass over the data, in kernels compiled by numba (:mod:`quantspec.onnx._fastkernels`).
+in one pass over the data, with the generic kernel of :mod:`quantspec._core.fastmap` and the element
+functions of :mod:`quantspec.onnx._fastkernels` (compiled by numba).
 Tests run both paths on every conformance corpus and require identical bytes
 (``tests/test_onnx_fast.py``).  Nothing here imports numba; the kernels are loaded on the first call.
 
@@ -23,8 +24,8 @@ float64 there).
 **How the arithmetic maps to the reference path** (every rule of :mod:`quantspec.onnx.kernels`):
 
 - The quotient.  ``onnxruntime``: float32 ``x / s``.  ``spec``: one IEEE division in precision P; for
-  P = float16/bfloat16 the kernel rounds x and s to P, divides in float32 and rounds the quotient to
-  P.  That equals the correctly rounded P division because float32 has more than 2p+2 bits for
+  P = float16/bfloat16 a first pass rounds x and s to P, divides in float32 and rounds the quotient to
+  P, and the output rule then runs on that quotient with a scale of 1.  That equals the correctly rounded P division because float32 has more than 2p+2 bits for
   p = 11 and p = 8 (double rounding is then innocuous; Figueroa, "When is double rounding
   innocuous?", 1995).
 - Integer outputs, ``spec`` and onnxruntime's MLAS path: clamp the quotient in float to
@@ -41,15 +42,17 @@ float64 there).
   a float16 / bfloat16 output is that float32 product cast by numpy / ml_dtypes, as in the
   reference path.
 
-The prepare step here (``_q_prepare`` / ``_dq_prepare``) turns a plan into the kernels' arguments:
-contiguous flat views, the float32 scale, int32 zero points, the loop layout and a small record of
-constants whose *class* selects the element operation at compile time.
+:func:`quantize` / :func:`dequantize` turn a plan into the kernel's arguments: contiguous flat views,
+the float32 scale and the zero point (int32, or float for float4/float6 and float codes), the loop
+layout (:func:`quantspec._core.fast.layout`), and two small records whose *classes* select the element
+operation at compile time and whose fields are its constants.
 """
 
 from __future__ import annotations
 
 import math
 from collections import namedtuple
+
 import ml_dtypes
 import numpy as np
 

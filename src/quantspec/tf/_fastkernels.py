@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import fastmap
-from .._core.nbprim import HARDWARE_FTZ, cvtt_int32, cvtt_int64_low32, ftz, iand, inline, isub, ixor, round_half_away
+from .._core import nbprim
+from .._core.nbprim import HARDWARE_FTZ, cvtt_int32, cvtt_int64_low32, iand, inline, isub, ixor, round_half_away
 from .fast import (CastInt32, CastOneDnn, CastWide, Codes, DqMinCombined, DqMinFirst, DqScaled, EigenMinCombined,
                    EigenMinFirst, EigenScaled, OneDnn)
 
@@ -22,8 +23,7 @@ __all__: list[str] = []
 # Every operation flushes to zero.  On x86 the kernels run with the FTZ and DAZ modes on, as
 # TensorFlow's do (fastmap.register(..., flush_to_zero=True)), and the flushes below are no-ops;
 # elsewhere they flush explicitly.
-if HARDWARE_FTZ:
-    ftz = inline(lambda v: v)  # noqa: F811
+ftz = inline(lambda v: v) if HARDWARE_FTZ else nbprim.ftz
 
 
 @inline

@@ -64,12 +64,6 @@ def path_dequantize(plan) -> str:
     return "fast" if jit.enabled() else "reference"
 
 
-def _layout(shape, axis):
-    if axis is None:
-        return "tensor", None
-    return "axis", axis
-
-
 def _op(plan):
     """The (precast, cast) records of a QuantizeV2 plan."""
     T = plan.T
@@ -90,7 +84,7 @@ def _op(plan):
 
 
 def _run(x, y, shape, axis, params, op):
-    g, a = _layout(shape, axis)
+    g, a = ("tensor", None) if axis is None else ("axis", axis)
     lay = core.layout(shape, g, a)
     core.run(x, y, core.flat_params(shape, g, a, lay, *params), lay, op)
 
