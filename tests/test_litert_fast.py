@@ -57,6 +57,7 @@ def sizes(request, monkeypatch):
         monkeypatch.setattr(core, "SERIAL_BELOW", 512)
         monkeypatch.setattr(core, "CHUNK", 256)
         monkeypatch.setattr(core, "STREAM_FROM", 256)
+        monkeypatch.setattr(core, "STREAM_BLOCK", 64)       # a line: short runs stream too
     return request.param
 
 

@@ -94,10 +94,12 @@ def test_dequantize(T, kernel):
 
 @pytest.fixture
 def small_parallel(monkeypatch):
-    """Parallel kernels from 2 Ki elements, work items of 512 elements, streaming from 1 KiB."""
+    """Parallel kernels from 2 Ki elements, work items of 512 elements, streaming from 1 KiB, a
+    line at a time."""
     monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
     monkeypatch.setattr(core, "CHUNK", 512)
     monkeypatch.setattr(core, "STREAM_FROM", 1024)
+    monkeypatch.setattr(core, "STREAM_BLOCK", 64)       # a line: short runs stream too
 
 
 def _tiled(cases, n=9000):

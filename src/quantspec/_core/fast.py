@@ -32,12 +32,14 @@ __all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "ze
 CHUNK = 1 << 15
 #: arrays smaller than this run on the calling thread (no thread-pool launch)
 SERIAL_BELOW = 1 << 16
-#: outputs of at least this many bytes are written with streaming (non-temporal) stores.  Off by default:
-#: on the machine of docs/performance.md they saved the read-for-ownership but lost more than that
-#: (measured side by side with idle thread pools asleep); set to e.g. 1 << 22 where they pay.
-STREAM_FROM = 1 << 62
-#: bytes a worker computes into a buffer (in L1) before streaming them out
-STREAM_BLOCK = 1 << 13
+#: outputs of at least this many bytes (more than the last-level cache keeps alongside the input) are
+#: written with streaming (non-temporal) stores, which skip the read-for-ownership of every output
+#: line: 1 of the 6 bytes an element of float32 -> int8 moves, 4 of the 9 of int8 -> float32
+#: (docs/performance.md)
+STREAM_FROM = 1 << 24
+#: bytes a worker computes into a buffer (in L1) before streaming them out: small, so that the loads
+#: of the input and the streamed stores interleave
+STREAM_BLOCK = 1 << 10
 
 # x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),
 # walked as runs that share one parameter entry (SegLayout) or as rows of L elements whose parameters
@@ -131,6 +133,9 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     if n == 0:
         return
     parallel = n >= SERIAL_BELOW
-    stream = parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
+    # SegLayout runs are streamed run by run: only runs of whole lines gain (blocked runs of 32 bytes
+    # would all be written by the scalar head and tail)
+    stream = (parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
+              and (isinstance(lay, RowLayout) or lay.L * y.itemsize >= STREAM_BLOCK))
     token = np.empty(STREAM_BLOCK // y.itemsize, y.dtype) if stream else None
     _kernels().map_(parallel)(x, y, params, lay, op[0], op[1], token)

@@ -178,23 +178,92 @@ def _ov_emit(x, y, a, b, prm, lay, e0, e1, buf):
     return lambda x, y, a, b, prm, lay, e0, e1, buf: _stream(x, y, a, b, prm, lay, e0, e1, buf)
 
 
-@function
+def _line(y):
+    """Elements of ``y`` in one cache line, as a compile-time constant."""
+
+
+@overload(_line, inline="always", jit_options=_JIT)
+def _ov_line(y):
+    n = LINE // y.dtype.bitwidth * 8
+    return lambda y: n
+
+
 def _stream(x, y, a, b, prm, lay, e0, e1, buf):
-    step = buf.size
-    size = y.itemsize
-    addr = data_address(y) + np.uint64(a * size)
-    head = b - a
-    if addr % size == 0 and b - a >= 2 * step:
-        head = ((LINE - addr % LINE) % LINE) // size
-    pos = a + head
-    _fill(x, y, a, pos, a, prm, lay, e0, e1)
-    while pos + step <= b:
-        _fill(x, buf, pos, pos + step, 0, prm, lay, e0, e1)
-        for c in range(0, step, LINE // size):
-            stream_line(y, pos + c, buf, c)
-        pos += step
-    _fill(x, y, pos, b, pos, prm, lay, e0, e1)
-    stream_fence()
+    """Elements [a, b) with streaming stores for every whole, aligned cache line of the output."""
+
+
+@overload(_stream, jit_options=_JIT)     # a call: one per work item
+def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
+    key = (_key(e0), _key(e1))
+    op = _OPS[key]
+    flush = key in _FTZ and HARDWARE_FTZ
+    if _is(lay, SegLayout):
+        # each run that shares one parameter entry: a head up to the first line boundary of y, then
+        # line by line (computed into ``buf``, a line long, which stays in L1, and streamed out at once,
+        # so that reads and streamed writes interleave), then a tail
+        def runs(x, y, a, b, prm, lay, e0, e1, buf):
+            if flush:
+                mode = mxcsr_get()
+                mxcsr_set(mode | MXCSR_FTZ_DAZ)
+            n = np.uint64(_line(y))
+            size = np.uint64(LINE) // n
+            step = np.uint64(buf.size) // n * n
+            base = data_address(y)
+            per_o = lay.D * lay.I
+            o = a // per_o
+            k = ((a - o * per_o) // lay.I) // lay.B
+            pos = a
+            while pos < b:
+                start = (o * lay.D + k * lay.B) * lay.I
+                end = min(start + min(lay.B, lay.D - k * lay.B) * lay.I, b)
+                p = o * lay.nb + k if lay.Op else k
+                pv = _take(prm, p)
+                lead = np.uint64(((LINE - (base + np.uint64(pos) * size) % LINE) % LINE) // size)
+                head = min(np.uint64(end - pos), lead)
+                i = np.uint64(pos)
+                for j in range(head):
+                    y[i + j] = op(x[i + j], pv, e0, e1)
+                i += head
+                stop = np.uint64(end)
+                while i + n <= stop:
+                    m = min(step, (stop - i) // n * n)
+                    for j in range(m):
+                        buf[j] = op(x[i + j], pv, e0, e1)
+                    for c in range(np.uint64(0), m, n):
+                        stream_line(y, i + c, buf, c)
+                    i += m
+                for j in range(stop - i):
+                    y[i + j] = op(x[i + j], pv, e0, e1)
+                pos = end
+                k += 1
+                if k == lay.nb:
+                    k = 0
+                    o += 1
+            stream_fence()
+            if flush:
+                mxcsr_set(mode)
+
+        return runs
+
+    def rows(x, y, a, b, prm, lay, e0, e1, buf):
+        # rows whose parameters change along the row: a buffer of lines at a time
+        step = buf.size
+        size = y.itemsize
+        addr = data_address(y) + np.uint64(a * size)
+        head = b - a
+        if b - a >= 2 * step:
+            head = ((LINE - addr % LINE) % LINE) // size
+        pos = a + head
+        _fill(x, y, a, pos, a, prm, lay, e0, e1)
+        while pos + step <= b:
+            _fill(x, buf, pos, pos + step, 0, prm, lay, e0, e1)
+            for c in range(0, step, LINE // size):
+                stream_line(y, pos + c, buf, c)
+            pos += step
+        _fill(x, y, pos, b, pos, prm, lay, e0, e1)
+        stream_fence()
+
+    return rows
 
 
 def _buffer(y, stream):
@@ -205,7 +274,7 @@ def _buffer(y, stream):
 def _ov_buffer(y, stream):
     if isinstance(stream, types.NoneType):
         return lambda y, stream: None
-    return lambda y, stream: np.empty(stream.size, y.dtype)
+    return lambda y, stream: np.empty(stream.size, y.dtype)     # at least a line (fast.run)
 
 
 def _map(x, y, prm, lay, e0, e1, stream):

@@ -16,7 +16,7 @@ from numba import prange
 from .._core import fastmap
 from .._core.nbprim import (f32_bits, iadd, iand, inline, isub, ixor, kernel, narrow_code, round_bf16, round_f16,
                             uand, uor, ushr)
-from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntPlain, Quotient
+from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntMlasByte, IntPlain, Quotient
 
 __all__ = ["q_ort_edges"]
 
@@ -52,9 +52,20 @@ def _mlas(q, prm, cfg):
     zi = prm[1]
     lo = np.float32(isub(cfg.qmin, zi))
     hi = np.float32(isub(cfg.qmax, zi))
-    q = lo if not (q >= lo) else q          # NaN -> lo
+    q = q if q > lo else lo                 # NaN -> lo (one x86 maxps)
     q = hi if q > hi else q
     return iand(iadd(np.int32(np.rint(q)), zi), cfg.mask)
+
+
+@inline
+def _mlas_byte(q, prm, cfg):
+    """_mlas for 8- and 16-bit codes, whose store keeps the low bits (no mask)."""
+    zi = prm[1]
+    lo = np.float32(isub(cfg.qmin, zi))
+    hi = np.float32(isub(cfg.qmax, zi))
+    q = q if q > lo else lo
+    q = hi if q > hi else q
+    return iadd(np.int32(np.rint(q)), zi)
 
 
 @inline
@@ -119,7 +130,7 @@ def _compose(div, out):
     return q
 
 
-_OUTS = {IntMlas: _mlas, IntPlain: _plain, Float: _narrow, FloatZp: _narrow_zp}
+_OUTS = {IntMlas: _mlas, IntMlasByte: _mlas_byte, IntPlain: _plain, Float: _narrow, FloatZp: _narrow_zp}
 for _o, _out in _OUTS.items():
     fastmap.register((Q32, _o), _compose(_div32, _out))
 # float16 / bfloat16 quotients are computed by a pass of their own (fast.quantize)

@@ -71,6 +71,7 @@ QBF16 = namedtuple("QBF16", "tag")
 Quotient = namedtuple("Quotient", "tag")        # output: the quotient itself, as float32
 # Integer outputs: MLAS-style clamp in float (spec and onnxruntime MLAS), or onnxruntime's plain loop.
 IntMlas = namedtuple("IntMlas", "qmin qmax mask")
+IntMlasByte = namedtuple("IntMlasByte", "qmin qmax mask")     # 8/16-bit codes: the store truncates, no mask
 IntPlain = namedtuple("IntPlain", "qmin qmax mask")
 # Narrow float outputs (see nbprim.narrow_code); FloatZp adds a float64 zero point first.
 _FMT = "mant emin bias maxmag overmag nanbits nansigned fnuz signpos wlo whi wcode"
@@ -209,7 +210,7 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
         zi = core.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
         if plan.compat == "onnxruntime":
             plain = _ort_plain(plan)
-        cfg = _int_record(IntPlain if plain == "all" else IntMlas, t)
+        cfg = _int_record(IntPlain if plain == "all" else IntMlasByte if t.bits in (8, 16) else IntMlas, t)
         lay, params = _prepared(plan, scale, zi)
     else:
         cfg = float_format(t, plan.saturate, plan.compat)
