@@ -27,3 +27,14 @@ def require(module: str):
         if REQUIRE:
             pytest.fail(message + " (QUANTSPEC_REQUIRE_REFERENCES=1: a missing runtime is a failure)")
         pytest.skip(message)
+
+
+def require_fast():
+    """The fast path needs numba (``pip install 'quantspec[fast]'``): skipped without it, a failure in
+    CI (QUANTSPEC_REQUIRE_REFERENCES=1), like a missing reference runtime.  A run with QUANTSPEC_FAST=0
+    (the whole suite on the reference path) skips the fast-path tests."""
+    require("numba")
+    from quantspec._core import jit
+
+    if not jit.enabled():
+        pytest.skip("QUANTSPEC_FAST=0: the fast path is switched off")

@@ -15,7 +15,7 @@ import os
 import numpy as np
 import pytest
 
-from refs import require
+from refs import require_fast
 from quantspec import litert as L
 from quantspec._core import fast as core
 from quantspec._core import jit
@@ -25,12 +25,7 @@ from quantspec.litert.kernels.fully_connected import requantize_double
 
 @pytest.fixture(autouse=True)
 def _numba():
-    """The fast path needs numba (``pip install 'quantspec[fast]'``): skipped without it, a failure in
-    CI (QUANTSPEC_REQUIRE_REFERENCES=1), like a missing reference runtime.  A run with QUANTSPEC_FAST=0
-    (the whole suite on the reference path) skips these tests."""
-    require("numba")
-    if not jit.enabled():
-        pytest.skip("QUANTSPEC_FAST=0: the fast path is switched off")
+    require_fast()
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pytest
 
 import onnx_corpus as C
 import test_onnx_conformance as T
-from refs import require
+from refs import require_fast
 from quantspec import onnx as qo
 from quantspec._core import fast as core
 from quantspec._core import jit
@@ -32,12 +32,7 @@ from quantspec.onnx.plan import ORT
 
 @pytest.fixture(autouse=True)
 def _numba():
-    """The fast path needs numba (``pip install 'quantspec[fast]'``): skipped without it, a failure in
-    CI (QUANTSPEC_REQUIRE_REFERENCES=1), like a missing reference runtime.  A run with QUANTSPEC_FAST=0
-    (the whole suite on the reference path) skips these tests."""
-    require("numba")
-    if not jit.enabled():
-        pytest.skip("QUANTSPEC_FAST=0: the fast path is switched off")
+    require_fast()
 
 FAST_X = ("float", "float16", "bfloat16")
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tf_oracle as O
-from refs import require
+from refs import require_fast
 from quantspec import tf as qtf
 from quantspec._core import fast as core
 from quantspec._core import jit
@@ -26,12 +26,7 @@ from quantspec.tf import quantize_op as Q
 
 @pytest.fixture(autouse=True)
 def _numba():
-    """The fast path needs numba (``pip install 'quantspec[fast]'``): skipped without it, a failure in
-    CI (QUANTSPEC_REQUIRE_REFERENCES=1), like a missing reference runtime.  A run with QUANTSPEC_FAST=0
-    (the whole suite on the reference path) skips these tests."""
-    require("numba")
-    if not jit.enabled():
-        pytest.skip("QUANTSPEC_FAST=0: the fast path is switched off")
+    require_fast()
 
 KERNELS = ("eigen", "onednn")
 
