@@ -8,8 +8,22 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 sys.path.insert(0, str(Path(__file__).parent))  # for `import refs`
+
+
+@pytest.fixture
+def small_parallel(monkeypatch):
+    """The fast path's parallel kernels at small sizes: from 2 Ki elements, work items of 512
+    elements, streaming stores from 1 KiB, a line at a time (short runs stream too)."""
+    from quantspec._core import fast as core
+
+    monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
+    monkeypatch.setattr(core, "CHUNK", 512)
+    monkeypatch.setattr(core, "STREAM_FROM", 1024)
+    monkeypatch.setattr(core, "STREAM_BLOCK", 64)

@@ -103,16 +103,6 @@ def test_dequantize_onnxruntime(xt, g, st, ot):
 
 
 # -- the parallel kernels and streaming stores, at small sizes ----------------------------------
-@pytest.fixture
-def small_parallel(monkeypatch):
-    """Parallel kernels from 2 Ki elements, work items of 512 elements, streaming from 1 KiB, a
-    line at a time."""
-    monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
-    monkeypatch.setattr(core, "CHUNK", 512)
-    monkeypatch.setattr(core, "STREAM_FROM", 1024)
-    monkeypatch.setattr(core, "STREAM_BLOCK", 64)       # a line: short runs stream too
-
-
 # the parallel kernels are the serial ones compiled with prange: the work splitting and the streamed
 # stores are the same for every operation, so a few cases cover them (both layouts, an integer and a
 # float rule, the float16 quotient pass, onnxruntime's 4-bit edges); the corpora above cover the rules

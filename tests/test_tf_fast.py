@@ -17,7 +17,6 @@ import pytest
 import tf_oracle as O
 from refs import require_fast
 from quantspec import tf as qtf
-from quantspec._core import fast as core
 from quantspec._core import jit
 from quantspec.errors import DTypeError, ShapeError
 from quantspec.tf import dequantize_op as D
@@ -85,16 +84,6 @@ def test_quantize_per_axis(T, kernel):
 @pytest.mark.parametrize("T", O.TYPES)
 def test_dequantize(T, kernel):
     assert _check_dequantize(O.dequantize_cases(T), T, kernel) > 0
-
-
-@pytest.fixture
-def small_parallel(monkeypatch):
-    """Parallel kernels from 2 Ki elements, work items of 512 elements, streaming from 1 KiB, a
-    line at a time."""
-    monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
-    monkeypatch.setattr(core, "CHUNK", 512)
-    monkeypatch.setattr(core, "STREAM_FROM", 1024)
-    monkeypatch.setattr(core, "STREAM_BLOCK", 64)       # a line: short runs stream too
 
 
 def _tiled(cases, n=9000):

@@ -107,6 +107,27 @@ def _work(w, lay):
     return first, last + length
 
 
+@inline
+def _run_of(a, lay):
+    """(o, k) of the SegLayout run that holds element ``a``: its outer index and block."""
+    per_o = lay.D * lay.I
+    o = a // per_o
+    return o, ((a - o * per_o) // lay.I) // lay.B
+
+
+@inline
+def _run_next(o, k, b, lay):
+    """For run (o, k): where it ends (at most ``b``), its parameter entry, and the next run's (o, k)."""
+    start = (o * lay.D + k * lay.B) * lay.I
+    end = min(start + min(lay.B, lay.D - k * lay.B) * lay.I, b)
+    p = o * lay.nb + k if lay.Op else k
+    k += 1
+    if k == lay.nb:
+        k = 0
+        o += 1
+    return end, p, o, k
+
+
 def _fill(x, dst, a, b, d0, prm, lay, e0, e1):
     """dst[d0 + j] = op(x[a + j]) for the elements [a, b), each with its own parameters; the inner
     ``for`` loops are what LLVM vectorises."""
@@ -122,23 +143,15 @@ def _ov_fill(x, dst, a, b, d0, prm, lay, e0, e1):
             if flush:
                 mode = mxcsr_get()
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            per_o = lay.D * lay.I
-            o = a // per_o
-            k = ((a - o * per_o) // lay.I) // lay.B
+            o, k = _run_of(a, lay)
             pos = a
             while pos < b:
-                start = (o * lay.D + k * lay.B) * lay.I
-                end = min(start + min(lay.B, lay.D - k * lay.B) * lay.I, b)
-                p = o * lay.nb + k if lay.Op else k
+                end, p, o, k = _run_next(o, k, b, lay)
                 pv = _take(prm, p)
                 xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
                 for j in range(np.uint64(end - pos)):
                     dst[ya + j] = op(x[xa + j], pv, e0, e1)
                 pos = end
-                k += 1
-                if k == lay.nb:
-                    k = 0
-                    o += 1
             if flush:
                 mxcsr_set(mode)
 
@@ -209,14 +222,10 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
             size = np.uint64(LINE) // n
             step = np.uint64(buf.size) // n * n
             base = data_address(y)
-            per_o = lay.D * lay.I
-            o = a // per_o
-            k = ((a - o * per_o) // lay.I) // lay.B
+            o, k = _run_of(a, lay)
             pos = a
             while pos < b:
-                start = (o * lay.D + k * lay.B) * lay.I
-                end = min(start + min(lay.B, lay.D - k * lay.B) * lay.I, b)
-                p = o * lay.nb + k if lay.Op else k
+                end, p, o, k = _run_next(o, k, b, lay)
                 pv = _take(prm, p)
                 lead = np.uint64(((LINE - (base + np.uint64(pos) * size) % LINE) % LINE) // size)
                 head = min(np.uint64(end - pos), lead)
@@ -235,10 +244,6 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
                 for j in range(stop - i):
                     y[i + j] = op(x[i + j], pv, e0, e1)
                 pos = end
-                k += 1
-                if k == lay.nb:
-                    k = 0
-                    o += 1
             stream_fence()
             if flush:
                 mxcsr_set(mode)
