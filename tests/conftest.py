@@ -19,11 +19,12 @@ sys.path.insert(0, str(Path(__file__).parent))  # for `import refs`
 
 @pytest.fixture
 def small_parallel(monkeypatch):
-    """The fast path's parallel kernels at small sizes: from 2 Ki elements, work items of 512
-    elements, streaming stores from 1 KiB, a line at a time (short runs stream too)."""
+    """The fast path's parallel kernels at small sizes: from 2 Ki elements, work items of 1600
+    elements (of one-byte codes: a whole stream buffer of 1 KiB, then whole lines, then a tail),
+    streaming stores from 1 KiB of output, for runs from a line long (short runs stream too)."""
     from quantspec._core import fast as core
 
     monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
-    monkeypatch.setattr(core, "CHUNK", 512)
+    monkeypatch.setattr(core, "CHUNK", 1600)
     monkeypatch.setattr(core, "STREAM_FROM", 1024)
-    monkeypatch.setattr(core, "STREAM_BLOCK", 64)
+    monkeypatch.setattr(core, "STREAM_BLOCK", 64)     # fast.run: the shortest run that streams

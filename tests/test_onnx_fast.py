@@ -13,6 +13,7 @@ bench``, never here.
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 
@@ -146,6 +147,31 @@ def test_sizes_and_unaligned_outputs(small_parallel, n, offset):
     d_out = raw[4:].view(np.float32) if offset else raw[:4 * n].view(np.float32)
     assert qo.dequantize_linear(q, np.float32(0.25), np.int8(-3), out=d_out) is d_out
     assert C.same_bits(d_want, d_out)
+
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="x86 only: elsewhere the fence is LLVM's own")
+def test_streamed_stores_are_fenced_with_sfence():
+    """The fence after a worker's streamed stores is an ``sfence`` (what the vendors specify for
+    non-temporal stores), not the locked ``or`` that LLVM makes of a sequentially consistent fence."""
+    from numba import njit
+
+    from quantspec._core.nbprim import stream_fence, stream_line
+
+    @njit
+    def copy_line(dst, src):
+        stream_line(dst, 0, src, 0)
+        stream_fence()
+
+    raw = np.zeros(192, np.uint8)
+    dst = raw[(-raw.ctypes.data) % 64:][:64]
+    src = np.arange(64, dtype=np.uint8)
+    copy_line(dst, src)
+    assert np.array_equal(dst, src)
+    ops = [line.split()[0] for line in copy_line.inspect_asm(copy_line.signatures[0]).splitlines()
+           if line.startswith("\t") and line.split()]
+    assert "sfence" in ops and any(op.startswith(("vmovnt", "movnt")) for op in ops)
 
 
 # -- layouts, shapes and non-contiguous inputs ----------------------------------------------------

@@ -38,7 +38,8 @@ SERIAL_BELOW = 1 << 16
 #: (docs/performance.md)
 STREAM_FROM = 1 << 24
 #: bytes a worker computes into a buffer (in L1) before streaming them out: small, so that the loads
-#: of the input and the streamed stores interleave
+#: of the input and the streamed stores interleave.  A compile-time constant of the kernels (a loop of
+#: known trip count, which LLVM unrolls): changing it means recompiling them
 STREAM_BLOCK = 1 << 10
 
 # x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),
@@ -137,5 +138,7 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     # would all be written by the scalar head and tail)
     stream = (parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
               and (isinstance(lay, RowLayout) or lay.L * y.itemsize >= STREAM_BLOCK))
-    token = np.empty(STREAM_BLOCK // y.itemsize, y.dtype) if stream else None
-    _kernels().map_(parallel)(x, y, params, lay, op[0], op[1], token)
+    token = np.empty(0, y.dtype) if stream else None
+    kernels = _kernels()
+    parts = min(kernels.threads(), lay.work) if parallel else 1
+    kernels.map_(parallel)(x, y, params, lay, op[0], op[1], token, max(parts, 1))

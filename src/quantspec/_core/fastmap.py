@@ -5,7 +5,8 @@ about ``lay.chunk`` elements (part of a long run, or a group of short ones).  Ea
 contiguous range of x and y; inside it, every run of elements that share one parameter entry (or
 every row, for row layouts) is a plain ``for`` loop over contiguous memory that LLVM vectorises.
 For large outputs the 64-byte-aligned middle of each work item is computed a buffer at a time and
-written with streaming stores (:func:`quantspec._core.nbprim.stream_line`).
+written with streaming stores (:func:`quantspec._core.nbprim.stream_line`); each worker fences its
+streamed stores once, at the end of its share of the work items.
 
 The element function is found at compile time from the classes of the two ``op`` records
 (:func:`register`; each spec's kernel module registers its own), so every compiled kernel contains
@@ -16,14 +17,14 @@ thread pool) and a serial twin for small arrays (:func:`quantspec._core.nbprim.t
 from __future__ import annotations
 
 import numpy as np
-from numba import prange, types
+from numba import get_num_threads, prange, types
 from numba.extending import overload
 
-from .fast import SegLayout
+from .fast import STREAM_BLOCK, SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
                      stream_fence, stream_line, twin)
 
-__all__ = ["map_", "register", "KERNEL_SOURCES"]
+__all__ = ["map_", "register", "threads", "KERNEL_SOURCES"]
 
 #: every module whose element functions the compiled kernels inline (jit.py keys the on-disk cache
 #: by their contents): this one, nbprim.py and these
@@ -212,15 +213,15 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
     flush = key in _FTZ and HARDWARE_FTZ
     if _is(lay, SegLayout):
         # each run that shares one parameter entry: a head up to the first line boundary of y, then
-        # line by line (computed into ``buf``, a line long, which stays in L1, and streamed out at once,
-        # so that reads and streamed writes interleave), then a tail
+        # a buffer at a time (computed into ``buf``, STREAM_BLOCK bytes, which stays in L1, and
+        # streamed out at once, so that reads and streamed writes interleave), then a tail
         def runs(x, y, a, b, prm, lay, e0, e1, buf):
             if flush:
                 mode = mxcsr_get()
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
             n = np.uint64(_line(y))
             size = np.uint64(LINE) // n
-            step = np.uint64(buf.size) // n * n
+            full = np.uint64(_block(y))
             base = data_address(y)
             o, k = _run_of(a, lay)
             pos = a
@@ -235,16 +236,23 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
                 i += head
                 stop = np.uint64(end)
                 while i + n <= stop:
-                    m = min(step, (stop - i) // n * n)
-                    for j in range(m):
-                        buf[j] = op(x[i + j], pv, e0, e1)
-                    for c in range(np.uint64(0), m, n):
-                        stream_line(y, i + c, buf, c)
+                    # whole buffers: loops of a constant trip count, which LLVM unrolls; then the
+                    # last whole lines
+                    m = full if i + full <= stop else (stop - i) // n * n
+                    if m == full:
+                        for j in range(full):
+                            buf[j] = op(x[i + j], pv, e0, e1)
+                        for c in range(np.uint64(0), full, n):
+                            stream_line(y, i + c, buf, c)
+                    else:
+                        for j in range(m):
+                            buf[j] = op(x[i + j], pv, e0, e1)
+                        for c in range(np.uint64(0), m, n):
+                            stream_line(y, i + c, buf, c)
                     i += m
                 for j in range(stop - i):
                     y[i + j] = op(x[i + j], pv, e0, e1)
                 pos = end
-            stream_fence()
             if flush:
                 mxcsr_set(mode)
 
@@ -266,9 +274,18 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
                 stream_line(y, pos + c, buf, c)
             pos += step
         _fill(x, y, pos, b, pos, prm, lay, e0, e1)
-        stream_fence()
 
     return rows
+
+
+def _block(y):
+    """Elements of ``y`` in one stream buffer (STREAM_BLOCK bytes), as a compile-time constant."""
+
+
+@overload(_block, inline="always", jit_options=_JIT)
+def _ov_block(y):
+    n = max(STREAM_BLOCK, LINE) * 8 // y.dtype.bitwidth
+    return lambda y: n
 
 
 def _buffer(y, stream):
@@ -279,19 +296,41 @@ def _buffer(y, stream):
 def _ov_buffer(y, stream):
     if isinstance(stream, types.NoneType):
         return lambda y, stream: None
-    return lambda y, stream: np.empty(stream.size, y.dtype)     # at least a line (fast.run)
+    return lambda y, stream: np.empty(_block(y), y.dtype)
 
 
-def _map(x, y, prm, lay, e0, e1, stream):
-    """y = op(x) over the whole array, one work item of about ``lay.chunk`` elements per task.
+def _fence(stream):
+    """After a worker's last streamed store (nbprim.stream_fence); nothing when not streaming."""
+
+
+@overload(_fence, inline="always", jit_options=_JIT)
+def _ov_fence(stream):
+    if isinstance(stream, types.NoneType):
+        return lambda stream: None
+    return lambda stream: stream_fence()
+
+
+def _map(x, y, prm, lay, e0, e1, stream, parts):
+    """y = op(x) over the whole array in work items of about ``lay.chunk`` elements, split into
+    ``parts`` contiguous shares, one per worker (numba's own split of a ``prange`` is the same
+    static one; here each worker also allocates its stream buffer once and fences its streamed
+    stores once, at the end of its share).
 
     ``prm``: a tuple of parameter arrays; ``lay``: SegLayout (runs that share one parameter entry:
     per-tensor, per-axis, blocked along the last axis) or RowLayout (rows whose parameters change
-    along the row); ``(e0, e1)``: the operation (:func:`register`); ``stream``: None, or an empty
-    array of y's type, as long as the buffer each worker computes before streaming it out."""
-    for w in prange(lay.work):
-        a, b = _work(w, lay)
-        _emit(x, y, a, b, prm, lay, e0, e1, _buffer(y, stream))
+    along the row); ``(e0, e1)``: the operation (:func:`register`); ``stream``: None, or an (empty)
+    array of y's type: write the output with streaming stores."""
+    for t in prange(parts):
+        buf = _buffer(y, stream)
+        for w in range(lay.work * t // parts, lay.work * (t + 1) // parts):
+            a, b = _work(w, lay)
+            _emit(x, y, a, b, prm, lay, e0, e1, buf)
+        _fence(stream)
+
+
+def threads() -> int:
+    """The workers of the parallel kernels (numba's thread count)."""
+    return get_num_threads()
 
 
 map_ = twin(_map)

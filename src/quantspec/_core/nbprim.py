@@ -237,8 +237,9 @@ def cvtt_int64_low32(v):
 
 
 # -- the x86 flush-to-zero mode (TensorFlow's kernels run with FTZ and DAZ set) ---------------------
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
 #: FTZ and DAZ can be switched on in hardware (x86 MXCSR); elsewhere kernels flush with :func:`ftz`
-HARDWARE_FTZ = platform.machine().lower() in ("x86_64", "amd64")
+HARDWARE_FTZ = _X86
 MXCSR_FTZ_DAZ = 0x8040
 
 
@@ -328,11 +329,17 @@ def stream_line(typingctx, dst, index, src, start):
 
 @intrinsic
 def stream_fence(typingctx):
-    """A full fence (x86: ``mfence``): the streamed stores are globally visible before anything
-    that follows (streamed stores are weakly ordered)."""
+    """Make this thread's streamed stores globally visible before anything that follows (streamed
+    stores are weakly ordered).  x86: ``sfence``, the fence the vendors specify for non-temporal
+    stores (LLVM lowers a ``fence seq_cst`` to a locked ``or``, which is not documented to order them
+    on every processor); elsewhere a sequentially consistent fence."""
 
     def codegen(context, builder, signature, args):
-        builder.fence("seq_cst")
+        if _X86:
+            sfence = builder.module.declare_intrinsic("llvm.x86.sse.sfence", fnty=ir.FunctionType(ir.VoidType(), []))
+            builder.call(sfence, [])
+        else:
+            builder.fence("seq_cst")
         return context.get_dummy_value()
 
     return types.void(), codegen
