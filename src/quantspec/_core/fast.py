@@ -38,8 +38,8 @@ SERIAL_BELOW = 1 << 16
 #: (docs/performance.md)
 STREAM_FROM = 1 << 24
 #: bytes a worker computes into a buffer (in L1) before streaming them out: small, so that the loads
-#: of the input and the streamed stores interleave.  A compile-time constant of the kernels (a loop of
-#: known trip count, which LLVM unrolls): changing it means recompiling them
+#: of the input and the streamed stores interleave.  A compile-time constant of the kernels (the
+#: buffer's size): changing it means recompiling them
 STREAM_BLOCK = 1 << 10
 
 # x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),

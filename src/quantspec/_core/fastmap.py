@@ -236,19 +236,11 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
                 i += head
                 stop = np.uint64(end)
                 while i + n <= stop:
-                    # whole buffers: loops of a constant trip count, which LLVM unrolls; then the
-                    # last whole lines
-                    m = full if i + full <= stop else (stop - i) // n * n
-                    if m == full:
-                        for j in range(full):
-                            buf[j] = op(x[i + j], pv, e0, e1)
-                        for c in range(np.uint64(0), full, n):
-                            stream_line(y, i + c, buf, c)
-                    else:
-                        for j in range(m):
-                            buf[j] = op(x[i + j], pv, e0, e1)
-                        for c in range(np.uint64(0), m, n):
-                            stream_line(y, i + c, buf, c)
+                    m = min(full, (stop - i) // n * n)
+                    for j in range(m):
+                        buf[j] = op(x[i + j], pv, e0, e1)
+                    for c in range(np.uint64(0), m, n):
+                        stream_line(y, i + c, buf, c)
                     i += m
                 for j in range(stop - i):
                     y[i + j] = op(x[i + j], pv, e0, e1)
