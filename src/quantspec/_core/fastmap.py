@@ -221,7 +221,7 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
             n = np.uint64(_line(y))
             size = np.uint64(LINE) // n
-            full = np.uint64(_block(y))
+            full = np.uint64(buf.size)       # _buffer: STREAM_BLOCK bytes
             base = data_address(y)
             o, k = _run_of(a, lay)
             pos = a
