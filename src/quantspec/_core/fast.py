@@ -26,7 +26,7 @@ import numpy as np
 from . import jit
 
 __all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "CHUNK", "SERIAL_BELOW",
-           "STREAM_FROM", "STREAM_BLOCK"]
+           "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER"]
 
 #: elements per unit of parallel work
 CHUNK = 1 << 15
@@ -39,8 +39,12 @@ SERIAL_BELOW = 1 << 16
 STREAM_FROM = 1 << 24
 #: bytes a worker computes into a buffer (in L1) before streaming them out: small, so that the loads
 #: of the input and the streamed stores interleave.  A compile-time constant of the kernels (the
-#: buffer's size): changing it means recompiling them
-STREAM_BLOCK = 1 << 10
+#: buffer's size), read once when they are first loaded: changing it means recompiling them (and
+#: the on-disk cache does not key on it), so nothing may patch it at run time
+STREAM_BUFFER = 1 << 10
+#: runs (SegLayout) shorter than this many bytes of output are not streamed: their whole lines would
+#: be few.  Read on every call (tests lower it to stream short runs too)
+STREAM_BLOCK = STREAM_BUFFER
 
 # x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),
 # walked as runs that share one parameter entry (SegLayout) or as rows of L elements whose parameters

@@ -20,7 +20,7 @@ import numpy as np
 from numba import get_num_threads, prange, types
 from numba.extending import overload
 
-from .fast import STREAM_BLOCK, SegLayout
+from .fast import STREAM_BUFFER, SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
                      stream_fence, stream_line, twin)
 
@@ -213,7 +213,7 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
     flush = key in _FTZ and HARDWARE_FTZ
     if _is(lay, SegLayout):
         # each run that shares one parameter entry: a head up to the first line boundary of y, then
-        # a buffer at a time (computed into ``buf``, STREAM_BLOCK bytes, which stays in L1, and
+        # a buffer at a time (computed into ``buf``, STREAM_BUFFER bytes, which stays in L1, and
         # streamed out at once, so that reads and streamed writes interleave), then a tail
         def runs(x, y, a, b, prm, lay, e0, e1, buf):
             if flush:
@@ -221,7 +221,7 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
             n = np.uint64(_line(y))
             size = np.uint64(LINE) // n
-            full = np.uint64(buf.size)       # _buffer: STREAM_BLOCK bytes
+            full = np.uint64(buf.size)       # _buffer: STREAM_BUFFER bytes
             base = data_address(y)
             o, k = _run_of(a, lay)
             pos = a
@@ -271,12 +271,12 @@ def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
 
 
 def _block(y):
-    """Elements of ``y`` in one stream buffer (STREAM_BLOCK bytes), as a compile-time constant."""
+    """Elements of ``y`` in one stream buffer (STREAM_BUFFER bytes), as a compile-time constant."""
 
 
 @overload(_block, inline="always", jit_options=_JIT)
 def _ov_block(y):
-    n = max(STREAM_BLOCK, LINE) * 8 // y.dtype.bitwidth
+    n = max(STREAM_BUFFER, LINE) * 8 // y.dtype.bitwidth
     return lambda y: n
 
 
@@ -289,6 +289,86 @@ def _ov_buffer(y, stream):
     if isinstance(stream, types.NoneType):
         return lambda y, stream: None
     return lambda y, stream: np.empty(_block(y), y.dtype)
+
+
+@inline
+def _items(x, y, prm, lay, e0, e1, buf, t, parts):
+    """Worker ``t``'s share of the work items, one after the other."""
+    for w in range(lay.work * t // parts, lay.work * (t + 1) // parts):
+        a, b = _work(w, lay)
+        _emit(x, y, a, b, prm, lay, e0, e1, buf)
+
+
+def _share(x, y, prm, lay, e0, e1, buf, t, parts):
+    """Worker ``t`` of ``parts``: its share of the work items, or, for one run streamed (per-tensor),
+    its share of the whole lines of y in one piece (:func:`_flat`)."""
+
+
+@overload(_share, inline="always", jit_options=_JIT)
+def _ov_share(x, y, prm, lay, e0, e1, buf, t, parts):
+    if not (_is(lay, SegLayout) and isinstance(buf, types.Array)):
+        return lambda x, y, prm, lay, e0, e1, buf, t, parts: _items(x, y, prm, lay, e0, e1, buf, t, parts)
+
+    def share(x, y, prm, lay, e0, e1, buf, t, parts):
+        if lay.units != 1:
+            _items(x, y, prm, lay, e0, e1, buf, t, parts)
+            return
+        # worker t: from line boundary t to line boundary t + 1 of y's whole lines (the first worker
+        # from element 0, the last to the end)
+        n = np.uint64(lay.D * lay.I)            # one run: O = nb = 1
+        per = np.uint64(_line(y))
+        lead = min(n, np.uint64(((LINE - data_address(y) % LINE) % LINE) // y.itemsize))
+        lines = (n - lead) // per
+        a = np.uint64(0) if t == 0 else lead + lines * np.uint64(t) // np.uint64(parts) * per
+        b = n if t == parts - 1 else lead + lines * np.uint64(t + 1) // np.uint64(parts) * per
+        _flat(x, y, a, b, prm, e0, e1, buf)
+
+    return share
+
+
+def _flat(x, y, a, b, prm, e0, e1, buf):
+    """Elements [a, b) of a per-tensor operation (parameter entry 0), streamed: a head up to the
+    first line boundary, whole stream buffers (a loop of constant length), the whole lines left,
+    then a tail."""
+
+
+@overload(_flat, jit_options=_JIT)     # a call: one per worker
+def _ov_flat(x, y, a, b, prm, e0, e1, buf):
+    key = (_key(e0), _key(e1))
+    op = _OPS[key]
+    flush = key in _FTZ and HARDWARE_FTZ
+
+    def flat(x, y, a, b, prm, e0, e1, buf):
+        if flush:
+            mode = mxcsr_get()
+            mxcsr_set(mode | MXCSR_FTZ_DAZ)
+        pv = _take(prm, 0)
+        n = np.uint64(_line(y))
+        full = np.uint64(_block(y))
+        size = np.uint64(LINE) // n
+        i, stop = np.uint64(a), np.uint64(b)
+        head = min(stop - i, np.uint64(((LINE - (data_address(y) + i * size) % LINE) % LINE) // size))
+        for j in range(head):
+            y[i + j] = op(x[i + j], pv, e0, e1)
+        i += head
+        while i + full <= stop:
+            for j in range(full):
+                buf[j] = op(x[i + j], pv, e0, e1)
+            for c in range(np.uint64(0), full, n):
+                stream_line(y, i + c, buf, c)
+            i += full
+        m = (stop - i) // n * n
+        for j in range(m):
+            buf[j] = op(x[i + j], pv, e0, e1)
+        for c in range(np.uint64(0), m, n):
+            stream_line(y, i + c, buf, c)
+        i += m
+        for j in range(stop - i):
+            y[i + j] = op(x[i + j], pv, e0, e1)
+        if flush:
+            mxcsr_set(mode)
+
+    return flat
 
 
 def _fence(stream):
@@ -314,9 +394,7 @@ def _map(x, y, prm, lay, e0, e1, stream, parts):
     array of y's type: write the output with streaming stores."""
     for t in prange(parts):
         buf = _buffer(y, stream)
-        for w in range(lay.work * t // parts, lay.work * (t + 1) // parts):
-            a, b = _work(w, lay)
-            _emit(x, y, a, b, prm, lay, e0, e1, buf)
+        _share(x, y, prm, lay, e0, e1, buf, t, parts)
         _fence(stream)
 
 
