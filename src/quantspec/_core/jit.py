@@ -27,6 +27,7 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import sys
 import importlib.util
 import os
 from pathlib import Path
@@ -86,8 +87,11 @@ def cache_dir(kernel_file: Path) -> Path:
 
 
 def load(module: str) -> ModuleType:
-    """Import a kernel module (one that imports numba)."""
-    return importlib.import_module(module)
+    """Import a kernel module (one that imports numba).  Looked up in ``sys.modules`` first: the
+    import machinery costs tens of microseconds on a call that follows a large kernel, whose data
+    has flushed the caches."""
+    loaded = sys.modules.get(module)
+    return loaded if loaded is not None else importlib.import_module(module)
 
 
 # -- saving to the cache under a lock ------------------------------------------------------------
