@@ -39,10 +39,14 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.kernels`; both
     give the same bytes).
     """
-    plan = plan_quantize(x, y_scale, y_zero_point, axis=axis, block_size=block_size, output_dtype=output_dtype,
-                         saturate=saturate, precision=precision, opset=opset, compat=compat)
+    attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, saturate=saturate, precision=precision,
+                 opset=opset, compat=compat)
+    plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
+    x = np.asarray(x, dtype=plan.x_type.dtype)
+    if prepared is not None and jit.enabled():
+        return fast.quantize(plan, x, out, prepared)
     impl = fast if fast.path(plan) == "fast" else kernels
-    return impl.quantize(plan, np.asarray(x, dtype=plan.x_type.dtype), out)
+    return impl.quantize(plan, x, out)
 
 
 def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **attributes: Any) -> np.ndarray:
@@ -71,7 +75,76 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
                       out: np.ndarray | None = None) -> np.ndarray:
     """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
     (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
-    plan = plan_dequantize(x, x_scale, x_zero_point, axis=axis, block_size=block_size, output_dtype=output_dtype,
-                           opset=opset, compat=compat)
+    attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, opset=opset, compat=compat)
+    plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
+    if prepared is not None and jit.enabled():
+        return fast.dequantize(plan, np.asarray(x), out, prepared)
     impl = fast if fast.path(plan) == "fast" else kernels
     return impl.dequantize(plan, np.asarray(x), out)
+
+
+# -- plans kept for the next call ---------------------------------------------------------------
+# Planning a call (checking every rule, choosing the layout, preparing the kernel's parameters)
+# costs tens of microseconds, and after a large array has flushed the caches several hundred: a
+# visible share of a 64 Mi-element quantize.  Calls that repeat one another (same x shape and type,
+# same scale and zero point values, same attributes) reuse the plan and its prepared fast-path
+# state.  The key holds the parameter *bytes* (so -0.0 and 0.0, or NaN payloads, never share a plan)
+# and the *type* of every attribute (so True is not taken for 1); the cached plan holds its own
+# copies of the parameters, so changing the caller's arrays later cannot change it.
+_PLANS: dict = {}
+_PLANS_MAX = 256
+_SMALL = 64             # parameters with more entries than this are not cached
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _value_key(v: Any):
+    if v is None:
+        return None
+    if isinstance(v, np.ndarray):
+        if v.size > _SMALL or v.dtype.kind not in "biufV":
+            raise _Uncacheable
+        return np.ndarray, v.dtype, v.shape, v.tobytes()
+    if isinstance(v, np.generic):
+        if v.dtype.kind not in "biufV":
+            raise _Uncacheable
+        return np.generic, v.dtype, v.tobytes()
+    if type(v) is float:
+        return float, v.hex()
+    if type(v) is int:
+        return int, v
+    raise _Uncacheable
+
+
+def _own(v: Any) -> Any:
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
+def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: dict):
+    """(plan, prepared fast-path state or None) for this call: from the cache, or made (and cached
+    when the call's arguments can be keyed)."""
+    key = None
+    if isinstance(x, np.ndarray):
+        try:
+            key = (kind, x.shape, x.dtype, _value_key(scale), _value_key(zero_point), core.CHUNK,
+                   *((type(v), v) for v in attrs.values()))
+            hash(key)
+        except (_Uncacheable, TypeError):
+            key = None
+    if key is not None:
+        hit = _PLANS.get(key)
+        if hit is not None:
+            return hit
+    make = plan_quantize if kind == "q" else plan_dequantize
+    if key is None:
+        return make(x, scale, zero_point, **attrs), None
+    plan = make(x, _own(scale), _own(zero_point), **attrs)
+    prepared = None
+    if fast.covers(plan) and all(plan.shape):
+        prepared = fast.prepare_quantize(plan) if kind == "q" else fast.prepare_dequantize(plan)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = (plan, prepared)
+    return plan, prepared

@@ -61,7 +61,7 @@ from .._core import jit
 from ..dtypes import QType, qtype
 from .plan import DequantizePlan, QuantizePlan
 
-__all__ = ["path", "quantize", "dequantize", "covers", "float_format"]
+__all__ = ["path", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize", "covers", "float_format"]
 
 # -- the records that select the element operation (their class) and carry its constants --------
 # Quotient precision: x / s in float32 (Q32), or x and x / s rounded to float16 / bfloat16.
@@ -186,32 +186,34 @@ def _result(out, shape, dtype):
     return check_out(out, shape, dtype) if out is not None else np.empty(shape, dtype)
 
 
-def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """QuantizeLinear on the fused kernels (``path(plan) == "fast"``); same result as
-    :func:`quantspec.onnx.kernels.quantize`."""
+# What a plan turns into, computed once per plan (the cached plans of quantize_linear keep it):
+# the loop layout, the kernel's parameter arrays and the records of the element operation.
+QPrepared = namedtuple("QPrepared", "quotient lay params op edges")
+DQPrepared = namedtuple("DQPrepared", "lay params op")
+
+
+def prepare_quantize(plan: QuantizePlan) -> QPrepared:
+    """Everything :func:`quantize` needs that depends only on the plan."""
     t = plan.out
-    result = _result(out, plan.shape, t.dtype)
-    if result.size == 0:
-        return result
-    _kernels()
     pname = _precision(plan)
-    xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
     scale = np.asarray(plan.scale).astype(qtype(pname).dtype, copy=False).astype(np.float32, copy=False)  # in P
+    quotient = None
     if pname != "float":
         # a float16 / bfloat16 quotient: computed first (as float32 values), then the output rule
         # runs on it with a scale of 1 (an exact division), so the rules compile once, for Q32
         lay, (s,) = _prepared(plan, scale)
-        quotient = np.empty(xf.size, np.float32)
-        core.run(xf, quotient, (s,), lay, (_P[pname], Quotient(0)))
-        xf, scale = quotient, np.ones(scale.shape, np.float32)
+        quotient = ((s,), lay, (_P[pname], Quotient(0)))
+        scale = np.ones(scale.shape, np.float32)
     zp = plan.zero_point
-    plain = "none"
+    edges = None
     if t.is_int:
         zi = core.zeros(scale.shape, np.int32) if zp is None else zp.astype(np.int64).astype(np.int32)
-        if plan.compat == "onnxruntime":
-            plain = _ort_plain(plan)
+        plain = _ort_plain(plan) if plan.compat == "onnxruntime" else "none"
         cfg = _int_record(IntPlain if plain == "all" else IntMlasByte if t.bits in (8, 16) else IntMlas, t)
         lay, params = _prepared(plan, scale, zi)
+        if plain == "edges":
+            full = core.layout(plan.shape, plan.granularity, plan.axis, plan.block_size, rows=False)
+            edges = (scale.reshape(-1), zi.reshape(-1), full, *_slices(plan), _int_record(IntPlain, t))
     else:
         cfg = float_format(t, plan.saturate, plan.compat)
         if t.bits < 8 and zp is not None:       # float4 / float6: the zero point is added in float64
@@ -219,13 +221,30 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
             lay, params = _prepared(plan, scale, zp.astype(np.float32).astype(np.float64))
         else:
             lay, params = _prepared(plan, scale)
+    return QPrepared(quotient, lay, params, (Q32(0), cfg), edges)
+
+
+def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
+             prepared: QPrepared | None = None) -> np.ndarray:
+    """QuantizeLinear on the fused kernels (``path(plan) == "fast"``); same result as
+    :func:`quantspec.onnx.kernels.quantize`.  ``prepared``: ``prepare_quantize(plan)``, if at hand."""
+    t = plan.out
+    result = _result(out, plan.shape, t.dtype)
+    if result.size == 0:
+        return result
+    kernels = _kernels()
+    pr = prepare_quantize(plan) if prepared is None else prepared
+    xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
+    if pr.quotient is not None:
+        quotient = np.empty(xf.size, np.float32)
+        core.run(xf, quotient, *pr.quotient)
+        xf = quotient
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, t.dtype)
     yf = dest.reshape(-1).view(np.uint16 if t.bits == 16 else np.uint8)
-    core.run(xf, yf, params, lay, (Q32(0), cfg))
-    if plain == "edges":
-        dl, bl = _slices(plan)
-        full = core.layout(plan.shape, plan.granularity, plan.axis, plan.block_size, rows=False)
-        _kernels().q_ort_edges(xf, yf, scale.reshape(-1), zi.reshape(-1), full, dl, bl, _int_record(IntPlain, t))
+    core.run(xf, yf, pr.params, pr.lay, pr.op)
+    if pr.edges is not None:
+        scale, zi, full, dl, bl, rec = pr.edges
+        kernels.q_ort_edges(xf, yf, scale, zi, full, dl, bl, rec)
     if dest is not result:
         np.copyto(result, dest)
     return result
@@ -235,15 +254,9 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None) -
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
-def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """DequantizeLinear on the fused kernels; same result as :func:`quantspec.onnx.kernels.dequantize`."""
-    t, o = plan.x_type, plan.out
-    result = _result(out, plan.shape, o.dtype)
-    n = result.size
-    if n == 0:
-        return result
-    _kernels()
-    xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
+def prepare_dequantize(plan: DequantizePlan) -> DQPrepared:
+    """Everything :func:`dequantize` needs that depends only on the plan."""
+    t = plan.x_type
     scale = np.asarray(plan.scale).astype(np.float32)
     zp = plan.zero_point
     if t.is_int:
@@ -257,12 +270,27 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
         # spec subtracts the float zero point (all zeros, but -0.0 - -0.0 is +0.0); onnxruntime ignores it
         use_zp = zp is not None and plan.compat == "spec"
         lay, params = _prepared(plan, scale, zp.astype(np.float32) if use_zp else core.zeros(scale.shape, np.float32))
+    return DQPrepared(lay, params, (lut, dec))
+
+
+def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None,
+               prepared: DQPrepared | None = None) -> np.ndarray:
+    """DequantizeLinear on the fused kernels; same result as :func:`quantspec.onnx.kernels.dequantize`.
+    ``prepared``: ``prepare_dequantize(plan)``, if at hand."""
+    t, o = plan.x_type, plan.out
+    result = _result(out, plan.shape, o.dtype)
+    n = result.size
+    if n == 0:
+        return result
+    _kernels()
+    pr = prepare_dequantize(plan) if prepared is None else prepared
+    xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
     if o.name == "float":
-        core.run(xf, dest.reshape(-1), params, lay, (lut, dec))
+        core.run(xf, dest.reshape(-1), pr.params, pr.lay, pr.op)
     else:  # the float32 product, then rounded once to float16 / bfloat16 as the reference path does
         product = np.empty(n, np.float32)
-        core.run(xf, product, params, lay, (lut, dec))
+        core.run(xf, product, pr.params, pr.lay, pr.op)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
     if dest is not result:
