@@ -25,6 +25,7 @@ def small_parallel(monkeypatch):
     from quantspec._core import fast as core
 
     monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
+    monkeypatch.setattr(core, "SERIAL_BELOW_PASSIVE", 2048)
     monkeypatch.setattr(core, "CHUNK", 1600)
     monkeypatch.setattr(core, "STREAM_FROM", 1024)
     monkeypatch.setattr(core, "STREAM_BLOCK", 64)     # fast.run: the shortest run that streams

@@ -50,6 +50,7 @@ def sizes(request, monkeypatch):
     """Both kernels: the serial one, and the parallel one with streaming stores (at small sizes)."""
     if request.param == "parallel":
         monkeypatch.setattr(core, "SERIAL_BELOW", 512)
+        monkeypatch.setattr(core, "SERIAL_BELOW_PASSIVE", 512)
         monkeypatch.setattr(core, "CHUNK", 256)
         monkeypatch.setattr(core, "STREAM_FROM", 256)
         monkeypatch.setattr(core, "STREAM_BLOCK", 64)       # a line: short runs stream too

@@ -352,3 +352,17 @@ def test_errors_are_the_same_on_both_paths(monkeypatch):
             qo.quantize_linear(x, np.ones(4, np.float32), axis=1)
         with pytest.raises(ShapeError):
             qo.dequantize_linear(np.ones(3, np.int8), np.float32(1), out=np.empty(4, np.float32))
+
+
+def test_sleeping_thread_pools_raise_the_parallel_threshold(monkeypatch):
+    """With OMP_WAIT_POLICY=PASSIVE every parallel call pays a thread wake-up, so medium arrays run
+    on the serial kernels (SERIAL_BELOW_PASSIVE); with spinning threads they go parallel from
+    SERIAL_BELOW."""
+    n = core.SERIAL_BELOW * 4
+    assert n < core.SERIAL_BELOW_PASSIVE
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert not core.parallel(core.SERIAL_BELOW - 1) and core.parallel(n)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    assert not core.parallel(n) and core.parallel(core.SERIAL_BELOW_PASSIVE)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert core.parallel(n)

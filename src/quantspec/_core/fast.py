@@ -19,19 +19,32 @@ below); :func:`flat_params` puts parameters in the shape the layout expects.
 from __future__ import annotations
 
 import math
+import os
 from collections import namedtuple
 
 import numpy as np
 
 from . import jit
 
-__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "CHUNK", "SERIAL_BELOW",
-           "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER"]
+__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "CHUNK",
+           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER"]
 
 #: elements per unit of parallel work
 CHUNK = 1 << 15
 #: arrays smaller than this run on the calling thread (no thread-pool launch)
 SERIAL_BELOW = 1 << 16
+#: ... and this, when OpenMP's idle threads sleep (``OMP_WAIT_POLICY=PASSIVE``): waking them costs
+#: every parallel call 50-100 us on the 2-core machine of docs/performance.md (a spinning pool: about
+#: 2 us), more than the serial kernels take below about 1 Mi elements (float32 -> int8 and back, and
+#: float8, measured)
+SERIAL_BELOW_PASSIVE = 1 << 20
+
+
+def parallel(n: int) -> bool:
+    """Whether ``n`` elements run on the parallel kernels (SERIAL_BELOW, SERIAL_BELOW_PASSIVE)."""
+    if n < SERIAL_BELOW:
+        return False
+    return n >= SERIAL_BELOW_PASSIVE or os.environ.get("OMP_WAIT_POLICY", "").strip().upper() != "PASSIVE"
 #: outputs of at least this many bytes (more than the last-level cache keeps alongside the input) are
 #: written with streaming (non-temporal) stores, which skip the read-for-ownership of every output
 #: line: 1 of the 6 bytes an element of float32 -> int8 moves, 4 of the 9 of int8 -> float32
@@ -132,17 +145,17 @@ def _kernels():
 
 
 def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None) -> None:
-    """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements, streaming the
+    """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements (:func:`parallel`), streaming the
     output from STREAM_FROM bytes (when ``y`` is aligned to its element size)."""
     n = x.size if n is None else n
     if n == 0:
         return
-    parallel = n >= SERIAL_BELOW
+    par = parallel(n)
     # SegLayout runs are streamed run by run: only runs of whole lines gain (blocked runs of 32 bytes
     # would all be written by the scalar head and tail)
-    stream = (parallel and y.nbytes >= STREAM_FROM and y.flags.aligned
+    stream = (par and y.nbytes >= STREAM_FROM and y.flags.aligned
               and (isinstance(lay, RowLayout) or lay.L * y.itemsize >= STREAM_BLOCK))
     token = np.empty(0, y.dtype) if stream else None
     kernels = _kernels()
-    parts = min(kernels.threads(), lay.work) if parallel else 1
-    kernels.map_(parallel)(x, y, params, lay, op[0], op[1], token, max(parts, 1))
+    parts = min(kernels.threads(), lay.work) if par else 1
+    kernels.map_(par)(x, y, params, lay, op[0], op[1], token, max(parts, 1))
