@@ -21,3 +21,9 @@ def test_bench_quick_runs_and_outputs_are_equal(capsys):
 def test_machine_description():
     m = bench.machine()
     assert m["cores"] >= 1 and m["numpy"]
+
+
+def test_paired_ratio_is_the_median_of_the_per_round_ratios():
+    # rounds where quantspec took 1, 2, 4 s and the peer 3, 2, 2 s: per-round ratios 3, 1, 0.5
+    assert bench.paired_ratio([1.0, 2.0, 4.0], [3.0, 2.0, 2.0]) == 1.0
+    assert bench.paired_ratio([1.0, 1.0], [2.0, 4.0]) == 3.0

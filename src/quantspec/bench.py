@@ -1,12 +1,15 @@
 """``quantspec bench [--quick]``: quantspec's throughput side by side with every installed peer.
 
 One process, warm buffers (every output preallocated and written once before timing), best of N
-rounds, the contenders of a case timed in turn within each round so that they share the machine's
-state; idle thread pools sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``, onnxruntime's
-``allow_spinning=0``), so that no contender's idle threads take the cores from the next one.  For each case it prints quantspec's rate (elements per second), the fraction of this
+rounds, the contenders of a case timed in turn within each round (in a shuffled order) so that they
+share the machine's state; idle thread pools sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``,
+onnxruntime's ``allow_spinning=0``), so that no contender's idle threads take the cores from the
+next one.  For each case it prints quantspec's rate (elements per second), the fraction of this
 machine's copy bandwidth that rate moves (the bytes read and written per element against a warm
-float32 copy on the same threads), each peer's rate, the ratio quantspec / peer, and whether the peer's
-output is **byte-identical** to quantspec's (the exit status is 1 when one is not).
+float32 copy on the same threads), each peer's rate, the ratio quantspec / peer of the best times,
+the *paired* ratio (the median over rounds of the two contenders' ratio within a round: steadier on
+a noisy machine, :func:`paired_ratio`), and whether the peer's output is **byte-identical** to
+quantspec's (the exit status is 1 when one is not).
 
 Peers, each when it is installed:
 
@@ -40,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["main", "machine", "copy_bandwidth"]
+__all__ = ["main", "machine", "copy_bandwidth", "paired_ratio"]
 
 THREADS = 2
 SEED = 20260601
@@ -79,17 +82,37 @@ def machine() -> dict:
 
 
 # -- timing ---------------------------------------------------------------------------------------
-def _best(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Best wall time of each contender over ``rounds`` rounds, timed in turn (after one warm call)."""
+def _timed(contenders: dict[str, Callable[[], object]], rounds: int, seed: int = SEED) -> dict[str, list[float]]:
+    """Wall times of each contender in ``rounds`` rounds (after one warm call each).  Within a round
+    every contender runs once, in an order shuffled per round (seeded), so that no contender always
+    follows the same one."""
+    import random
+
     for f in contenders.values():
         f()
-    best = {k: float("inf") for k in contenders}
+    order = list(contenders)
+    shuffle = random.Random(seed).shuffle
+    times: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(rounds):
-        for k, f in contenders.items():
+        shuffle(order)
+        for k in order:
+            f = contenders[k]
             t0 = time.perf_counter()
             f()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def _best(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Best wall time of each contender over ``rounds`` rounds (:func:`_timed`)."""
+    return {k: min(v) for k, v in _timed(contenders, rounds).items()}
+
+
+def paired_ratio(ours: list[float], theirs: list[float]) -> float:
+    """The median over rounds of (peer's time / quantspec's time) in the same round.  On a shared,
+    noisy machine this is steadier than the ratio of the two bests: both contenders of a round saw
+    the same machine state."""
+    return float(np.median(np.asarray(theirs) / np.asarray(ours)))
 
 
 def _copier():
@@ -463,7 +486,8 @@ def run_cases(cases: list[Case], rounds: int, bandwidth: float, lines: list[str]
     for case in cases:
         contenders = {"quantspec": case.run}
         contenders.update({p.name: p.run for p in case.peers if p.run is not None})
-        best = _best(contenders, rounds)
+        times = _timed(contenders, rounds)
+        best = {k: min(v) for k, v in times.items()}
         for p in case.peers:
             if p.seconds is not None:
                 best[p.name] = p.seconds
@@ -477,8 +501,10 @@ def run_cases(cases: list[Case], rounds: int, bandwidth: float, lines: list[str]
             equal = _equal(case, p, ours)
             ok &= equal
             prate = case.elements / best[p.name]
+            paired = (f"{paired_ratio(times['quantspec'], times[p.name]):7.2f}x" if p.name in times
+                      else f"{'-':>8}")         # a peer timed in a subprocess has no rounds here
             lines.append(f"{head if i == 0 else ' ' * len(head)}  {p.name:<19} {_fmt_rate(prate, case.unit)}  "
-                         f"{rate / prate:7.2f}x  {'equal' if equal else 'DIFFERENT'}")
+                         f"{rate / prate:7.2f}x  {paired}  {'equal' if equal else 'DIFFERENT'}")
         print("\n".join(lines[-max(1, len(case.peers)):]), flush=True)
     return ok
 
@@ -516,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{n} elements per case, best of {rounds} rounds, warm buffers")
     bandwidth, how = copy_bandwidth(n, rounds)
     print(f"copy bandwidth (float32, {how}; read + write counted): {bandwidth / 1e9:.1f} GB/s\n")
-    print(f"{'case':<48} {'quantspec':>7} {'':<13} {'% copy':>6}  {'peer':<19} {'peer':>7}  {'ratio':>8}  output")
+    print(f"{'case':<48} {'quantspec':>7} {'':<13} {'% copy':>6}  {'peer':<19} {'peer':>7}  {'ratio':>8}  "
+          f"{'paired':>8}  output")
     lines: list[str] = []
     ok = True
     if "onnx" in groups:
