@@ -6,7 +6,8 @@ contiguous range of x and y; inside it, every run of elements that share one par
 every row, for row layouts) is a plain ``for`` loop over contiguous memory that LLVM vectorises.
 For large outputs the 64-byte-aligned middle of each work item is computed a buffer at a time and
 written with streaming stores (:func:`quantspec._core.nbprim.stream_line`); each worker fences its
-streamed stores once, at the end of its share of the work items.
+streamed stores once, at the end of its share of the work items.  A per-tensor operation (one run)
+is streamed without work items: each worker takes one piece of whole output lines (:func:`_share`).
 
 The element function is found at compile time from the classes of the two ``op`` records
 (:func:`register`; each spec's kernel module registers its own), so every compiled kernel contains
@@ -209,41 +210,18 @@ def _stream(x, y, a, b, prm, lay, e0, e1, buf):
 @overload(_stream, jit_options=_JIT)     # a call: one per work item
 def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
     key = (_key(e0), _key(e1))
-    op = _OPS[key]
     flush = key in _FTZ and HARDWARE_FTZ
     if _is(lay, SegLayout):
-        # each run that shares one parameter entry: a head up to the first line boundary of y, then
-        # a buffer at a time (computed into ``buf``, STREAM_BUFFER bytes, which stays in L1, and
-        # streamed out at once, so that reads and streamed writes interleave), then a tail
+        # each run that shares one parameter entry, streamed (_run)
         def runs(x, y, a, b, prm, lay, e0, e1, buf):
             if flush:
                 mode = mxcsr_get()
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            n = np.uint64(_line(y))
-            size = np.uint64(LINE) // n
-            full = np.uint64(buf.size)       # _buffer: STREAM_BUFFER bytes
-            base = data_address(y)
             o, k = _run_of(a, lay)
             pos = a
             while pos < b:
                 end, p, o, k = _run_next(o, k, b, lay)
-                pv = _take(prm, p)
-                lead = np.uint64(((LINE - (base + np.uint64(pos) * size) % LINE) % LINE) // size)
-                head = min(np.uint64(end - pos), lead)
-                i = np.uint64(pos)
-                for j in range(head):
-                    y[i + j] = op(x[i + j], pv, e0, e1)
-                i += head
-                stop = np.uint64(end)
-                while i + n <= stop:
-                    m = min(full, (stop - i) // n * n)
-                    for j in range(m):
-                        buf[j] = op(x[i + j], pv, e0, e1)
-                    for c in range(np.uint64(0), m, n):
-                        stream_line(y, i + c, buf, c)
-                    i += m
-                for j in range(stop - i):
-                    y[i + j] = op(x[i + j], pv, e0, e1)
+                _run(x, y, np.uint64(pos), np.uint64(end), _take(prm, p), e0, e1, buf)
                 pos = end
             if flush:
                 mxcsr_set(mode)
@@ -326,27 +304,21 @@ def _ov_share(x, y, prm, lay, e0, e1, buf, t, parts):
     return share
 
 
-def _flat(x, y, a, b, prm, e0, e1, buf):
-    """Elements [a, b) of a per-tensor operation (parameter entry 0), streamed: a head up to the
-    first line boundary, whole stream buffers (a loop of constant length), the whole lines left,
-    then a tail."""
+def _run(x, y, i, stop, pv, e0, e1, buf):
+    """Elements [i, stop) that share the parameter values ``pv``, streamed: a head up to the first
+    line boundary of y, whole stream buffers (computed into ``buf``, STREAM_BUFFER bytes, which stays
+    in L1, and streamed out at once, so that reads and streamed writes interleave; a loop of constant
+    length), the whole lines left, then a tail."""
 
 
-@overload(_flat, jit_options=_JIT)     # a call: one per worker
-def _ov_flat(x, y, a, b, prm, e0, e1, buf):
-    key = (_key(e0), _key(e1))
-    op = _OPS[key]
-    flush = key in _FTZ and HARDWARE_FTZ
+@overload(_run, inline="always", jit_options=_JIT)
+def _ov_run(x, y, i, stop, pv, e0, e1, buf):
+    op = _OPS[(_key(e0), _key(e1))]
 
-    def flat(x, y, a, b, prm, e0, e1, buf):
-        if flush:
-            mode = mxcsr_get()
-            mxcsr_set(mode | MXCSR_FTZ_DAZ)
-        pv = _take(prm, 0)
+    def run(x, y, i, stop, pv, e0, e1, buf):
         n = np.uint64(_line(y))
         full = np.uint64(_block(y))
         size = np.uint64(LINE) // n
-        i, stop = np.uint64(a), np.uint64(b)
         head = min(stop - i, np.uint64(((LINE - (data_address(y) + i * size) % LINE) % LINE) // size))
         for j in range(head):
             y[i + j] = op(x[i + j], pv, e0, e1)
@@ -365,6 +337,24 @@ def _ov_flat(x, y, a, b, prm, e0, e1, buf):
         i += m
         for j in range(stop - i):
             y[i + j] = op(x[i + j], pv, e0, e1)
+
+    return run
+
+
+def _flat(x, y, a, b, prm, e0, e1, buf):
+    """Elements [a, b) of a per-tensor operation (parameter entry 0), streamed (:func:`_run`)."""
+
+
+@overload(_flat, jit_options=_JIT)     # a call: one per worker
+def _ov_flat(x, y, a, b, prm, e0, e1, buf):
+    key = (_key(e0), _key(e1))
+    flush = key in _FTZ and HARDWARE_FTZ
+
+    def flat(x, y, a, b, prm, e0, e1, buf):
+        if flush:
+            mode = mxcsr_get()
+            mxcsr_set(mode | MXCSR_FTZ_DAZ)
+        _run(x, y, np.uint64(a), np.uint64(b), _take(prm, 0), e0, e1, buf)
         if flush:
             mxcsr_set(mode)
 
