@@ -80,3 +80,39 @@ def test_help_explains_every_flag(capsys):
                  "--axis", "--block-size", "--opset", "--compat", "--tensor"]:
         assert flag in text
     assert main([]) == 2 and main(["--help"]) == 0 and main(["nosuch"]) == 2
+
+
+def test_a_small_job_runs_without_loading_numba(tmp_path):
+    """A one-shot quantize of a small tensor takes the numpy reference path (numba's import and the
+    cached kernels' load cost ~0.6 s, more than the job), with the fast path's bytes."""
+    import subprocess
+    import sys
+
+    x = np.random.default_rng(1).normal(0, 3, (64, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code = ("import sys; from quantspec.cli import main; "
+            f"rc = main(['quantize', r'{tmp_path / 'x.npy'}', r'{tmp_path / 'q.npz'}', '--spec', 'onnx', "
+            "'--scale', '0.02', '--output-dtype', 'int4']); "
+            "print(rc, 'numba' in sys.modules)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "QUANTSPEC_FAST"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["0", "False"]
+    want = quantspec.onnx.quantize_linear(x, np.float32(0.02), None, output_dtype="int4")
+    q = read_tensors(tmp_path / "q.npz")["x"]
+    assert q.dtype == want.dtype and q.tobytes() == want.tobytes()
+
+
+def test_reference_only_is_scoped_and_prefer_reference_respects_the_user():
+    from quantspec._core import jit
+
+    before = jit.enabled()
+    with jit.reference_only():
+        assert not jit.enabled()
+        with jit.reference_only():
+            assert not jit.enabled()
+        assert not jit.enabled()
+    assert jit.enabled() == before
+    assert not jit.prefer_reference(jit.CLI_FAST_FROM)            # large: the fast path
+    import sys
+    if "numba" in sys.modules:
+        assert not jit.prefer_reference(10)                        # already paid for: use it

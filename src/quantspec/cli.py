@@ -19,6 +19,7 @@ exit status (2 for bad input).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -76,7 +77,12 @@ def _elementwise(direction: str, argv: Sequence[str]) -> int:
             raise QuantSpecError("--tensor", "names a tensor the input does not hold", missing[0] if len(missing) == 1 else missing,
                                  detail=f"it holds: {', '.join(tensors)}")
         tensors = {n: tensors[n] for n in args.tensor}
-    outputs, notes = _spec_module(args.spec).run(args, direction, tensors)
+    from ._core import jit
+
+    # a small job: the numpy reference path (the same bytes) is done before numba would have loaded
+    small = jit.prefer_reference(sum(int(t.size) for t in tensors.values()))
+    with jit.reference_only() if small else contextlib.nullcontext():
+        outputs, notes = _spec_module(args.spec).run(args, direction, tensors)
     for note in notes + write_tensors(args.output, outputs):
         print(note, file=sys.stderr)
     return EXIT_OK

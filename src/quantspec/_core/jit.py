@@ -33,8 +33,8 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["enabled", "numba_available", "load", "cache_dir", "install_cache_locator", "lock_cache_saves",
-           "fingerprint", "ENV"]
+__all__ = ["enabled", "reference_only", "prefer_reference", "numba_available", "load", "cache_dir",
+           "install_cache_locator", "lock_cache_saves", "fingerprint", "ENV", "CLI_FAST_FROM"]
 
 ENV = "QUANTSPEC_FAST"
 _OFF = {"0", "false", "no", "off"}
@@ -52,13 +52,41 @@ def numba_available() -> bool:
     return _available
 
 
+_REFERENCE_DEPTH = 0
+
+
 def enabled() -> bool:
-    """The fast path runs: numba is installed and ``QUANTSPEC_FAST`` does not switch it off.
+    """The fast path runs: numba is installed, ``QUANTSPEC_FAST`` does not switch it off, and no
+    :func:`reference_only` block is open.
 
     Read on every call, so a test or a user can flip ``QUANTSPEC_FAST`` at run time."""
-    if os.environ.get(ENV, "").strip().lower() in _OFF:
+    if _REFERENCE_DEPTH or os.environ.get(ENV, "").strip().lower() in _OFF:
         return False
     return numba_available()
+
+
+@contextlib.contextmanager
+def reference_only():
+    """Within the block every call takes the numpy reference path (the same bytes).  For a one-shot
+    process with little data, which would spend longer importing numba and loading compiled kernels
+    (about 0.6 s) than computing (the CLI, :data:`CLI_FAST_FROM`)."""
+    global _REFERENCE_DEPTH
+    _REFERENCE_DEPTH += 1
+    try:
+        yield
+    finally:
+        _REFERENCE_DEPTH -= 1
+
+
+#: the CLI's quantize / dequantize take the fast path from this many elements in all (unless numba is
+#: already imported or ``QUANTSPEC_FAST`` is set): below it the numpy reference path finishes (in
+#: under 0.1 s) before numba would have loaded
+CLI_FAST_FROM = 1 << 22
+
+
+def prefer_reference(elements: int) -> bool:
+    """Whether a one-shot command over ``elements`` elements should run :func:`reference_only`."""
+    return elements < CLI_FAST_FROM and "numba" not in sys.modules and ENV not in os.environ
 
 
 def _user_cache_dir() -> Path:
