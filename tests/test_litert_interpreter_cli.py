@@ -172,3 +172,24 @@ def test_elementwise_needs_parameters(tmp_path, capsys):
     assert main(["dequantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert"]) == 2
     assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert",
                  "--scale", "abc"]) == 2
+
+
+def test_a_small_model_runs_without_loading_numba(tmp_path, monkeypatch):
+    """``quantspec run`` on a small model takes the numpy reference kernels (numba's import and the
+    cached kernels' load cost more than the whole run), with the fast kernels' bytes."""
+    import os
+    import subprocess
+    import sys
+    from importlib.resources import files
+
+    model = str(files("quantspec") / "data" / "bench_cnn.tflite")
+    code = ("import sys; from quantspec.cli import main; "
+            f"rc = main(['run', r'{model}', '--random', '3', '--output', r'{tmp_path / 'y.npz'}']); "
+            "print(rc, 'numba' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "QUANTSPEC_FAST"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split()[-2:] == ["0", "False"]
+    monkeypatch.setenv("QUANTSPEC_FAST", "1")                   # in-process, on the fast kernels
+    assert main(["run", model, "--random", "3", "--output", str(tmp_path / "z.npz")]) == 0
+    a, b = np.load(tmp_path / "y.npz"), np.load(tmp_path / "z.npz")
+    assert a.files == b.files and all(a[k].tobytes() == b[k].tobytes() for k in a.files)
