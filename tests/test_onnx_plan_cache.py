@@ -1,4 +1,5 @@
-"""quantize_linear / dequantize_linear keep the plans of recent calls (``quantspec.onnx._PLANS``).
+"""quantize_linear / dequantize_linear keep the plans of recent calls (``quantspec.onnx._PLANS``, a
+:class:`quantspec._core.plancache.PlanCache`).
 
 A cached plan must never stand in for a call it does not describe: the key holds the parameters'
 bytes and every attribute's type, and the plan owns copies of the parameters.  Each test below
@@ -121,6 +122,6 @@ def test_the_layout_follows_the_chunk_size(monkeypatch):
 
 def test_the_cache_is_bounded():
     x = np.array([1.0], np.float32)
-    for i in range(qo._PLANS_MAX + 10):
+    for i in range(qo._PLANS.size + 10):
         qo.quantize_linear(x, np.float32(1 + i), None)
-    assert len(qo._PLANS) <= qo._PLANS_MAX
+    assert len(qo._PLANS) <= qo._PLANS.size

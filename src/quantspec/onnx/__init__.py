@@ -13,6 +13,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
+from .._core.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
 from . import fast, kernels, opsets
@@ -83,68 +84,23 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
     return impl.dequantize(plan, np.asarray(x), out)
 
 
-# -- plans kept for the next call ---------------------------------------------------------------
-# Planning a call (checking every rule, choosing the layout, preparing the kernel's parameters)
-# costs tens of microseconds, and after a large array has flushed the caches several hundred: a
-# visible share of a 64 Mi-element quantize.  Calls that repeat one another (same x shape and type,
-# same scale and zero point values, same attributes) reuse the plan and its prepared fast-path
-# state.  The key holds the parameter *bytes* (so -0.0 and 0.0, or NaN payloads, never share a plan)
-# and the *type* of every attribute (so True is not taken for 1); the cached plan holds its own
-# copies of the parameters, so changing the caller's arrays later cannot change it.
-_PLANS: dict = {}
-_PLANS_MAX = 256
-_SMALL = 64             # parameters with more entries than this are not cached
-
-
-class _Uncacheable(Exception):
-    pass
-
-
-def _value_key(v: Any):
-    if v is None:
-        return None
-    if isinstance(v, np.ndarray):
-        if v.size > _SMALL or v.dtype.kind not in "biufV":
-            raise _Uncacheable
-        return np.ndarray, v.dtype, v.shape, v.tobytes()
-    if isinstance(v, np.generic):
-        if v.dtype.kind not in "biufV":
-            raise _Uncacheable
-        return np.generic, v.dtype, v.tobytes()
-    if type(v) is float:
-        return float, v.hex()
-    if type(v) is int:
-        return int, v
-    raise _Uncacheable
-
-
-def _own(v: Any) -> Any:
-    return v.copy() if isinstance(v, np.ndarray) else v
+# -- plans kept for the next call (quantspec._core.plancache) -------------------------------------
+_PLANS = PlanCache()
 
 
 def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: dict):
     """(plan, prepared fast-path state or None) for this call: from the cache, or made (and cached
     when the call's arguments can be keyed)."""
-    key = None
-    if isinstance(x, np.ndarray):
-        try:
-            key = (kind, x.shape, x.dtype, _value_key(scale), _value_key(zero_point), core.CHUNK,
-                   *((type(v), v) for v in attrs.values()))
-            hash(key)
-        except (_Uncacheable, TypeError):
-            key = None
-    if key is not None:
-        hit = _PLANS.get(key)
-        if hit is not None:
-            return hit
+    key = _PLANS.key(kind, x, (scale, zero_point), tuple(attrs.values()))
+    hit = _PLANS.get(key)
+    if hit is not None:
+        return hit
     make = plan_quantize if kind == "q" else plan_dequantize
     if key is None:
         return make(x, scale, zero_point, **attrs), None
-    plan = make(x, _own(scale), _own(zero_point), **attrs)
+    plan = make(x, own(scale), own(zero_point), **attrs)
     prepared = None
     if fast.covers(plan) and all(plan.shape):
         prepared = fast.prepare_quantize(plan) if kind == "q" else fast.prepare_dequantize(plan)
-    if len(_PLANS) >= _PLANS_MAX:
-        _PLANS.clear()
-    _PLANS[key] = (plan, prepared)
+    _PLANS.put(key, (plan, prepared))
     return plan, prepared

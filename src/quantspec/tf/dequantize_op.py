@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 from . import _args, fast, spec
@@ -191,12 +192,22 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
             raise DTypeError("x", f"must hold {T.name} codes as {T.dtype} (T={T.name})", str(q.dtype))
     else:
         q = _codes_from_python(x, T)
-    plan = prepare_dequantize(min_range, max_range, T, shape=q.shape, mode=mode, narrow_range=narrow_range,
-                              axis=axis, dtype=dtype, kernel=kernel)
+    key = _PLANS.key("dq", q, (min_range, max_range), (T, mode, narrow_range, axis, dtype, kernel))
+    hit = _PLANS.get(key)
+    if hit is None:
+        plan = prepare_dequantize(own(min_range), own(max_range), T, shape=q.shape, mode=mode,
+                                  narrow_range=narrow_range, axis=axis, dtype=dtype, kernel=kernel)
+        prepared = fast.prepare_dequantize(plan, q.shape) if key is not None and q.size else None
+        _PLANS.put(key, (plan, prepared))
+    else:
+        plan, prepared = hit
     _args.check_out(out, q.shape, plan.dtype)
     if fast.path_dequantize(plan) == "fast":
-        return fast.dequantize(q, plan, out=out)
+        return fast.dequantize(q, plan, out=out, prepared=prepared)
     return compute_dequantize(q, plan, out=out)
+
+
+_PLANS = PlanCache()
 
 
 def _codes_from_python(x, T: TFType) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 
-__all__ = ["path_quantize", "path_dequantize", "quantize", "dequantize"]
+__all__ = ["path_quantize", "path_dequantize", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize"]
 
 # -- the records that select the element function (their class) and carry its constants -----------
 # QuantizeV2: how the float value is computed from x (``rounds``: MIN_COMBINED with a signed T rounds
@@ -83,38 +83,21 @@ def _op(plan):
     return precast, CastInt32(T.lowest, T.highest)
 
 
-def _run(x, y, shape, axis, params, op):
+def _prepared(shape, axis, params, op):
+    """(layout, the parameters as it reads them, op) for an input of ``shape``."""
     g, a = ("tensor", None) if axis is None else ("axis", axis)
     lay = core.layout(shape, g, a)
-    core.run(x, y, core.flat_params(shape, g, a, lay, *params), lay, op)
+    return lay, core.flat_params(shape, g, a, lay, *params), op
 
 
-def quantize(x: np.ndarray, plan, out: np.ndarray | None = None) -> np.ndarray:
-    """The codes of float32 ``x`` under a QuantizeV2 plan; same result as
-    :func:`quantspec.tf.quantize_op.compute_quantize`."""
-    result = out if out is not None else np.empty(x.shape, plan.T.dtype)
-    if result.size == 0:
-        return result
-    _kernels()
-    dest = result if result.flags.c_contiguous else np.empty(x.shape, plan.T.dtype)
-    storage = {1: np.uint8, 2: np.uint16, 4: np.uint32}[plan.T.dtype.itemsize]
-    _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1).view(storage), x.shape, plan.axis,
-         (plan.lo, plan.hi, plan.scale, plan.bias), _op(plan))
-    if dest is not result:
-        np.copyto(result, dest)
-    return result
+def prepare_quantize(plan, shape: tuple[int, ...]):
+    """What :func:`quantize` needs for an input of ``shape`` that depends only on the plan."""
+    return _prepared(shape, plan.axis, (plan.lo, plan.hi, plan.scale, plan.bias), _op(plan))
 
 
-def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None) -> np.ndarray:
-    """The values of the codes ``q`` under a Dequantize plan; same result as
-    :func:`quantspec.tf.dequantize_op.compute_dequantize`."""
-    result = out if out is not None else np.empty(q.shape, plan.dtype)
-    n = result.size
-    if n == 0:
-        return result
-    _kernels()
+def prepare_dequantize(plan, shape: tuple[int, ...]):
+    """What :func:`dequantize` needs for codes of ``shape`` that depends only on the plan."""
     T = plan.T
-    codes = core.flat(np.asarray(q), {8: np.uint8, 16: np.uint16, 32: np.uint32}[T.bits])
     decode = Codes((1 << T.bits) - 1 if T.bits < 32 else -1, (1 << (T.bits - 1)) if T.signed else 0)
     if plan.mode == "MIN_COMBINED":
         mode = DqMinCombined(float(plan.half))
@@ -122,12 +105,48 @@ def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None) -> np.ndarray
         mode = DqMinFirst(0)
     else:
         mode = DqScaled(int(plan.wrap_int32))
+    return _prepared(shape, plan.axis, (plan.scale, plan.bias), (mode, decode))
+
+
+def _run(x, y, prepared):
+    lay, params, op = prepared
+    core.run(x, y, params, lay, op)
+
+
+def quantize(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np.ndarray:
+    """The codes of float32 ``x`` under a QuantizeV2 plan; same result as
+    :func:`quantspec.tf.quantize_op.compute_quantize`.  ``prepared``: ``prepare_quantize(plan,
+    x.shape)``, if at hand."""
+    result = out if out is not None else np.empty(x.shape, plan.T.dtype)
+    if result.size == 0:
+        return result
+    _kernels()
+    prepared = prepare_quantize(plan, x.shape) if prepared is None else prepared
+    dest = result if result.flags.c_contiguous else np.empty(x.shape, plan.T.dtype)
+    storage = {1: np.uint8, 2: np.uint16, 4: np.uint32}[plan.T.dtype.itemsize]
+    _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1).view(storage), prepared)
+    if dest is not result:
+        np.copyto(result, dest)
+    return result
+
+
+def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np.ndarray:
+    """The values of the codes ``q`` under a Dequantize plan; same result as
+    :func:`quantspec.tf.dequantize_op.compute_dequantize`.  ``prepared``: ``prepare_dequantize(plan,
+    q.shape)``, if at hand."""
+    result = out if out is not None else np.empty(q.shape, plan.dtype)
+    n = result.size
+    if n == 0:
+        return result
+    _kernels()
+    prepared = prepare_dequantize(plan, q.shape) if prepared is None else prepared
+    codes = core.flat(np.asarray(q), {8: np.uint8, 16: np.uint16, 32: np.uint32}[plan.T.bits])
     dest = result if result.flags.c_contiguous else np.empty(q.shape, plan.dtype)
     if plan.dtype == np.dtype(np.float32):
-        _run(codes, dest.reshape(-1), q.shape, plan.axis, (plan.scale, plan.bias), (mode, decode))
+        _run(codes, dest.reshape(-1), prepared)
     else:  # bfloat16: the float32 result rounded to nearest even, as the reference path does
         product = np.empty(n, np.float32)
-        _run(codes, product, q.shape, plan.axis, (plan.scale, plan.bias), (mode, decode))
+        _run(codes, product, prepared)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
     if dest is not result:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
 from . import _args, fast, spec
@@ -286,14 +287,27 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
     codes.  See docs/tensorflow.md.
     """
     x = _args.tensor(x, "x", (np.dtype(f32),), "QuantizeV2")
-    plan = prepare_quantize(min_range, max_range, T, shape=x.shape, mode=mode, round_mode=round_mode,
-                            narrow_range=narrow_range, axis=axis, ensure_minimum_range=ensure_minimum_range,
-                            kernel=kernel)
+    key = _PLANS.key("q", x, (min_range, max_range),
+                     (T, mode, round_mode, narrow_range, axis, ensure_minimum_range, kernel))
+    hit = _PLANS.get(key)
+    if hit is None:
+        plan = prepare_quantize(own(min_range), own(max_range), T, shape=x.shape, mode=mode, round_mode=round_mode,
+                                narrow_range=narrow_range, axis=axis, ensure_minimum_range=ensure_minimum_range,
+                                kernel=kernel)
+        prepared = (fast.prepare_quantize(plan, x.shape) if key is not None and x.size and plan.path in ("eigen", "onednn")
+                    else None)
+        _PLANS.put(key, (plan, prepared))
+    else:
+        plan, prepared = hit
     _args.check_out(out, x.shape, plan.T.dtype)
     if fast.path_quantize(plan) == "fast":
-        codes = fast.quantize(x, plan, out=out)
+        codes = fast.quantize(x, plan, out=out, prepared=prepared)
     else:
         codes = compute_quantize(x, plan, out=out)
+    # copies: the plan may be kept for the next call (quantspec._core.plancache)
     if plan.axis is None:
-        return codes, plan.output_min.reshape(()), plan.output_max.reshape(())
+        return codes, plan.output_min.reshape(()).copy(), plan.output_max.reshape(()).copy()
     return codes, plan.output_min.copy(), plan.output_max.copy()
+
+
+_PLANS = PlanCache()

@@ -1,0 +1,92 @@
+"""Plans kept for the next call: planning a call (checking every rule, choosing the layout,
+preparing the kernel's parameters) costs tens of microseconds warm, and hundreds right after a large
+array has flushed the caches: a visible share of a 64 Mi-element quantize, and most of a small one.
+
+Calls that repeat one another (same x shape and dtype, same parameter *values*, same attributes)
+reuse the plan and its prepared fast-path state.  The key holds the parameters' bytes (so -0.0 and
+0.0, or NaN payloads, never share a plan; parameters of more than :data:`SMALL` entries are not
+cached) and the *type* of every attribute beside its value (so True is not taken for 1).  A plan is
+made from copies of the caller's parameter arrays (:func:`own`), so changing those arrays later
+cannot change a cached plan.  Used by :func:`quantspec.onnx.quantize_linear` and
+:func:`quantspec.tf.quantize` and their dequantize twins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import fast as core
+
+__all__ = ["PlanCache", "own", "SMALL"]
+
+#: parameters with more entries than this are not cached (their key would cost what planning does)
+SMALL = 64
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _value_key(v: Any):
+    if v is None:
+        return None
+    if isinstance(v, np.ndarray):
+        if v.size > SMALL or v.dtype.kind not in "biufV":
+            raise _Uncacheable
+        return np.ndarray, v.dtype, v.shape, v.tobytes()
+    if isinstance(v, np.generic):
+        if v.dtype.kind not in "biufV":
+            raise _Uncacheable
+        return np.generic, v.dtype, v.tobytes()
+    if type(v) is float:
+        return float, v.hex()
+    if type(v) is int:
+        return int, v
+    raise _Uncacheable
+
+
+def own(v: Any) -> Any:
+    """``v``, or a copy of it if it is an array its owner could change."""
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
+class PlanCache:
+    """At most ``size`` entries (cleared when full), keyed by :meth:`key`."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._entries: dict = {}
+
+    def key(self, kind: str, x: Any, values: tuple, attrs: tuple) -> tuple | None:
+        """The key of a call on array ``x`` with parameter ``values`` and ``attrs``; None when the
+        call cannot be keyed (x not an array, a large or non-numeric parameter, an unhashable
+        attribute).  The layout's work-item size (``core.CHUNK``) is part of it."""
+        if not isinstance(x, np.ndarray):
+            return None
+        try:
+            key = (kind, x.shape, x.dtype, core.CHUNK, *map(_value_key, values), *((type(a), a) for a in attrs))
+            hash(key)
+        except (_Uncacheable, TypeError):
+            return None
+        return key
+
+    def get(self, key: tuple | None):
+        return None if key is None else self._entries.get(key)
+
+    def put(self, key: tuple | None, entry) -> None:
+        if key is None:
+            return
+        if len(self._entries) >= self.size:
+            self._entries.clear()
+        self._entries[key] = entry
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def values(self):
+        return list(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
