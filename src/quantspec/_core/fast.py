@@ -45,6 +45,8 @@ def parallel(n: int) -> bool:
     if n < SERIAL_BELOW:
         return False
     return n >= SERIAL_BELOW_PASSIVE or os.environ.get("OMP_WAIT_POLICY", "").strip().upper() != "PASSIVE"
+
+
 #: outputs of at least this many bytes (more than the last-level cache keeps alongside the input) are
 #: written with streaming (non-temporal) stores, which skip the read-for-ownership of every output
 #: line: 1 of the 6 bytes an element of float32 -> int8 moves, 4 of the 9 of int8 -> float32

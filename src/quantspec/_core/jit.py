@@ -27,9 +27,9 @@ import contextlib
 import functools
 import hashlib
 import importlib
-import sys
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -78,9 +78,10 @@ def reference_only():
         _REFERENCE_DEPTH -= 1
 
 
-#: the CLI's quantize / dequantize take the fast path from this many elements in all (unless numba is
-#: already imported or ``QUANTSPEC_FAST`` is set): below it the numpy reference path finishes (in
-#: under 0.1 s) before numba would have loaded
+#: the one-shot CLI commands (quantize, dequantize: the tensors' elements; run: the model's tensors'
+#: elements) take the fast path from this many elements in all, or when numba is already imported or
+#: ``QUANTSPEC_FAST`` is set: below it the numpy reference path finishes (in under 0.1 s for
+#: quantize) before numba would have loaded
 CLI_FAST_FROM = 1 << 22
 
 
