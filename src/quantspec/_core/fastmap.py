@@ -130,6 +130,52 @@ def _run_next(o, k, b, lay):
     return end, p, o, k
 
 
+def _runs(x, dst, a, b, d0, prm, lay, e0, e1, buf):
+    """SegLayout: the elements [a, b), run by run (each run's parameter entry taken once), each run by
+    :func:`_one_run`: into ``dst[d0 + j]`` with ordinary stores, or (a stream buffer given) streamed."""
+
+
+@overload(_runs, jit_options=_JIT)     # a call: one per work item
+def _ov_runs(x, dst, a, b, d0, prm, lay, e0, e1, buf):
+    key = (_key(e0), _key(e1))
+    flush = key in _FTZ and HARDWARE_FTZ       # a constant of the closure: the other branch goes
+
+    def runs(x, dst, a, b, d0, prm, lay, e0, e1, buf):
+        if flush:
+            mode = mxcsr_get()
+            mxcsr_set(mode | MXCSR_FTZ_DAZ)
+        o, k = _run_of(a, lay)
+        pos = a
+        while pos < b:
+            end, p, o, k = _run_next(o, k, b, lay)
+            _one_run(x, dst, pos, end, d0 + pos - a, _take(prm, p), e0, e1, buf)
+            pos = end
+        if flush:
+            mxcsr_set(mode)
+
+    return runs
+
+
+def _one_run(x, dst, pos, end, d, pv, e0, e1, buf):
+    """One run [pos, end) that shares the parameter values ``pv``: ``dst[d + j] = op(x[pos + j])``, or
+    (a stream buffer given; then d == pos) streamed by :func:`_run`.  Chosen by the type of ``buf``."""
+
+
+@overload(_one_run, inline="always", jit_options=_JIT)
+def _ov_one_run(x, dst, pos, end, d, pv, e0, e1, buf):
+    if not isinstance(buf, types.NoneType):
+        return lambda x, dst, pos, end, d, pv, e0, e1, buf: _run(x, dst, np.uint64(pos), np.uint64(end), pv, e0, e1,
+                                                                 buf)
+    op = _OPS[(_key(e0), _key(e1))]
+
+    def plain(x, dst, pos, end, d, pv, e0, e1, buf):
+        xa, ya = np.uint64(pos), np.uint64(d)
+        for j in range(np.uint64(end - pos)):
+            dst[ya + j] = op(x[xa + j], pv, e0, e1)
+
+    return plain
+
+
 def _fill(x, dst, a, b, d0, prm, lay, e0, e1):
     """dst[d0 + j] = op(x[a + j]) for the elements [a, b), each with its own parameters; the inner
     ``for`` loops are what LLVM vectorises."""
@@ -141,23 +187,7 @@ def _ov_fill(x, dst, a, b, d0, prm, lay, e0, e1):
     op = _OPS[key]
     flush = key in _FTZ and HARDWARE_FTZ       # a constant of the closures below: the other branch goes
     if _is(lay, SegLayout):
-        def runs(x, dst, a, b, d0, prm, lay, e0, e1):
-            if flush:
-                mode = mxcsr_get()
-                mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            o, k = _run_of(a, lay)
-            pos = a
-            while pos < b:
-                end, p, o, k = _run_next(o, k, b, lay)
-                pv = _take(prm, p)
-                xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
-                for j in range(np.uint64(end - pos)):
-                    dst[ya + j] = op(x[xa + j], pv, e0, e1)
-                pos = end
-            if flush:
-                mxcsr_set(mode)
-
-        return runs
+        return lambda x, dst, a, b, d0, prm, lay, e0, e1: _runs(x, dst, a, b, d0, prm, lay, e0, e1, None)
 
     def rows(x, dst, a, b, d0, prm, lay, e0, e1):
         if flush:
@@ -209,24 +239,9 @@ def _stream(x, y, a, b, prm, lay, e0, e1, buf):
 
 @overload(_stream, jit_options=_JIT)     # a call: one per work item
 def _ov_stream(x, y, a, b, prm, lay, e0, e1, buf):
-    key = (_key(e0), _key(e1))
-    flush = key in _FTZ and HARDWARE_FTZ
     if _is(lay, SegLayout):
         # each run that shares one parameter entry, streamed (_run)
-        def runs(x, y, a, b, prm, lay, e0, e1, buf):
-            if flush:
-                mode = mxcsr_get()
-                mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            o, k = _run_of(a, lay)
-            pos = a
-            while pos < b:
-                end, p, o, k = _run_next(o, k, b, lay)
-                _run(x, y, np.uint64(pos), np.uint64(end), _take(prm, p), e0, e1, buf)
-                pos = end
-            if flush:
-                mxcsr_set(mode)
-
-        return runs
+        return lambda x, y, a, b, prm, lay, e0, e1, buf: _runs(x, y, a, b, a, prm, lay, e0, e1, buf)
 
     def rows(x, y, a, b, prm, lay, e0, e1, buf):
         # rows whose parameters change along the row: a buffer of lines at a time
