@@ -129,6 +129,96 @@ def test_dequantize_parallel(small_parallel, compat, xt, g, st, ot):
     _same(plan, x)
 
 
+# -- short runs (blocked along the last axis, per-axis with short inner extents) ---------------------
+# The run walker (fastmap._runs) steps run by run without recomputing where each run is: these cases
+# cross the short last block of every row (B not dividing D), a block longer than the axis, and,
+# per-axis, go back to the first parameter entry at each outer index.  Work items of 8 Ki elements
+# (several rows of runs each); runs of at least 64 bytes of output streamed run by run, shorter ones
+# stored plainly; outputs at 0, 1 and 3 bytes into an allocation.
+SHORT_RUNS = [((48, 1000), "block", 1, 32), ((40, 1000), "block", -1, 7), ((90, 300), "block", 1, 300),
+              ((100, 250), "block", 1, 400), ((12, 50, 17), "axis", 1, 0), ((80, 3, 40), "axis", -2, 0),
+              ((1, 800, 20), "axis", 1, 0), ((1200, 21), "axis", 0, 0), ((30, 2, 900), "axis", 1, 0)]
+
+
+@pytest.fixture
+def short_runs(monkeypatch):
+    monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
+    monkeypatch.setattr(core, "SERIAL_BELOW_PASSIVE", 2048)
+    monkeypatch.setattr(core, "CHUNK", 8192)
+    monkeypatch.setattr(core, "STREAM_FROM", 1024)
+    monkeypatch.setattr(core, "STREAM_BLOCK", 64)
+
+
+def _short_inputs(shape, g, axis, block, zt, key):
+    rng = C.rng_for("short-runs", shape, g, zt, key)
+    pshape = (shape[axis],) if g == "axis" else tuple(-(-d // block) if i == axis % len(shape) else d
+                                                    for i, d in enumerate(shape))
+    s = C.scales(rng, pshape, "float")
+    zp = C.zero_points(rng, pshape, zt)
+    x = C.fit(rng.permutation(C.quotients(rng)), shape) * C.expand(s, shape, axis, block, g)
+    return x.astype(np.float32), s, zp, dict(axis=axis, block_size=block)
+
+
+def _offset_out(shape, dtype, offset):
+    raw = np.zeros(int(np.prod(shape)) * np.dtype(dtype).itemsize + offset, np.uint8)
+    return raw[offset:].view(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3])
+@pytest.mark.parametrize("zt", ["int8", "uint8", "int4", "float8e4m3fn"])
+@pytest.mark.parametrize("shape,g,axis,block", SHORT_RUNS)
+def test_short_runs_quantize(short_runs, shape, g, axis, block, zt, offset):
+    x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "q")
+    plan = qo.plan_quantize(x, s, zp, **kw)
+    assert x.size > core.CHUNK
+    want = kernels.quantize(plan, x)
+    out = _offset_out(shape, want.dtype, offset)
+    assert qo.quantize_linear(x, s, zp, out=out, **kw) is out
+    assert C.same_bits(want, out), C.show_diff(x, want, out)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3])
+@pytest.mark.parametrize("zt", ["int8", "uint4"])
+@pytest.mark.parametrize("shape,g,axis,block", SHORT_RUNS)
+def test_short_runs_dequantize(short_runs, shape, g, axis, block, zt, offset):
+    x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "dq")
+    q = kernels.quantize(qo.plan_quantize(x, s, zp, **kw), x)
+    want = kernels.dequantize(qo.plan_dequantize(q, s, zp, **kw), q)
+    out = _offset_out(shape, np.float32, offset)
+    assert qo.dequantize_linear(q, s, zp, out=out, **kw) is out
+    assert C.same_bits(want, out), C.show_diff(q, want, out)
+
+
+def test_run_walker_on_any_range():
+    """fastmap's run walker on element ranges that start and end anywhere (inside runs, at the short
+    last block of a row, across rows): the kernels only hand it whole runs or pieces of one run, so
+    this calls it directly."""
+    from numba import njit
+
+    fm = jit.load("quantspec._core.fastmap")
+    fast._kernels()                     # registers the element operations
+
+    @njit
+    def fill(x, y, a, b, prm, lay, e0, e1):
+        fm._fill(x, y, a, b, a, prm, lay, e0, e1)
+
+    rng = np.random.default_rng(11)
+    for shape, g, axis, block in (((9, 100), "block", 1, 32), ((7, 6, 20), "axis", 1, 0), ((5, 40), "block", 1, 7)):
+        x, s, zp, kw = _short_inputs(shape, g, axis, block, "int8", "walker")
+        plan = qo.plan_quantize(x, s, zp, **kw)
+        want = kernels.quantize(plan, x).reshape(-1).view(np.uint8)
+        pr = fast.prepare_quantize(plan)
+        assert type(pr.lay) is core.SegLayout
+        xf = core.flat(x)
+        for a, b in [(0, xf.size), (1, 2), (5, 150), (31, 33), (95, 199), *rng.integers(0, xf.size + 1, (40, 2))]:
+            a, b = min(a, b), max(a, b)
+            assert 0 <= a <= b <= xf.size
+            y = np.zeros(xf.size, np.uint8)
+            fill(xf, y, a, b, pr.params, pr.lay, *pr.op)
+            assert y[a:b].tobytes() == want[a:b].tobytes(), (shape, a, b)
+            assert not y[:a].any() and not y[b:].any()
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 63, 64, 65, 2047, 2048, 2049, 4095, 4097])
 @pytest.mark.parametrize("offset", [0, 1, 3])
 def test_sizes_and_unaligned_outputs(small_parallel, n, offset):

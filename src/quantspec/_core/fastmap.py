@@ -117,19 +117,6 @@ def _run_of(a, lay):
     return o, ((a - o * per_o) // lay.I) // lay.B
 
 
-@inline
-def _run_next(o, k, b, lay):
-    """For run (o, k): where it ends (at most ``b``), its parameter entry, and the next run's (o, k)."""
-    start = (o * lay.D + k * lay.B) * lay.I
-    end = min(start + min(lay.B, lay.D - k * lay.B) * lay.I, b)
-    p = o * lay.nb + k if lay.Op else k
-    k += 1
-    if k == lay.nb:
-        k = 0
-        o += 1
-    return end, p, o, k
-
-
 def _runs(x, dst, a, b, d0, prm, lay, e0, e1, buf):
     """SegLayout: the elements [a, b), run by run (each run's parameter entry taken once), each run by
     :func:`_one_run`: into ``dst[d0 + j]`` with ordinary stores, or (a stream buffer given) streamed."""
@@ -144,12 +131,31 @@ def _ov_runs(x, dst, a, b, d0, prm, lay, e0, e1, buf):
         if flush:
             mode = mxcsr_get()
             mxcsr_set(mode | MXCSR_FTZ_DAZ)
+        # the runs follow one another in memory: for each o, ``full`` runs of ``span`` elements (the
+        # blocks of B along D), then one of ``tail`` when B does not divide D; the parameter entry
+        # steps by one a run, back to 0 at each new o when the parameters do not differ along O.
+        # (One loop, one call of the inlined element loop, few live values: a run of 32 elements
+        # costs what its loop's set-up does)
         o, k = _run_of(a, lay)
-        pos = a
-        while pos < b:
-            end, p, o, k = _run_next(o, k, b, lay)
-            _one_run(x, dst, pos, end, d0 + pos - a, _take(prm, p), e0, e1, buf)
+        full = np.uint64(lay.D // lay.B)
+        span = np.uint64(lay.B * lay.I)
+        tail = np.uint64((lay.D - lay.D // lay.B * lay.B) * lay.I)
+        nb = np.uint64(lay.nb)
+        k = np.uint64(k)
+        start = np.uint64((o * lay.D) * lay.I) + k * span       # of run (o, k)
+        p = np.uint64(o * lay.nb) * np.uint64(lay.Op) + k
+        pos, stop, shift = np.uint64(a), np.uint64(b), np.uint64(d0 - a)    # dst index = x index + shift
+        while pos < stop:
+            length = span if k < full else tail
+            end = min(start + length, stop)
+            _one_run(x, dst, pos, end, shift + pos, _take(prm, p), e0, e1, buf)
             pos = end
+            start += length
+            k += np.uint64(1)
+            p += np.uint64(1)
+            if k == nb:
+                k = np.uint64(0)
+                p *= np.uint64(lay.Op)
         if flush:
             mxcsr_set(mode)
 
