@@ -141,12 +141,8 @@ SHORT_RUNS = [((48, 1000), "block", 1, 32), ((40, 1000), "block", -1, 7), ((90, 
 
 
 @pytest.fixture
-def short_runs(monkeypatch):
-    monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
-    monkeypatch.setattr(core, "SERIAL_BELOW_PASSIVE", 2048)
-    monkeypatch.setattr(core, "CHUNK", 8192)
-    monkeypatch.setattr(core, "STREAM_FROM", 1024)
-    monkeypatch.setattr(core, "STREAM_BLOCK", 64)
+def short_runs(small_parallel, monkeypatch):
+    monkeypatch.setattr(core, "CHUNK", 8192)        # small_parallel's thresholds, longer work items
 
 
 def _short_inputs(shape, g, axis, block, zt, key):
