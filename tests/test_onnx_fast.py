@@ -223,8 +223,7 @@ def test_sizes_and_unaligned_outputs(small_parallel, n, offset):
     rng = np.random.default_rng(n * 7 + offset)
     x = (rng.normal(0, 30, n) + 0.5).astype(np.float32)
     want = kernels.quantize(qo.plan_quantize(x, np.float32(0.25), np.int8(-3)), x)
-    raw = np.zeros(n + offset, np.int8)
-    out = raw[offset:]
+    out = _offset_out((n,), np.int8, offset)
     assert qo.quantize_linear(x, np.float32(0.25), np.int8(-3), out=out) is out
     assert C.same_bits(want, out)
     q = want
