@@ -127,3 +127,26 @@ def test_the_cache_is_bounded():
     for i in range(qo._PLANS.size + 10):
         qo.quantize_linear(x, np.float32(1 + i), None)
     assert len(qo._PLANS) <= qo._PLANS.size
+
+
+@pytest.mark.parametrize("first, second", [(np.int8(3), np.uint8(3)), (np.float32(0.5), np.float16(0.5)),
+                                           (np.int8(0), 0), (np.float32(2.0), 2.0)])
+def test_equal_values_of_other_types_are_other_plans(first, second):
+    """The zero point's type is the output type; the scale's type, the division's precision."""
+    x = np.array([1.0, -2.5, 300.0, -300.0, 0.75], np.float32)
+    s, z = (first, None) if first.dtype.kind == "f" else (np.float32(0.5), first)
+    s2, z2 = (second, None) if first.dtype.kind == "f" else (np.float32(0.5), second)
+    a = qo.quantize_linear(x, s, z)
+    b = qo.quantize_linear(x, s2, z2)
+    assert len(qo._PLANS) == 2
+    assert C.same_bits(a, _q_want(x, s, z)) and C.same_bits(b, _q_want(x, s2, z2))
+
+
+def test_an_unhashable_attribute_is_neither_found_nor_kept():
+    from quantspec._core.plancache import PlanCache
+
+    cache = PlanCache()
+    key = cache.key("q", X, (np.float32(1.0), None), (1, [2]))
+    assert key is not None and cache.get(key) is None
+    cache.put(key, "plan")
+    assert len(cache) == 0

@@ -31,20 +31,22 @@ class _Uncacheable(Exception):
 
 
 def _value_key(v: Any):
+    t = type(v)
     if v is None:
         return None
+    if t is float:
+        return float, v.hex()
+    if t is int:
+        return int, v
+    if isinstance(v, np.generic):
+        dtype = v.dtype
+        if dtype.kind not in "biufV":
+            raise _Uncacheable
+        return np.generic, dtype, v.tobytes()
     if isinstance(v, np.ndarray):
         if v.size > SMALL or v.dtype.kind not in "biufV":
             raise _Uncacheable
         return np.ndarray, v.dtype, v.shape, v.tobytes()
-    if isinstance(v, np.generic):
-        if v.dtype.kind not in "biufV":
-            raise _Uncacheable
-        return np.generic, v.dtype, v.tobytes()
-    if type(v) is float:
-        return float, v.hex()
-    if type(v) is int:
-        return int, v
     raise _Uncacheable
 
 
@@ -62,26 +64,33 @@ class PlanCache:
 
     def key(self, kind: str, x: Any, values: tuple, attrs: tuple) -> tuple | None:
         """The key of a call on array ``x`` with parameter ``values`` and ``attrs``; None when the
-        call cannot be keyed (x not an array, a large or non-numeric parameter, an unhashable
-        attribute).  The layout's work-item size (``core.CHUNK``) is part of it."""
+        call cannot be keyed (x not an array, a large or non-numeric parameter).  An unhashable
+        attribute gives a key that :meth:`get` never finds and :meth:`put` does not keep.  The
+        layout's work-item size (``core.CHUNK``) is part of it."""
         if not isinstance(x, np.ndarray):
             return None
         try:
-            key = (kind, x.shape, x.dtype, core.CHUNK, *map(_value_key, values), *((type(a), a) for a in attrs))
-            hash(key)
-        except (_Uncacheable, TypeError):
+            return (kind, x.shape, x.dtype, core.CHUNK, *map(_value_key, values), attrs, tuple(map(type, attrs)))
+        except _Uncacheable:
             return None
-        return key
 
     def get(self, key: tuple | None):
-        return None if key is None else self._entries.get(key)
+        if key is None:
+            return None
+        try:
+            return self._entries.get(key)
+        except TypeError:                        # an unhashable attribute
+            return None
 
     def put(self, key: tuple | None, entry) -> None:
         if key is None:
             return
         if len(self._entries) >= self.size:
             self._entries.clear()
-        self._entries[key] = entry
+        try:
+            self._entries[key] = entry
+        except TypeError:
+            pass
 
     def clear(self) -> None:
         self._entries.clear()
