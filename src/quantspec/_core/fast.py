@@ -19,7 +19,6 @@ below); :func:`flat_params` puts parameters in the shape the layout expects.
 from __future__ import annotations
 
 import math
-import os
 from collections import namedtuple
 
 import numpy as np
@@ -44,7 +43,7 @@ def parallel(n: int) -> bool:
     """Whether ``n`` elements run on the parallel kernels (SERIAL_BELOW, SERIAL_BELOW_PASSIVE)."""
     if n < SERIAL_BELOW:
         return False
-    return n >= SERIAL_BELOW_PASSIVE or os.environ.get("OMP_WAIT_POLICY", "").strip().upper() != "PASSIVE"
+    return n >= SERIAL_BELOW_PASSIVE or jit.env("OMP_WAIT_POLICY").strip().upper() != "PASSIVE"
 
 
 #: outputs of at least this many bytes (more than the last-level cache keeps alongside the input) are
@@ -146,9 +145,15 @@ def _kernels():
     return jit.load("quantspec._core.fastmap")
 
 
-def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None) -> None:
+def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None,
+        memo: dict | None = None) -> None:
     """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements (:func:`parallel`), streaming the
-    output from STREAM_FROM bytes (when ``y`` is aligned to its element size)."""
+    output from STREAM_FROM bytes (when ``y`` is aligned to its element size).
+
+    ``memo``: a dict owned by the caller's prepared state, for calls that repeat with the same
+    ``params``, ``lay`` and ``op`` objects (a cached plan): it keeps the compiled kernel's entry point
+    for the types of ``x`` and ``y`` (:func:`_entry`), which skips numba's dispatch (typing the
+    records on every call: about 2 us of a small call's 10)."""
     n = x.size if n is None else n
     if n == 0:
         return
@@ -159,5 +164,27 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
               and (isinstance(lay, RowLayout) or lay.L * y.itemsize >= STREAM_BLOCK))
     token = np.empty(0, y.dtype) if stream else None
     kernels = _kernels()
-    parts = min(kernels.threads(), lay.work) if par else 1
-    kernels.map_(par)(x, y, params, lay, op[0], op[1], token, max(parts, 1))
+    parts = max(min(kernels.threads(), lay.work), 1) if par else 1
+    if memo is None:
+        kernels.map_(par)(x, y, params, lay, op[0], op[1], token, parts)
+        return
+    # everything numba's type of the arguments depends on that can change from call to call: the
+    # arrays' dtype, dimensions and flags (contiguity, writeable, aligned), and the kernel chosen
+    key = (par, stream, x.dtype, x.ndim, x.flags.num, y.dtype, y.ndim, y.flags.num)
+    entry = memo.get(key)
+    if entry is None:
+        entry = memo[key] = _entry(kernels.map_(par), (x, y, params, lay, op[0], op[1], token, parts))
+    entry(x, y, params, lay, op[0], op[1], token, parts)
+
+
+def _entry(dispatcher, args: tuple):
+    """The compiled entry point of ``dispatcher`` for exactly the types of ``args`` (compiling or
+    loading it first), or the dispatcher itself where numba would convert an argument or its
+    internals are not as expected.  The entry point unboxes the arguments without checking their
+    types, so :func:`run` keys it by everything those types depend on."""
+    try:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+        dispatcher.compile(sig)
+        return dispatcher.overloads[sig].entry_point
+    except Exception:        # numba's internals differ from the version this was written for
+        return dispatcher

@@ -101,6 +101,6 @@ def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: dict):
     plan = make(x, own(scale), own(zero_point), **attrs)
     prepared = None
     if fast.covers(plan) and all(plan.shape):
-        prepared = fast.prepare_quantize(plan) if kind == "q" else fast.prepare_dequantize(plan)
+        prepared = fast.prepare_quantize(plan, True) if kind == "q" else fast.prepare_dequantize(plan, True)
     _PLANS.put(key, (plan, prepared))
     return plan, prepared

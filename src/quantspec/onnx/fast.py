@@ -59,6 +59,7 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 from ..dtypes import QType, qtype
+from .kernels import check_out
 from .plan import DequantizePlan, QuantizePlan
 
 __all__ = ["path", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize", "covers", "float_format"]
@@ -181,19 +182,20 @@ def _prepared(plan, *params):
 
 
 def _result(out, shape, dtype):
-    from .kernels import check_out
-
     return check_out(out, shape, dtype) if out is not None else np.empty(shape, dtype)
 
 
 # What a plan turns into, computed once per plan (the cached plans of quantize_linear keep it):
 # the loop layout, the kernel's parameter arrays and the records of the element operation.
-QPrepared = namedtuple("QPrepared", "quotient lay params op edges")
-DQPrepared = namedtuple("DQPrepared", "lay params op")
+# ``memo`` / ``qmemo``: the compiled entry points of the main pass and of the quotient pass, kept by a
+# prepared state that is reused (``cached=True``; quantspec._core.fast.run)
+QPrepared = namedtuple("QPrepared", "quotient lay params op edges memo qmemo", defaults=(None, None))
+DQPrepared = namedtuple("DQPrepared", "lay params op memo", defaults=(None,))
 
 
-def prepare_quantize(plan: QuantizePlan) -> QPrepared:
-    """Everything :func:`quantize` needs that depends only on the plan."""
+def prepare_quantize(plan: QuantizePlan, cached: bool = False) -> QPrepared:
+    """Everything :func:`quantize` needs that depends only on the plan.  ``cached``: the result will
+    serve many calls (it then keeps the kernels' entry points)."""
     t = plan.out
     pname = _precision(plan)
     scale = np.asarray(plan.scale).astype(qtype(pname).dtype, copy=False).astype(np.float32, copy=False)  # in P
@@ -221,7 +223,7 @@ def prepare_quantize(plan: QuantizePlan) -> QPrepared:
             lay, params = _prepared(plan, scale, zp.astype(np.float32).astype(np.float64))
         else:
             lay, params = _prepared(plan, scale)
-    return QPrepared(quotient, lay, params, (Q32(0), cfg), edges)
+    return QPrepared(quotient, lay, params, (Q32(0), cfg), edges, *(({}, {}) if cached else ()))
 
 
 def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
@@ -237,11 +239,11 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
     xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
     if pr.quotient is not None:
         quotient = np.empty(xf.size, np.float32)
-        core.run(xf, quotient, *pr.quotient)
+        core.run(xf, quotient, *pr.quotient, memo=pr.qmemo)
         xf = quotient
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, t.dtype)
     yf = dest.reshape(-1).view(np.uint16 if t.bits == 16 else np.uint8)
-    core.run(xf, yf, pr.params, pr.lay, pr.op)
+    core.run(xf, yf, pr.params, pr.lay, pr.op, memo=pr.memo)
     if pr.edges is not None:
         scale, zi, full, dl, bl, rec = pr.edges
         kernels.q_ort_edges(xf, yf, scale, zi, full, dl, bl, rec)
@@ -254,8 +256,9 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
-def prepare_dequantize(plan: DequantizePlan) -> DQPrepared:
-    """Everything :func:`dequantize` needs that depends only on the plan."""
+def prepare_dequantize(plan: DequantizePlan, cached: bool = False) -> DQPrepared:
+    """Everything :func:`dequantize` needs that depends only on the plan (``cached``: as for
+    :func:`prepare_quantize`)."""
     t = plan.x_type
     scale = np.asarray(plan.scale).astype(np.float32)
     zp = plan.zero_point
@@ -270,7 +273,7 @@ def prepare_dequantize(plan: DequantizePlan) -> DQPrepared:
         # spec subtracts the float zero point (all zeros, but -0.0 - -0.0 is +0.0); onnxruntime ignores it
         use_zp = zp is not None and plan.compat == "spec"
         lay, params = _prepared(plan, scale, zp.astype(np.float32) if use_zp else core.zeros(scale.shape, np.float32))
-    return DQPrepared(lay, params, (lut, dec))
+    return DQPrepared(lay, params, (lut, dec), {} if cached else None)
 
 
 def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None,
@@ -287,10 +290,10 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
     xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
     dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
     if o.name == "float":
-        core.run(xf, dest.reshape(-1), pr.params, pr.lay, pr.op)
+        core.run(xf, dest.reshape(-1), pr.params, pr.lay, pr.op, memo=pr.memo)
     else:  # the float32 product, then rounded once to float16 / bfloat16 as the reference path does
         product = np.empty(n, np.float32)
-        core.run(xf, product, pr.params, pr.lay, pr.op)
+        core.run(xf, product, pr.params, pr.lay, pr.op, memo=pr.memo)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
     if dest is not result:

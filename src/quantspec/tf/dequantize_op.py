@@ -197,7 +197,7 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     if hit is None:
         plan = prepare_dequantize(own(min_range), own(max_range), T, shape=q.shape, mode=mode,
                                   narrow_range=narrow_range, axis=axis, dtype=dtype, kernel=kernel)
-        prepared = fast.prepare_dequantize(plan, q.shape) if key is not None and q.size else None
+        prepared = fast.prepare_dequantize(plan, q.shape, True) if key is not None and q.size else None
         _PLANS.put(key, (plan, prepared))
     else:
         plan, prepared = hit

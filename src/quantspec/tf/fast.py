@@ -83,20 +83,23 @@ def _op(plan):
     return precast, CastInt32(T.lowest, T.highest)
 
 
-def _prepared(shape, axis, params, op):
-    """(layout, the parameters as it reads them, op) for an input of ``shape``."""
+def _prepared(shape, axis, params, op, cached):
+    """(layout, the parameters as it reads them, op, memo) for an input of ``shape``; ``memo`` keeps
+    the kernel's entry points when the result serves many calls (``cached``; core.run)."""
     g, a = ("tensor", None) if axis is None else ("axis", axis)
     lay = core.layout(shape, g, a)
-    return lay, core.flat_params(shape, g, a, lay, *params), op
+    return lay, core.flat_params(shape, g, a, lay, *params), op, {} if cached else None
 
 
-def prepare_quantize(plan, shape: tuple[int, ...]):
-    """What :func:`quantize` needs for an input of ``shape`` that depends only on the plan."""
-    return _prepared(shape, plan.axis, (plan.lo, plan.hi, plan.scale, plan.bias), _op(plan))
+def prepare_quantize(plan, shape: tuple[int, ...], cached: bool = False):
+    """What :func:`quantize` needs for an input of ``shape`` that depends only on the plan.
+    ``cached``: the result will serve many calls."""
+    return _prepared(shape, plan.axis, (plan.lo, plan.hi, plan.scale, plan.bias), _op(plan), cached)
 
 
-def prepare_dequantize(plan, shape: tuple[int, ...]):
-    """What :func:`dequantize` needs for codes of ``shape`` that depends only on the plan."""
+def prepare_dequantize(plan, shape: tuple[int, ...], cached: bool = False):
+    """What :func:`dequantize` needs for codes of ``shape`` that depends only on the plan
+    (``cached``: as for :func:`prepare_quantize`)."""
     T = plan.T
     decode = Codes((1 << T.bits) - 1 if T.bits < 32 else -1, (1 << (T.bits - 1)) if T.signed else 0)
     if plan.mode == "MIN_COMBINED":
@@ -105,12 +108,12 @@ def prepare_dequantize(plan, shape: tuple[int, ...]):
         mode = DqMinFirst(0)
     else:
         mode = DqScaled(int(plan.wrap_int32))
-    return _prepared(shape, plan.axis, (plan.scale, plan.bias), (mode, decode))
+    return _prepared(shape, plan.axis, (plan.scale, plan.bias), (mode, decode), cached)
 
 
 def _run(x, y, prepared):
-    lay, params, op = prepared
-    core.run(x, y, params, lay, op)
+    lay, params, op, memo = prepared
+    core.run(x, y, params, lay, op, memo=memo)
 
 
 def quantize(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np.ndarray:

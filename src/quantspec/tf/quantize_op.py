@@ -294,8 +294,8 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
         plan = prepare_quantize(own(min_range), own(max_range), T, shape=x.shape, mode=mode, round_mode=round_mode,
                                 narrow_range=narrow_range, axis=axis, ensure_minimum_range=ensure_minimum_range,
                                 kernel=kernel)
-        prepared = (fast.prepare_quantize(plan, x.shape) if key is not None and x.size and plan.path in ("eigen", "onednn")
-                    else None)
+        fastable = key is not None and x.size and plan.path in ("eigen", "onednn")
+        prepared = fast.prepare_quantize(plan, x.shape, True) if fastable else None
         _PLANS.put(key, (plan, prepared))
     else:
         plan, prepared = hit

@@ -1,0 +1,90 @@
+"""Per-call time of small and medium quantize / dequantize calls, side by side with onnxruntime.
+
+At 64 Mi elements (``quantspec bench``) the memory system decides; below about 256 Ki elements the
+fixed cost of a call does: argument checks, the plan-cache lookup, the kernel's dispatch, the
+thread pool.  This times float32 -> int8 QuantizeLinear (per-tensor) and int8 -> float32
+DequantizeLinear, with ``out=`` (as onnxruntime's IOBinding writes into a bound buffer), against
+onnxruntime's ``run_with_iobinding`` (the peer of ``quantspec bench``) and its plain ``run`` (numpy
+in, a new numpy array out: what most callers use).  Each round calls every contender ``calls`` times
+in a row, in a shuffled order; the table gives the best per-call time over the rounds and the
+paired ratio (median over rounds of the within-round ratio; > 1: quantspec faster).
+
+    .venv/bin/python benchmarks/small_calls.py [--rounds 15] [--sizes 1024,16384,...]
+
+Idle thread pools sleep, as in ``quantspec bench`` (``OMP_WAIT_POLICY=PASSIVE``, onnxruntime's
+``allow_spinning=0``); ``--spin`` leaves OpenMP's default (spin a while, then sleep).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--sizes", default="1024,16384,65536,262144,1048576,4194304")
+    ap.add_argument("--spin", action="store_true", help="leave OpenMP's default wait policy")
+    args = ap.parse_args(argv)
+    if not args.spin:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+    import numpy as np
+
+    from quantspec import bench
+    from quantspec import onnx as qo
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        print("onnxruntime is not installed: nothing to compare with", file=sys.stderr)
+        return 1
+    print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(default)')}; per-call times, best of "
+          f"{args.rounds} rounds; ratios > 1: quantspec faster")
+    print(f"{'case':<26} {'elements':>9} {'quantspec':>10} {'ORT iobinding':>14} {'paired':>7} "
+          f"{'ORT run':>9} {'paired':>7}")
+    s, z = np.float32(0.8), np.int8(3)
+    for n in (int(v) for v in args.sizes.split(",")):
+        x = bench._data(n)
+        q = qo.quantize_linear(x, s, z)
+        calls = max(1, min(2000, (1 << 22) // n))
+        for name, ours, op, inp, out_type in (
+                ("Q f32->int8 per-tensor", lambda: qo.quantize_linear(x, s, z, out=y), "QuantizeLinear", x, "int8"),
+                ("DQ int8->f32 per-tensor", lambda: qo.dequantize_linear(q, s, z, out=d), "DequantizeLinear", q,
+                 "float")):
+            y, d = np.empty(n, np.int8), np.empty(n, np.float32)
+            iob = bench._ort_peer(op, inp, s, z, {}, out_type)
+            _, model = bench._onnx_model(op, inp, s, z, {}, out_type)
+            import onnxruntime as ort
+
+            so = ort.SessionOptions()
+            so.intra_op_num_threads, so.inter_op_num_threads = bench.THREADS, 1
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0" if not args.spin else "1")
+            sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            feed = {"x": inp}
+
+            def loop(f):
+                def run():
+                    for _ in range(calls):
+                        f()
+                return run
+
+            times = bench._timed({"quantspec": loop(ours), "iob": loop(iob.run),
+                                  "run": loop(lambda: sess.run(None, feed))}, args.rounds)
+            ours()
+            (plain,) = sess.run(None, feed)
+            iob.run()
+            mine = y if op == "QuantizeLinear" else d
+            assert mine.tobytes() == plain.tobytes() == iob.output().tobytes(), f"{name} at {n}: outputs differ"
+            best = {k: min(v) / calls * 1e6 for k, v in times.items()}
+            print(f"{name:<26} {n:>9} {best['quantspec']:>8.1f}us {best['iob']:>12.1f}us "
+                  f"{bench.paired_ratio(times['quantspec'], times['iob']):>6.2f}x {best['run']:>7.1f}us "
+                  f"{bench.paired_ratio(times['quantspec'], times['run']):>6.2f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
