@@ -13,6 +13,7 @@ bench``, never here.
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -427,6 +428,23 @@ def test_cached_kernels_follow_their_sources(tmp_path):
     before = jit.fingerprint([a, b])
     b.write_text("y = 3\n")
     assert jit.fingerprint([a, b]) != before
+
+
+def test_env_reads_every_change(monkeypatch):
+    """jit.env reads os.environ's own dict: it must see what setenv / delenv / os.environ do at once,
+    and fall back to the mapping where os.environ has been replaced."""
+    name = "QUANTSPEC_TEST_ENV_VALUE"
+    monkeypatch.delenv(name, raising=False)
+    assert jit.env(name) == ""
+    monkeypatch.setenv(name, "passive é")
+    assert jit.env(name) == "passive é"
+    os.environ[name] = "x"
+    assert jit.env(name) == "x"
+    del os.environ[name]
+    assert jit.env(name) == ""
+    monkeypatch.setattr(os, "environ", {name: "plain dict", "QUANTSPEC_FAST": "off"})
+    assert jit.env(name) == "plain dict"
+    assert not jit.enabled()
 
 
 def test_errors_are_the_same_on_both_paths(monkeypatch):
