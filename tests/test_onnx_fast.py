@@ -186,6 +186,37 @@ def test_short_runs_dequantize(short_runs, shape, g, axis, block, zt, offset):
     assert C.same_bits(want, out), C.show_diff(q, want, out)
 
 
+# rows with enough bytes of parameters (core.ROWS_TOGETHER_FROM; 8 bytes an element here: float32
+# scale, int32 zero point) to be computed four at a time: per-axis along the last axis, per-axis with a
+# short inner extent (the parameters repeated), blocked along a middle axis (four rows share their
+# parameters only inside a block of 4 or more), a row count that leaves a last work item of 1-3 rows,
+# and too few rows to group (parts of rows then, streamed)
+LONG_ROWS = [((37, 3100), "axis", 1, 0), ((35, 600, 7), "axis", 1, 0), ((3, 16, 3100), "block", 1, 4),
+             ((2, 19, 3100), "block", 1, 5), ((3, 13, 3100), "block", 1, 3), ((12, 4000), "axis", -1, 0)]
+
+
+@pytest.mark.parametrize("zt", ["int8", "uint8", "int4", "uint16"])
+@pytest.mark.parametrize("shape,g,axis,block", LONG_ROWS)
+@pytest.mark.parametrize("parallel", [True, False])
+def test_long_rows_four_at_a_time(short_runs, monkeypatch, shape, g, axis, block, zt, parallel):
+    if not parallel:
+        monkeypatch.setattr(core, "SERIAL_BELOW", 1 << 40)
+        monkeypatch.setattr(core, "SERIAL_BELOW_PASSIVE", 1 << 40)
+    x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "long-rows")
+    plan = qo.plan_quantize(x, s, zp, **kw)
+    pr = fast.prepare_quantize(plan)
+    assert type(pr.lay) is core.RowLayout
+    grouped = core.together(pr.lay, pr.params)
+    assert grouped == (shape[0] * (shape[1] if g == "block" else 1) >= 32), pr.lay
+    want = kernels.quantize(plan, x)
+    got = qo.quantize_linear(x, s, zp, **kw)
+    assert C.same_bits(want, got), C.show_diff(x, want, got)
+    if zt in ("int8", "int4"):
+        d_want = kernels.dequantize(qo.plan_dequantize(want, s, zp, **kw), want)
+        d_got = qo.dequantize_linear(want, s, zp, out=_offset_out(shape, np.float32, 1), **kw)
+        assert C.same_bits(d_want, d_got), C.show_diff(want, d_want, d_got)
+
+
 def test_run_walker_on_any_range():
     """fastmap's run walker on element ranges that start and end anywhere (inside runs, at the short
     last block of a row, across rows): the kernels only hand it whole runs or pieces of one run, so
@@ -200,14 +231,22 @@ def test_run_walker_on_any_range():
         fm._fill(x, y, a, b, a, prm, lay, e0, e1)
 
     rng = np.random.default_rng(11)
-    for shape, g, axis, block in (((9, 100), "block", 1, 32), ((7, 6, 20), "axis", 1, 0), ((5, 40), "block", 1, 7)):
+    L = 3100                            # rows of 3100 with 8 bytes of parameters an element: four at a time
+    for shape, g, axis, block, kind in (((9, 100), "block", 1, 32, core.SegLayout),
+                                        ((7, 6, 20), "axis", 1, 0, core.SegLayout),
+                                        ((5, 40), "block", 1, 7, core.SegLayout),
+                                        ((9, L), "axis", 1, 0, core.RowLayout),
+                                        ((2, 9, L), "block", 1, 4, core.RowLayout),
+                                        ((2, 7, L), "block", 1, 3, core.RowLayout)):
         x, s, zp, kw = _short_inputs(shape, g, axis, block, "int8", "walker")
         plan = qo.plan_quantize(x, s, zp, **kw)
         want = kernels.quantize(plan, x).reshape(-1).view(np.uint8)
         pr = fast.prepare_quantize(plan)
-        assert type(pr.lay) is core.SegLayout
+        assert type(pr.lay) is kind
         xf = core.flat(x)
-        for a, b in [(0, xf.size), (1, 2), (5, 150), (31, 33), (95, 199), *rng.integers(0, xf.size + 1, (40, 2))]:
+        rows = [(0, 4 * L), (L, 5 * L), (2 * L, 7 * L), (1, 6 * L), (4 * L, 8 * L + 1), (3 * L - 1, 7 * L)]
+        for a, b in [(0, xf.size), (1, 2), (5, 150), (31, 33), (95, 199), *rows, *rng.integers(0, xf.size + 1, (40, 2))]:
+            a, b = min(a, xf.size), min(b, xf.size)
             a, b = min(a, b), max(a, b)
             assert 0 <= a <= b <= xf.size
             y = np.zeros(xf.size, np.uint8)

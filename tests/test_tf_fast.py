@@ -126,6 +126,25 @@ def test_parallel_per_axis(small_parallel):
             assert D.compute_dequantize(q, dplan).tobytes() == fast.dequantize(q, dplan).tobytes()
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_long_rows_four_at_a_time(small_parallel, kernel):
+    """Per-axis along a last axis of 1600: 16 bytes of parameters an element (lo, hi, scale, bias),
+    enough for the kernels to take four rows at a time (core.ROWS_TOGETHER_FROM); 37 rows, so the
+    last work item has one."""
+    from quantspec._core import fast as core
+
+    rng = np.random.default_rng(6)
+    x = (rng.normal(0, 3, (37, 1600)) + 0.5).astype(np.float32)
+    x[:, ::89] = np.nan
+    lo, hi = np.linspace(-4, -1, 1600).astype(np.float32), np.linspace(1, 5, 1600).astype(np.float32)
+    for T, mode in (("qint8", "MIN_COMBINED"), ("quint8", "MIN_COMBINED"), ("qint8", "SCALED")):
+        plan = Q.prepare_quantize(lo, hi, T, shape=x.shape, mode=mode, axis=1, kernel=kernel)
+        prepared = fast.prepare_quantize(plan, x.shape)
+        assert core.together(prepared[0], prepared[1])
+        want = Q.compute_quantize(x, plan)
+        assert want.tobytes() == fast.quantize(x, plan).tobytes(), (T, mode)
+
+
 @pytest.mark.parametrize("path", ["fast", "reference"])
 def test_out_argument_and_selection(monkeypatch, path):
     if path == "reference":

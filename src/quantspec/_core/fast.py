@@ -26,7 +26,8 @@ import numpy as np
 from . import jit
 
 __all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "CHUNK",
-           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER"]
+           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
+           "ROWS_TOGETHER_FROM", "ROWS_GROUPED_FROM", "together"]
 
 #: elements per unit of parallel work
 CHUNK = 1 << 15
@@ -60,6 +61,17 @@ STREAM_BUFFER = 1 << 10
 #: be few.  Read on every call (tests lower it to stream short runs too)
 STREAM_BLOCK = STREAM_BUFFER
 
+#: rows (RowLayout) that take at least this many bytes of parameters are computed four at a time,
+#: each parameter entry loaded once for the four: a row at a time, such parameters no longer stay in
+#: L1 beside the data streaming through, and per-axis quantization along a last axis of 8192 ran at
+#: half the rate of the same data along axis 0 (docs/performance.md).  A compile-time constant of
+#: the kernels, like STREAM_BUFFER.  Such rows are grouped four (or a multiple of four) to a work
+#: item (:func:`layout`) and written with ordinary stores (:func:`run`)
+ROWS_TOGETHER_FROM = 24 << 10
+#: ... the grouping applies from rows of this many elements (layout() does not know the parameters'
+#: types), when there are enough rows for every worker
+ROWS_GROUPED_FROM = 1024
+
 # x is seen as (O, D, I) with blocks of B along D (nb of them; per-axis: B = 1, per-tensor: all 1),
 # walked as runs that share one parameter entry (SegLayout) or as rows of L elements whose parameters
 # change along the row (RowLayout).  ``Op``: the parameters differ along O (blocked).  ``units``: the
@@ -86,6 +98,15 @@ def _work(units: int, length: int) -> tuple[int, int, int, int, int]:
     return units, -(-units // group), 1, group, CHUNK
 
 
+def _row_work(units: int, length: int) -> tuple[int, int, int, int, int]:
+    """:func:`_work` for rows: long rows (ROWS_GROUPED_FROM) whole, four or a multiple of four to a
+    work item, when that leaves at least 8 work items."""
+    if length >= ROWS_GROUPED_FROM and units >= 32:
+        group = 4 * max(1, CHUNK // (4 * length))
+        return units, -(-units // group), 1, group, CHUNK
+    return _work(units, length)
+
+
 def layout(shape: tuple[int, ...], granularity: str, axis: int | None = None, block_size: int = 0,
            rows: bool = True) -> SegLayout | RowLayout:
     """How the kernel walks an array of ``shape`` quantized per ``granularity`` ("tensor", "axis" or
@@ -102,10 +123,10 @@ def layout(shape: tuple[int, ...], granularity: str, axis: int | None = None, bl
             B, nb, Op = block_size, -(-D // block_size), 1
     if rows and granularity == "block" and I > 1:
         # blocked along a non-last axis: rows (o, d) of I elements, parameter row (o, d // B)
-        return RowLayout(O, D, I, B, nb, Op, I, *_work(O * D, I))
+        return RowLayout(O, D, I, B, nb, Op, I, *_row_work(O * D, I))
     if rows and granularity == "axis" and I < 16:
         # per-axis with short runs: rows of D*I elements against the parameters repeated I times
-        return RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_work(O, D * I))
+        return RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_row_work(O, D * I))
     return SegLayout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
 
 
@@ -145,6 +166,13 @@ def _kernels():
     return jit.load("quantspec._core.fastmap")
 
 
+def together(lay, params: tuple) -> bool:
+    """Whether the kernels compute rows of this RowLayout four at a time (ROWS_TOGETHER_FROM): rows
+    with that many bytes of parameters, in work items of whole rows, four or more of them."""
+    return (lay.L * sum(p.itemsize for p in params) >= ROWS_TOGETHER_FROM and lay.nsub == 1
+            and lay.group >= 4)
+
+
 def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None,
         memo: dict | None = None) -> None:
     """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements (:func:`parallel`), streaming the
@@ -160,8 +188,11 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     par = parallel(n)
     # SegLayout runs are streamed run by run: only runs of whole lines gain (blocked runs of 32 bytes
     # would all be written by the scalar head and tail)
+    # rows computed four at a time (ROWS_TOGETHER_FROM) are not streamed: the stream buffer holds
+    # part of one row, and streaming took them a row at a time again (slower, for quantize and
+    # dequantize alike, measured)
     stream = (par and y.nbytes >= STREAM_FROM and y.flags.aligned
-              and (isinstance(lay, RowLayout) or lay.L * y.itemsize >= STREAM_BLOCK))
+              and (not together(lay, params) if isinstance(lay, RowLayout) else lay.L * y.itemsize >= STREAM_BLOCK))
     token = np.empty(0, y.dtype) if stream else None
     kernels = _kernels()
     parts = max(min(kernels.threads(), lay.work), 1) if par else 1

@@ -21,7 +21,7 @@ import numpy as np
 from numba import get_num_threads, prange, types
 from numba.extending import overload
 
-from .fast import STREAM_BUFFER, SegLayout
+from .fast import ROWS_TOGETHER_FROM, STREAM_BUFFER, SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
                      stream_fence, stream_line, twin)
 
@@ -195,16 +195,38 @@ def _ov_fill(x, dst, a, b, d0, prm, lay, e0, e1):
     if _is(lay, SegLayout):
         return lambda x, dst, a, b, d0, prm, lay, e0, e1: _runs(x, dst, a, b, d0, prm, lay, e0, e1, None)
 
+    # a row's parameters take this many bytes per element (a compile-time constant)
+    per_element = sum(t.dtype.bitwidth // 8 for t in prm.types)
+
     def rows(x, dst, a, b, d0, prm, lay, e0, e1):
         if flush:
             mode = mxcsr_get()
             mxcsr_set(mode | MXCSR_FTZ_DAZ)
-        r = a // lay.L
+        L = lay.L
+        # rows whose parameters outgrow L1 beside the streaming data: four rows that share them at
+        # once, each parameter entry loaded once for the four (ROWS_TOGETHER_FROM)
+        together = L * per_element >= ROWS_TOGETHER_FROM
+        r = a // L
         pos = a
         while pos < b:
-            first = r * lay.L
-            end = min(first + lay.L, b)
-            p = np.uint64(((r // lay.D) * lay.Op * lay.nb + (r % lay.D) // lay.B) * lay.L + pos - first)
+            first = r * L
+            prow = (r // lay.D) * lay.Op * lay.nb + (r % lay.D) // lay.B
+            if (together and pos == first and first + 4 * L <= b and r // lay.D == (r + 3) // lay.D
+                    and (r % lay.D) // lay.B == ((r + 3) % lay.D) // lay.B):
+                p = np.uint64(prow * L)
+                n = np.uint64(L)
+                xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
+                for j in range(n):
+                    pv = _take(prm, p + j)
+                    dst[ya + j] = op(x[xa + j], pv, e0, e1)
+                    dst[ya + n + j] = op(x[xa + n + j], pv, e0, e1)
+                    dst[ya + 2 * n + j] = op(x[xa + 2 * n + j], pv, e0, e1)
+                    dst[ya + 3 * n + j] = op(x[xa + 3 * n + j], pv, e0, e1)
+                pos += 4 * L
+                r += 4
+                continue
+            end = min(first + L, b)
+            p = np.uint64(prow * L + pos - first)
             xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
             for j in range(np.uint64(end - pos)):
                 dst[ya + j] = op(x[xa + j], _take(prm, p + j), e0, e1)
