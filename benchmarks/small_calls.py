@@ -56,14 +56,10 @@ def main(argv=None) -> int:
                 ("DQ int8->f32 per-tensor", lambda: qo.dequantize_linear(q, s, z, out=d), "DequantizeLinear", q,
                  "float")):
             y, d = np.empty(n, np.int8), np.empty(n, np.float32)
-            _, model = bench._onnx_model(op, inp, s, z, {}, out_type)
             import onnxruntime as ort
 
-            so = ort.SessionOptions()
-            so.intra_op_num_threads, so.inter_op_num_threads = bench.THREADS, 1
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            so.add_session_config_entry("session.intra_op.allow_spinning", "1" if args.spin else "0")
-            sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            _, model = bench._onnx_model(op, inp, s, z, {}, out_type)
+            sess = bench.ort_session(model, spin=args.spin)
             feed = {"x": inp}
             bound = np.empty(n, np.int8 if op == "QuantizeLinear" else np.float32)
             io = sess.io_binding()

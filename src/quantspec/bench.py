@@ -259,6 +259,20 @@ def _onnx_model(op: str, x: np.ndarray, scale, zp, attrs: dict, out_type: str, o
     return onnx, model
 
 
+def ort_session(model, spin: bool = False):
+    """The onnxruntime peer's session for an ONNX model: THREADS intra-op threads, no graph
+    optimisation, CPU; idle threads sleep unless ``spin`` (see _quiet_thread_pools)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = THREADS
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
 def _ort_peer(op, x, scale, zp, attrs, out_type) -> Peer | None:
     try:
         import onnxruntime as ort
@@ -269,13 +283,7 @@ def _ort_peer(op, x, scale, zp, attrs, out_type) -> Peer | None:
     from .dtypes import qtype
 
     _, model = _onnx_model(op, x, scale, zp, attrs, out_type)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = THREADS
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")   # see _quiet_thread_pools
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    sess = ort_session(model)
     io = sess.io_binding()
     io.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(x))
     t = qtype(out_type)
