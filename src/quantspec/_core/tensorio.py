@@ -18,21 +18,25 @@ Malformed files raise :class:`quantspec.errors.TensorFileError`, naming the file
 
 from __future__ import annotations
 
+import io
 import json
+import mmap
 import os
 import struct
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..dtypes import QType, qtype
 from ..errors import TensorFileError
 
-__all__ = ["read_tensors", "write_tensors", "atomic_write_bytes", "check_suffix", "to_storage", "from_storage",
-           "SUFFIXES"]
+__all__ = ["read_tensors", "write_tensors", "Stream", "release", "atomic_write_bytes", "check_suffix", "to_storage",
+           "from_storage", "SUFFIXES", "MAP_FROM"]
 
 SUFFIXES = (".npy", ".npz", ".safetensors")
 _DTYPES_KEY = "__quantspec_dtypes__"
@@ -75,8 +79,12 @@ def from_storage(a: np.ndarray, t: QType, argument: str = "input") -> np.ndarray
 
 
 def _type_of(a: np.ndarray) -> QType | None:
+    return _type_of_dtype(a.dtype)
+
+
+def _type_of_dtype(dt: np.dtype) -> QType | None:
     try:
-        return qtype(a.dtype)
+        return qtype(dt)
     except Exception:
         return None
 
@@ -128,9 +136,19 @@ def check_suffix(path: str | os.PathLike, argument: str) -> Path:
 
 
 # -- reading -----------------------------------------------------------------------------------
-def read_tensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
+MAP_FROM = 1 << 24
+"""With ``mapped=True``, .npy files and safetensors tensors of at least this many bytes are
+memory-mapped read-only instead of read (smaller ones are read: a mapping costs more than it saves)."""
+
+
+def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, np.ndarray]:
     """Read every tensor of a .npy (one tensor, named after the file's stem), .npz or
-    .safetensors file, with its exact type where the file records one."""
+    .safetensors file, with its exact type where the file records one.
+
+    ``mapped=True`` maps large .npy files and safetensors tensors read-only (``np.memmap``) instead
+    of reading them: nothing is read until it is used, and the pages are the file's own (the system
+    can drop them again), so a file larger than memory can be processed a slab at a time.  .npz
+    members are always read (a zip member cannot be mapped)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -139,10 +157,11 @@ def read_tensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
         raise TensorFileError("path", "must name an existing file", str(path))
     try:
         if suffix == ".npy":
-            return {path.stem: np.load(path, allow_pickle=False)}
+            mode = "r" if mapped and path.stat().st_size >= MAP_FROM else None
+            return {path.stem: np.load(path, mmap_mode=mode, allow_pickle=False)}
         if suffix == ".npz":
             return _read_npz(path)
-        return _read_safetensors(path)
+        return _read_safetensors(path, mapped)
     except TensorFileError:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, UnicodeDecodeError) as e:
@@ -169,99 +188,202 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
         return out
 
 
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    raw = path.read_bytes()
-    if len(raw) < 8:
-        raise TensorFileError("path", "is too short to be a safetensors file", str(path))
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > len(raw) - 8:
-        raise TensorFileError("path", "has a safetensors header longer than the file", str(path))
-    try:
-        header = json.loads(raw[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TensorFileError("path", "has a safetensors header that is not JSON", str(path), detail=str(e)) from None
-    if not isinstance(header, dict):
-        raise TensorFileError("path", "has a safetensors header that is not a JSON object", str(path))
-    meta = header.pop("__metadata__", None) or {}
-    data = memoryview(raw)[8 + n:]
-    out = {}
-    for name, info in header.items():
+def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise TensorFileError("path", "is too short to be a safetensors file", str(path))
+        (n,) = struct.unpack("<Q", head)
+        if n > size - 8:
+            raise TensorFileError("path", "has a safetensors header longer than the file", str(path))
+        raw_header = f.read(n)
         try:
-            code, shape, (start, end) = info["dtype"], info["shape"], info["data_offsets"]
-            shape = tuple(int(s) for s in shape)
-        except Exception:
-            raise TensorFileError("path", f"tensor {name!r} has a malformed header entry", str(path)) from None
-        if code not in _ST_CODES:
-            raise TensorFileError("path", f"tensor {name!r} has a dtype quantspec cannot read", code)
-        t = qtype(_ST_CODES[code])
-        count = int(np.prod(shape, dtype=np.int64))
-        if not (0 <= start <= end <= len(data)) or end - start != count * t.dtype.itemsize:
-            raise TensorFileError("path", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
-                                  (start, end))
-        a = np.frombuffer(data[start:end], dtype=t.dtype.newbyteorder("<")).astype(t.dtype, copy=True).reshape(shape)
-        special = meta.get(f"quantspec.dtype.{name}")
-        if special:
-            a = from_storage(a, qtype(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
-        out[name] = a
+            header = json.loads(raw_header.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise TensorFileError("path", "has a safetensors header that is not JSON", str(path),
+                                  detail=str(e)) from None
+        if not isinstance(header, dict):
+            raise TensorFileError("path", "has a safetensors header that is not a JSON object", str(path))
+        meta = header.pop("__metadata__", None) or {}
+        base, length = 8 + n, size - 8 - n
+        out = {}
+        for name, info in header.items():
+            try:
+                code, shape, (start, end) = info["dtype"], info["shape"], info["data_offsets"]
+                shape = tuple(int(s) for s in shape)
+            except Exception:
+                raise TensorFileError("path", f"tensor {name!r} has a malformed header entry", str(path)) from None
+            if code not in _ST_CODES:
+                raise TensorFileError("path", f"tensor {name!r} has a dtype quantspec cannot read", code)
+            t = qtype(_ST_CODES[code])
+            count = int(np.prod(shape, dtype=np.int64))
+            if (not (0 <= start <= end <= length) or end - start != count * t.dtype.itemsize
+                    or any(s < 0 for s in shape)):
+                raise TensorFileError("path", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
+                                      (start, end))
+            stored = t.dtype.newbyteorder("<")
+            if mapped and end - start >= MAP_FROM and stored == t.dtype:
+                a = np.memmap(path, dtype=t.dtype, mode="r", offset=base + start, shape=shape)
+            else:
+                f.seek(base + start)
+                a = np.frombuffer(f.read(end - start), dtype=stored).astype(t.dtype, copy=True).reshape(shape)
+            special = meta.get(f"quantspec.dtype.{name}")
+            if special:
+                a = from_storage(a, qtype(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
+            out[name] = a
     return out
 
 
+def release(a: np.ndarray) -> None:
+    """Let the system drop the pages of a mapped array once they have been used (a read-only
+    mapping's pages are the file's; they are read again if touched).  Anything else: nothing."""
+    mm = getattr(a, "_mmap", None)
+    if mm is None or not hasattr(mm, "madvise") or not a.flags.c_contiguous or a.nbytes == 0:
+        return
+    try:
+        origin = np.frombuffer(mm, np.uint8, count=1).ctypes.data
+        first = a.ctypes.data - origin
+        page = mmap.PAGESIZE
+        lo, hi = -(-first // page) * page, (first + a.nbytes) // page * page
+        if hi > lo:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+    except (ValueError, OSError, AttributeError):  # a best effort: the pages stay until the system needs them
+        pass
+
+
 # -- writing -----------------------------------------------------------------------------------
-def write_tensors(path: str | os.PathLike, tensors: Mapping[str, np.ndarray]) -> list[str]:
-    """Write ``tensors`` atomically; return notes for the user (e.g. how a .npy stored a type)."""
+@dataclass(frozen=True)
+class Stream:
+    """A tensor written a piece at a time: its ``shape`` and ``dtype`` (header first), then the
+    arrays of ``pieces`` in order, which together hold its elements in C order."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    pieces: Iterable[np.ndarray]
+
+
+def _as_stream(a) -> Stream:
+    if isinstance(a, Stream):
+        return a
+    a = np.asarray(a)
+    return Stream(a.shape, a.dtype, (a,))
+
+
+def _storage_dtype(dt: np.dtype) -> np.dtype:
+    t = _type_of_dtype(dt)
+    return dt if t is None else np.dtype(t.storage)
+
+
+def _write_pieces(f, name: str, s: Stream, byteorder: str = "=") -> None:
+    """Write the pieces' storage bytes (``byteorder`` "<" for little-endian files), checking that
+    they hold exactly the elements the header promised."""
+    want, done = int(np.prod(s.shape, dtype=np.int64)), 0
+    for piece in s.pieces:
+        if piece.dtype != s.dtype:
+            raise TensorFileError("tensors", f"tensor {name!r} changed type while it was written",
+                                  f"{piece.dtype} after {s.dtype}")
+        raw = to_storage(piece)
+        if byteorder == "<":
+            raw = raw.astype(raw.dtype.newbyteorder("<"), copy=False)
+        raw = np.ascontiguousarray(raw)
+        done += raw.size
+        if done > want:
+            break
+        if raw.size:
+            f.write(memoryview(raw.reshape(-1).view(np.uint8)))
+        del piece, raw  # not held while the next piece is computed
+    if done != want:
+        raise TensorFileError("tensors", f"tensor {name!r} did not receive the elements of its shape {s.shape}",
+                              f"{done} elements for {want}")
+
+
+def _npy_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
+    buf = io.BytesIO()
+    d = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+    try:
+        np.lib.format.write_array_header_1_0(buf, d)
+    except ValueError:  # a header longer than 64 KiB needs format 2.0
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_2_0(buf, d)
+    return buf.getvalue()
+
+
+def write_tensors(path: str | os.PathLike, tensors: Mapping[str, Any]) -> list[str]:
+    """Write ``tensors`` (arrays, or :class:`Stream` objects written a piece at a time) atomically;
+    return notes for the user (e.g. how a .npy stored a type)."""
     path = Path(path)
     suffix = path.suffix.lower()
     notes: list[str] = []
     if suffix not in SUFFIXES:
         raise TensorFileError("output", f"must end in one of {', '.join(SUFFIXES)}", str(path))
+    streams = {n: _as_stream(a) for n, a in tensors.items()}
     if suffix == ".npy":
-        if len(tensors) != 1:
+        if len(streams) != 1:
             raise TensorFileError("output", "a .npy file holds exactly one tensor; use .npz or .safetensors",
-                                  f"{len(tensors)} tensors")
-        (a,) = tensors.values()
-        t = _type_of(a)
-        s = to_storage(a)
-        if s is not a:
+                                  f"{len(streams)} tensors")
+        ((name, s),) = streams.items()
+        stored = _storage_dtype(s.dtype)
+        if stored != s.dtype:
+            t = _type_of_dtype(s.dtype)
             how = "values" if t.kind == "int" else "bit patterns"
-            notes.append(f"{path.name}: .npy cannot record {t.name}; stored as {s.dtype} {how} "
+            notes.append(f"{path.name}: .npy cannot record {t.name}; stored as {stored} {how} "
                          f"(read it back with dtype {t.name}, or use .npz/.safetensors)")
-        _atomic_with(path, lambda f: np.save(f, np.ascontiguousarray(s), allow_pickle=False))
+
+        def npy(f):
+            f.write(_npy_header(s.shape, stored))
+            _write_pieces(f, name, s)
+
+        _atomic_with(path, npy)
         return notes
     if suffix == ".npz":
-        types, arrays = {}, {}
-        for n, a in tensors.items():
-            if n == _DTYPES_KEY:
-                raise TensorFileError("tensors", "a tensor may not be named like quantspec's type entry", n)
-            s = to_storage(a)
-            if s is not a:
-                types[n] = _type_of(a).name
-            arrays[n] = s
-        if types:
-            arrays[_DTYPES_KEY] = np.frombuffer(json.dumps(types).encode(), dtype=np.uint8)
-        _atomic_with(path, lambda f: np.savez(f, **arrays))
+        if _DTYPES_KEY in streams:
+            raise TensorFileError("tensors", "a tensor may not be named like quantspec's type entry", _DTYPES_KEY)
+
+        def npz(f):
+            types = {}
+            with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+                for n, s in streams.items():
+                    stored = _storage_dtype(s.dtype)
+                    if stored != s.dtype:
+                        types[n] = _type_of_dtype(s.dtype).name
+                    with z.open(n + ".npy", "w", force_zip64=True) as m:
+                        m.write(_npy_header(s.shape, stored))
+                        _write_pieces(m, n, s)
+                if types:
+                    entry = np.frombuffer(json.dumps(types).encode(), dtype=np.uint8)
+                    with z.open(_DTYPES_KEY + ".npy", "w", force_zip64=True) as m:
+                        m.write(_npy_header(entry.shape, entry.dtype))
+                        m.write(entry.tobytes())
+
+        _atomic_with(path, npz)
         return notes
     # safetensors
     header: dict = {}
     meta: dict = {}
-    blobs = []
     offset = 0
-    for n, a in tensors.items():
-        t = _type_of(a)
+    for n, s in streams.items():
+        t = _type_of_dtype(s.dtype)
         if t is None:
-            raise TensorFileError("tensors", "has a dtype safetensors cannot hold", f"{n}: {a.dtype}")
+            raise TensorFileError("tensors", "has a dtype safetensors cannot hold", f"{n}: {s.dtype}")
         if t.name in _ST_NAMES:
-            code, s = _ST_NAMES[t.name], a
+            code = _ST_NAMES[t.name]
         else:
-            s = to_storage(a)
-            code = _ST_NAMES[qtype(s.dtype).name]
+            code = _ST_NAMES[qtype(_storage_dtype(s.dtype)).name]
             meta[f"quantspec.dtype.{n}"] = t.name
-        b = np.ascontiguousarray(s).astype(s.dtype.newbyteorder("<"), copy=False).tobytes()
-        header[n] = {"dtype": code, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
+        nbytes = int(np.prod(s.shape, dtype=np.int64)) * _storage_dtype(s.dtype).itemsize
+        header[n] = {"dtype": code, "shape": list(s.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     if meta:
         header["__metadata__"] = meta
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
-    atomic_write_bytes(path, [struct.pack("<Q", len(h)), h, *blobs])
+
+    def st(f):
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for n, s in streams.items():
+            _write_pieces(f, n, s, "<")
+
+    _atomic_with(path, st)
     return notes
