@@ -67,10 +67,11 @@ def _elementwise(direction: str, argv: Sequence[str]) -> int:
     known, _ = pre.parse_known_args(argv)
     parser = _elementwise_parser(direction, known.spec)
     args = parser.parse_args(argv)
+    from ._core import slabs
     from ._core.tensorio import check_suffix, read_tensors, write_tensors
 
     check_suffix(args.output, "OUTPUT")
-    tensors = read_tensors(args.input)
+    tensors = read_tensors(args.input, mapped=True)
     if args.tensor:
         missing = [n for n in args.tensor if n not in tensors]
         if missing:
@@ -82,8 +83,10 @@ def _elementwise(direction: str, argv: Sequence[str]) -> int:
     # a small job: the numpy reference path (the same bytes) is done before numba would have loaded
     small = jit.prefer_reference(sum(int(t.size) for t in tensors.values()))
     with jit.reference_only() if small else contextlib.nullcontext():
-        outputs, notes = _spec_module(args.spec).run(args, direction, tensors)
-    for note in notes + write_tensors(args.output, outputs):
+        work, notes = _spec_module(args.spec).jobs(args, direction, tensors)
+        # large tensors are computed a slab at a time while OUTPUT is written (quantspec._core.slabs)
+        notes += write_tensors(args.output, slabs.outputs(work))
+    for note in notes:
         print(note, file=sys.stderr)
     return EXIT_OK
 

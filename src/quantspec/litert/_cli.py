@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core import jit
+from .._core.slabs import Job, cutter, rows_of
 from ..errors import InvalidArgumentError, QuantSpecError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
@@ -302,30 +303,31 @@ def _describe(name: str, p) -> str:
     return f"{name}: scale {float(p.scale[0]):.9g}, zero point {int(p.zero_point[0])}"
 
 
-def run(args, direction: str, tensors: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Quantize (LiteRT QUANTIZE float -> int8, or the converter's weight / bias quantization) or
-    dequantize (LiteRT DEQUANTIZE) every tensor; return the results and notes on the parameters used."""
+def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
+    """The work on each tensor (see :mod:`quantspec._core.slabs`): LiteRT QUANTIZE float -> int8,
+    the converter's weight / bias quantization, or LiteRT DEQUANTIZE; and notes on the parameters."""
     from . import params as P
 
-    outputs: dict[str, np.ndarray] = {}
+    work = []
     notes: list[str] = []
     for name, x in tensors.items():
+        whole = False
         if direction == "dequantize":
             p = _given_params(args, x.shape)
             if p is None:
                 raise InvalidArgumentError("--scale", "is required to dequantize")
-            outputs[name] = P.dequantize(x, p)
-            continue
-        if args.weights:
+            op = P.dequantize
+        elif args.weights:
             p = _given_params(args, x.shape)
             if p is None:
                 p = P.weight_params(x, None if args.per_tensor else args.axis)
-            outputs[name] = P.quantize_weights(x, p)
+            op = P.quantize_weights
+            whole = not p.per_axis  # per-tensor weights: the converter recomputes max |w| over the whole tensor
         elif args.bias:
             p = _given_params(args, x.shape)
             if p is None:
                 raise InvalidArgumentError("--scale", "is required with --bias (input scale x weight scale)")
-            outputs[name] = P.quantize_bias(x, p)
+            op = P.quantize_bias
         else:
             if args.range is not None:
                 p = P.activation_params(args.range[0], args.range[1])
@@ -338,6 +340,28 @@ def run(args, direction: str, tensors: dict[str, np.ndarray]) -> tuple[dict[str,
                 p = _given_params(args, x.shape)
                 if p is None:
                     raise InvalidArgumentError("--scale", "is required (or --range MIN MAX, --from-data, --weights)")
-            outputs[name] = P.quantize(x, p)
+            op = P.quantize
+        work.append(_job(name, x, p, op, whole))
         notes.append(_describe(name, p))
-    return outputs, notes
+    return work, notes
+
+
+def _job(name: str, x: np.ndarray, p, op, whole: bool) -> Job:
+    """Slabs of rows along axis 0; per-axis parameters along axis 0 are cut to the slab's rows, two
+    rows at least (one pair of parameters would be per-tensor, a different formula in LiteRT)."""
+    rows = rows_of(np.shape(x))
+    cut = None
+    if not whole:
+        if p.per_axis and p.quantized_dimension == 0:
+            c = cutter((p.scale, p.zero_point), rows)
+            if c is not None:
+                cut = lambda a, b: type(p)(*c(a, b), 0)  # noqa: E731
+        else:
+            cut = lambda a, b: p  # noqa: E731
+
+    def compute(a: int, b: int) -> dict[str, np.ndarray]:
+        if (a, b) == (0, rows) or cut is None:
+            return {name: op(x, p)}
+        return {name: op(x[a:b], cut(a, b))}
+
+    return Job(name, x, None if cut is None else 2 if p.per_axis else 1, compute)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core.slabs import Job, cutter, rows_of
 from .._core.tensorio import from_storage, read_tensors
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError
 from . import dequantize_linear, quantize_linear
-from .plan import COMPAT_MODES
+from .plan import COMPAT_MODES, plan_dequantize, plan_quantize
 
-__all__ = ["add_arguments", "run", "parse_values"]
+__all__ = ["add_arguments", "jobs", "parse_values"]
 
 _VALUES_HELP = ("a number, a comma-separated list (one value per element of --axis, per-axis), or @FILE "
                 "(.npy/.npz with one array of any shape: blocked quantization)")
@@ -86,22 +87,45 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | None:
     return a.astype(np.float32).astype(t.dtype)
 
 
-def run(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray]):
-    notes: list[str] = []
-    outputs: dict[str, np.ndarray] = {}
+def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray]):
+    """The work on each tensor (see :mod:`quantspec._core.slabs`) and notes for the user."""
     scale = parse_values(args.scale, "--scale", args.scale_dtype)
     common = dict(axis=args.axis, block_size=args.block_size, opset=args.opset, compat=args.compat)
+    work = []
     if direction == "quantize":
         out_t = qtype(args.output_dtype, "--output-dtype") if args.output_dtype else None
         zp = parse_values(args.zero_point, "--zero-point", out_t or "uint8")
+        kw = dict(output_dtype=out_t, saturate=bool(args.saturate), precision=args.precision, **common)
         for name, x in tensors.items():
-            outputs[name] = quantize_linear(x, scale, zp, output_dtype=out_t, saturate=bool(args.saturate),
-                                            precision=args.precision, **common)
+            work.append(_job(name, x, scale, zp, quantize_linear, plan_quantize, kw))
     else:
         in_t = qtype(args.input_dtype, "--input-dtype") if args.input_dtype else None
         for name, x in tensors.items():
             if in_t is not None and x.dtype != in_t.dtype:
                 x = from_storage(x, in_t, name)
             zp = parse_values(args.zero_point, "--zero-point", qtype(x.dtype, name))
-            outputs[name] = dequantize_linear(x, scale, zp, output_dtype=args.output_dtype, **common)
-    return outputs, notes
+            work.append(_job(name, x, scale, zp, dequantize_linear, plan_dequantize,
+                             dict(output_dtype=args.output_dtype, **common)))
+    return work, []
+
+
+def _job(name: str, x: np.ndarray, scale, zp, op, planner, kw: dict) -> Job:
+    """Slabs of rows along axis 0: per-tensor and per-axis parameters along another axis apply to every
+    slab whole; per-axis parameters along axis 0 and blocked ones (whose axis 0 is x's, in blocks
+    when blocked along axis 0) are cut to the slab's rows.  The whole plan is made first, so that
+    every rule is checked on the tensor and parameters as given."""
+    plan = planner(x, scale, zp, **kw)
+    rows = rows_of(x.shape)
+    step, cut = 1, None
+    if plan.granularity == "axis" and plan.axis == 0 or plan.granularity == "block":
+        per = plan.block_size if plan.granularity == "block" and plan.axis == 0 else 1
+        cut = cutter((scale, zp), rows, per)
+        step = per if cut is not None else None
+
+    def compute(lo: int, hi: int) -> dict[str, np.ndarray]:
+        if (lo, hi) == (0, rows):
+            return {name: op(x, scale, zp, **kw)}
+        s, z = cut(lo, hi) if cut is not None else (scale, zp)
+        return {name: op(x[lo:hi], s, z, **kw)}
+
+    return Job(name, x, step, compute)

@@ -16,11 +16,13 @@ import argparse
 import numpy as np
 
 from ..errors import InvalidArgumentError, TensorFileError
+from .._core.slabs import Job, cutter, rows_of
+from . import _args
 from . import spec
-from .dequantize_op import dequantize
-from .quantize_op import quantize
+from .dequantize_op import codes, dequantize, prepare_dequantize
+from .quantize_op import output_range, prepare_quantize, quantize
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "jobs"]
 
 _RANGE_SUFFIXES = (".output_min", ".output_max")
 
@@ -79,27 +81,33 @@ def _array(v):
     return np.asarray(v, dtype=np.float32) if isinstance(v, list) else v
 
 
-def run(args, direction: str, tensors: dict[str, np.ndarray]):
+def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
+    """The work on each tensor (see :mod:`quantspec._core.slabs`) and notes for the user."""
     notes: list[str] = []
-    outputs: dict[str, np.ndarray] = {}
+    work: list[Job] = []
     if direction == "quantize":
         npy = str(getattr(args, "output", "")).lower().endswith(".npy")
         if npy and len(tensors) != 1:
             raise TensorFileError("output", "a .npy file holds one tensor, and quantize writes codes, output_min and "
                                   "output_max for each input tensor; use .npz or .safetensors",
                                   f"{len(tensors)} input tensors")
+        kw = dict(mode=args.mode, round_mode=args.round_mode, narrow_range=args.narrow_range, axis=args.axis,
+                  ensure_minimum_range=args.ensure_minimum_range, kernel=args.kernel)
         for name, x in tensors.items():
-            codes, omin, omax = quantize(x, _array(args.min_range), _array(args.max_range), args.T, mode=args.mode,
-                                         round_mode=args.round_mode, narrow_range=args.narrow_range, axis=args.axis,
-                                         ensure_minimum_range=args.ensure_minimum_range, kernel=args.kernel)
-            outputs[name] = codes
+            lo, hi = _array(args.min_range), _array(args.max_range)
+
+            def op(v, a, b, sides: bool = True):
+                codes, omin, omax = quantize(v, a, b, args.T, **kw)
+                return {"": codes, ".output_min": omin, ".output_max": omax} if sides else {"": codes}
+
+            x = _args.tensor(x, "x", (np.dtype(np.float32),), "QuantizeV2")  # QuantizeV2's own checks, in order
+            plan = prepare_quantize(lo, hi, args.T, shape=x.shape, **kw)
             if npy:
+                omin, omax = output_range(plan)
                 notes.append(f"{name}: output_min={_show(omin)} output_max={_show(omax)} (a .npy file holds the "
                              "codes only; use .npz to keep the range)")
-            else:
-                outputs[name + ".output_min"] = omin
-                outputs[name + ".output_max"] = omax
-        return outputs, notes
+            work.append(_job(name, x, lo, hi, plan, op, not npy))
+        return work, notes
     for name, q in tensors.items():
         if name.endswith(_RANGE_SUFFIXES) and name.rsplit(".", 1)[0] in tensors:
             continue  # a range stored by quantize, not codes
@@ -111,9 +119,34 @@ def run(args, direction: str, tensors: dict[str, np.ndarray]):
         if lo is None or hi is None:
             raise InvalidArgumentError("--min-range/--max-range", f"are required: the input holds no "
                                        f"{name}.output_min / {name}.output_max", name)
-        outputs[name] = dequantize(q, lo, hi, args.T, mode=args.mode, narrow_range=args.narrow_range, axis=args.axis,
-                                   dtype=args.dtype, kernel=args.kernel)
-    return outputs, notes
+        kw = dict(mode=args.mode, narrow_range=args.narrow_range, axis=args.axis, dtype=args.dtype, kernel=args.kernel)
+
+        def op(v, a, b, sides: bool = True):
+            return {"": dequantize(v, a, b, args.T, **kw)}
+
+        q, T = codes(q, args.T)  # Dequantize's own checks, in order
+        plan = prepare_dequantize(lo, hi, T, shape=q.shape, **kw)
+        work.append(_job(name, q, lo, hi, plan, op, False))
+    return work, notes
+
+
+def _job(name: str, x: np.ndarray, lo, hi, plan, op, sides: bool) -> Job:
+    """Slabs of rows along axis 0; per-slice ranges along axis 0 are cut to the slab's rows.
+    ``op(x, min, max, sides)`` returns ``{suffix: output}``; ``plan`` is the whole tensor's (its
+    rules already checked), and the range QuantizeV2 outputs is the whole plan's."""
+    rows = rows_of(x.shape)
+    cut = cutter((lo, hi), rows) if plan.axis == 0 else (lambda a, b: (lo, hi))
+
+    def compute(a: int, b: int) -> dict[str, np.ndarray]:
+        if (a, b) == (0, rows) or cut is None:
+            got = op(x, lo, hi, sides)
+        else:
+            got = op(x[a:b], *cut(a, b), False)
+            if sides:
+                got[".output_min"], got[".output_max"] = output_range(plan)
+        return {name + k: v for k, v in got.items()}
+
+    return Job(name, x, None if cut is None else 1, compute)
 
 
 def _show(a: np.ndarray) -> str:

@@ -179,19 +179,7 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     uint16 / int32, read as qint8 / quint8 / qint16 / quint16 / qint32; ``T`` defaults to the type
     of ``x``).  ``dtype`` is float32 or bfloat16; ``out=`` receives the result.  See
     docs/tensorflow.md."""
-    if isinstance(x, (np.ndarray, np.generic)):
-        x = _args.native(np.asarray(x))
-    if T is None:
-        if not isinstance(x, np.ndarray):
-            raise DTypeError("T", "is required when x is not a numpy array of a quantized type's storage dtype", T)
-        T = spec.tf_type(x.dtype, "x")
-    T = spec.tf_type(T)
-    if isinstance(x, np.ndarray):
-        q = x
-        if q.dtype != T.dtype:
-            raise DTypeError("x", f"must hold {T.name} codes as {T.dtype} (T={T.name})", str(q.dtype))
-    else:
-        q = _codes_from_python(x, T)
+    q, T = codes(x, T)
     key = _PLANS.key("dq", q, (min_range, max_range), (T, mode, narrow_range, axis, dtype, kernel))
     hit = _PLANS.get(key)
     if hit is None:
@@ -208,6 +196,22 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
 
 
 _PLANS = PlanCache()
+
+
+def codes(x, T=None) -> tuple[np.ndarray, TFType]:
+    """Dequantize's input as an array of ``T``'s codes, and ``T`` (by default, from x's dtype)."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        x = _args.native(np.asarray(x))
+    if T is None:
+        if not isinstance(x, np.ndarray):
+            raise DTypeError("T", "is required when x is not a numpy array of a quantized type's storage dtype", T)
+        T = spec.tf_type(x.dtype, "x")
+    T = spec.tf_type(T)
+    if isinstance(x, np.ndarray):
+        if x.dtype != T.dtype:
+            raise DTypeError("x", f"must hold {T.name} codes as {T.dtype} (T={T.name})", str(x.dtype))
+        return x, T
+    return _codes_from_python(x, T), T
 
 
 def _codes_from_python(x, T: TFType) -> np.ndarray:

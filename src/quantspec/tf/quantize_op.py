@@ -304,10 +304,15 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
         codes = fast.quantize(x, plan, out=out, prepared=prepared)
     else:
         codes = compute_quantize(x, plan, out=out)
-    # copies: the plan may be kept for the next call (quantspec._core.plancache)
+    return (codes, *output_range(plan))
+
+
+def output_range(plan: QuantizePlan) -> tuple[np.ndarray, np.ndarray]:
+    """QuantizeV2's output_min and output_max: 0-d per-tensor, 1-D per-axis; copies (the plan may
+    be kept for the next call, :mod:`quantspec._core.plancache`)."""
     if plan.axis is None:
-        return codes, plan.output_min.reshape(()).copy(), plan.output_max.reshape(()).copy()
-    return codes, plan.output_min.copy(), plan.output_max.copy()
+        return plan.output_min.reshape(()).copy(), plan.output_max.reshape(()).copy()
+    return plan.output_min.copy(), plan.output_max.copy()
 
 
 _PLANS = PlanCache()
