@@ -339,3 +339,22 @@ def test_invalid_inputs():
         dequantize(np.ones(3, np.float32), QuantParams(1.0, 0))
     with pytest.raises(DTypeError, match="x: must be a real-valued"):
         quantize(np.array([1 + 2j]), QuantParams(1.0, 0))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_weight_maxabs_is_the_maximum_of_the_absolute_values(axis):
+    """Two reductions (max, -min) instead of a copy of |w|: the same float64 per slice, -0.0 and
+    all-zero slices included."""
+    from quantspec.litert.params import _weight_maxabs
+    rng = np.random.default_rng(9)
+    for shape in [(5, 7, 3), (1, 4, 2), (6, 1, 1)]:
+        w = rng.normal(size=shape).astype(np.float32) * np.float32(rng.choice([1e-30, 1, 1e30], size=shape))
+        w[0] = -0.0
+        w.reshape(-1)[-1] = -w.reshape(-1)[-1]
+        ax = None if axis is None else axis % w.ndim
+        a = np.abs(w.astype(np.float64))
+        want = np.array([a.max()]) if ax is None else a.max(axis=tuple(i for i in range(w.ndim) if i != ax))
+        got = _weight_maxabs(w, ax)
+        assert got.dtype == np.float64 and got.tobytes() == want.tobytes()
+    assert _weight_maxabs(np.zeros((0, 3), np.float32), 1).tolist() == [0, 0, 0]
+    assert _weight_maxabs(np.array([-0.0, 2.0], np.float32), 0).tolist() == [0.0, 2.0]

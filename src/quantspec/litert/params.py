@@ -209,14 +209,15 @@ def activation_params(min: Any, max: Any, dtype: str = "int8") -> QuantParams:  
 
 
 def _weight_maxabs(w: np.ndarray, axis: int | None) -> np.ndarray:
-    """max |w| per slice of ``axis`` (all of w when None), 0 for empty slices, as float64."""
-    a = np.abs(w.astype(np.float64))
-    if axis is None:
-        return np.array([a.max() if a.size else 0.0])
-    other = tuple(i for i in range(w.ndim) if i != axis)
-    if a.size == 0:
-        return np.zeros(w.shape[axis])
-    return a.max(axis=other) if other else a
+    """max |w| per slice of ``axis`` (all of w when None), 0 for empty slices, as float64.
+
+    ``max(max(w), -min(w))``: exact, and two reductions instead of a full-size copy of |w| (the
+    tensor may be a mapped file larger than memory)."""
+    if w.size == 0:
+        return np.zeros(1 if axis is None else w.shape[axis])
+    other = None if axis is None else tuple(i for i in range(w.ndim) if i != axis)
+    m = np.maximum(w.max(axis=other), -w.min(axis=other)).astype(np.float64)
+    return np.atleast_1d(np.abs(m))  # abs: -0.0 from an all-zero slice is 0
 
 
 def weight_params(w: Any, axis: int | None = 0) -> QuantParams:
@@ -230,7 +231,7 @@ def weight_params(w: Any, axis: int | None = 0) -> QuantParams:
     a = _float_array(w, "w")
     if a.ndim == 0 and axis is not None:
         raise ShapeError("w", "per-axis weights need at least one dimension (use axis=None for per-tensor)", a.shape)
-    if a.size and not np.all(np.isfinite(a)):
+    if a.size and not (np.isfinite(a.max()) and np.isfinite(a.min())):  # NaN and +-inf show in max or min
         raise RangeError("w", "must be finite", "array with NaN or infinity")
     if axis is not None:
         axis = normalize_axis(axis, a.ndim, "axis")
