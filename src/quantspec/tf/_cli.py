@@ -100,13 +100,13 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
                 codes, omin, omax = quantize(v, a, b, args.T, **kw)
                 return {"": codes, ".output_min": omin, ".output_max": omax} if sides else {"": codes}
 
-            x = _args.tensor(x, "x", (np.dtype(np.float32),), "QuantizeV2")  # QuantizeV2's own checks, in order
-            plan = prepare_quantize(lo, hi, args.T, shape=x.shape, **kw)
+            checked = _args.tensor(x, "x", (np.dtype(np.float32),), "QuantizeV2")  # QuantizeV2's checks, in order
+            plan = prepare_quantize(lo, hi, args.T, shape=checked.shape, **kw)
             if npy:
                 omin, omax = output_range(plan)
                 notes.append(f"{name}: output_min={_show(omin)} output_max={_show(omax)} (a .npy file holds the "
                              "codes only; use .npz to keep the range)")
-            work.append(_job(name, x, lo, hi, plan, op, not npy))
+            work.append(_job(name, x, checked, lo, hi, plan, op, not npy))
         return work, notes
     for name, q in tensors.items():
         if name.endswith(_RANGE_SUFFIXES) and name.rsplit(".", 1)[0] in tensors:
@@ -124,16 +124,18 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
         def op(v, a, b, sides: bool = True):
             return {"": dequantize(v, a, b, args.T, **kw)}
 
-        q, T = codes(q, args.T)  # Dequantize's own checks, in order
-        plan = prepare_dequantize(lo, hi, T, shape=q.shape, **kw)
-        work.append(_job(name, q, lo, hi, plan, op, False))
+        checked, T = codes(q, args.T)  # Dequantize's own checks, in order
+        plan = prepare_dequantize(lo, hi, T, shape=checked.shape, **kw)
+        work.append(_job(name, q, checked, lo, hi, plan, op, False))
     return work, notes
 
 
-def _job(name: str, x: np.ndarray, lo, hi, plan, op, sides: bool) -> Job:
-    """Slabs of rows along axis 0; per-slice ranges along axis 0 are cut to the slab's rows.
-    ``op(x, min, max, sides)`` returns ``{suffix: output}``; ``plan`` is the whole tensor's (its
-    rules already checked), and the range QuantizeV2 outputs is the whole plan's."""
+def _job(name: str, source, x: np.ndarray, lo, hi, plan, op, sides: bool) -> Job:
+    """Slabs of rows along axis 0 of ``x``: ``source`` (the tensor as read, perhaps mapped, whose
+    pages are given back slab by slab) after the op's own checks.  Per-slice ranges along axis 0 are
+    cut to the slab's rows.  ``op(x, min, max, sides)`` returns
+    ``{suffix: output}``; ``plan`` is the whole tensor's (its rules already checked), and the range
+    QuantizeV2 outputs is the whole plan's."""
     rows = rows_of(x.shape)
     cut = cutter((lo, hi), rows) if plan.axis == 0 else (lambda a, b: (lo, hi))
 
@@ -146,7 +148,7 @@ def _job(name: str, x: np.ndarray, lo, hi, plan, op, sides: bool) -> Job:
                 got[".output_min"], got[".output_max"] = output_range(plan)
         return {name + k: v for k, v in got.items()}
 
-    return Job(name, x, None if cut is None else 1, compute)
+    return Job(name, source, None if cut is None else 1, compute)
 
 
 def _show(a: np.ndarray) -> str:
