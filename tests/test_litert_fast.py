@@ -107,6 +107,25 @@ def test_dequantize(reference_path, dtype):
         _same(L.dequantize(q.reshape(250, 8), p), reference_path(L.dequantize, q.reshape(250, 8), p))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_dequantize_float32_lanes_only_where_exact(reference_path, dtype):
+    """Codes of up to 16 bits run in float32 lanes while |q - zp| <= 2^24 (then both formulas are the
+    correctly rounded product); zero points beyond that take the per-tensor double formula or the
+    per-axis one, whose float32 conversion of q - zp rounds."""
+    info = np.iinfo(dtype)
+    q = np.arange(info.min, info.max + 1, max(1, (info.max - info.min) // 4000)).astype(dtype)
+    q = np.concatenate([q, np.array([info.min, info.max], dtype)])
+    edge = (1 << 23) - int(info.max)  # well inside the bound
+    for zp in [(1 << 24) + int(info.min), (1 << 24) + int(info.min) + 1, -(1 << 24) + int(info.max),
+               -(1 << 24) + int(info.max) - 1, edge, (1 << 25) + 3, -(1 << 30) - 1]:
+        for scale in (0.1, 0.7, 3.0e-3, 1.0000001):
+            p = L.QuantParams(scale, zp)
+            _same(L.dequantize(q, p), reference_path(L.dequantize, q, p))
+        p = L.QuantParams(np.full(2, 0.7), np.array([zp, 3]), 1)
+        q2 = np.resize(q, (q.size // 2, 2))
+        _same(L.dequantize(q2, p), reference_path(L.dequantize, q2, p))
+
+
 def test_parallel_kernels(reference_path, sizes):
     """The serial and the parallel (streaming) kernels on one case of each kind of operation."""
     x = _floats(700, 5)

@@ -15,7 +15,8 @@ from numba.extending import overload
 
 from .._core import fastmap
 from .._core.nbprim import iand, inline, isub, ixor, round_half_away, twin
-from .fast import AddSub, DequantizeAxis, DequantizeTensor, Quantize, Requantize, RequantizeDouble
+from .fast import (AddSub, DequantizeAxis, DequantizeSmall, DequantizeTensor, Quantize, Requantize,
+                   RequantizeDouble)
 
 __all__ = ["binary"]
 
@@ -68,12 +69,16 @@ def _clamp(v, lo, hi):
 @inline
 def _quantize(x, prm, e, unused):
     """AffineQuantize: clamp(int32(TfLiteRound(x / scale)) + zp); a NaN or out-of-int32 quotient
-    converts to INT32_MIN, and INT32_MIN + zp wraps to a large value for a negative zp."""
+    converts to INT32_MIN, and INT32_MIN + zp wraps to a large value for a negative zp.
+
+    Without branches or 64-bit integers (so that the loop vectorises): the integral quotient r plus
+    the zero point is clamped in float32.  That is exact where |r| <= 2^24, and beyond, the rounded
+    sum is still far outside [lo, hi] on the same side, so the clamp gives the same bound."""
     r = round_half_away(x / prm[0])
-    zp = np.int64(prm[1])
-    if not (abs(r) < np.float32(_TWO31)):
-        return np.int32(e.hi) if zp < 0 else np.int32(e.lo)
-    return np.int32(_clamp(np.int64(r) + zp, e.lo, e.hi))
+    zp = prm[1]
+    v = min(max(r + np.float32(zp), np.float32(e.lo)), np.float32(e.hi))
+    wild = np.float32(e.hi) if zp < 0 else np.float32(e.lo)
+    return np.int32(v if abs(r) < np.float32(_TWO31) else wild)
 
 
 @inline
@@ -85,6 +90,14 @@ def _code(u, e):
 def _dequantize_tensor(u, prm, e, unused):
     """reference_integer_ops::Dequantize: float(double(scale) * (q - zp))."""
     return np.float32(prm[0] * np.float64(_code(u, e) - prm[1]))
+
+
+@inline
+def _dequantize_small(u, prm, e, unused):
+    """Either DEQUANTIZE formula where |q - zp| <= 2^24 (codes of at most 16 bits, zero points
+    chosen so): q - zp is an exact float32 and the float32 product is the correctly rounded
+    scale * (q - zp), as double(scale) * (q - zp) rounded to float is; in 32-bit lanes."""
+    return prm[0] * np.float32(isub(isub(ixor(iand(u, e.mask), e.half), e.half), prm[1]))
 
 
 @inline
@@ -113,6 +126,7 @@ def _requantize_double(acc, prm, e, unused):
 fastmap.register((Quantize, None), _quantize)
 fastmap.register((DequantizeTensor, None), _dequantize_tensor)
 fastmap.register((DequantizeAxis, None), _dequantize_axis)
+fastmap.register((DequantizeSmall, None), _dequantize_small)
 fastmap.register((Requantize, None), _requantize)
 fastmap.register((RequantizeDouble, None), _requantize_double)
 

@@ -10,7 +10,8 @@ kernel of :mod:`quantspec._core.fastmap` (unary operations) or :func:`quantspec.
 
 - QUANTIZE: ``clamp(int32(TfLiteRound(x / scale)) + zp)``, a true float32 division, rounding half away
   from zero, NaN and out-of-int32 quotients as x86 converts them (then the zero point wraps);
-- DEQUANTIZE: per-tensor ``float(double(scale) * (q - zp))``, per-axis ``scale * float(q - zp)``;
+- DEQUANTIZE: per-tensor ``float(double(scale) * (q - zp))``, per-axis ``scale * float(q - zp)``; both
+  in float32 lanes where ``|q - zp| <= 2^24`` whatever the codes (there they are the same product);
 - requantization: gemmlowp's ``MultiplyByQuantizedMultiplier`` (double rounding, int64 arithmetic,
   the int32 wrap of the left shift, ``SaturatingRoundingDoublingHighMul``'s saturation), or for REF
   FULLY_CONNECTED ``int32(round(double(acc) * eff))``, then the zero point (int32 wrap) and the
@@ -36,6 +37,7 @@ __all__ = ["quantize", "dequantize", "requantize_multiplier", "requantize_double
 Quantize = namedtuple("Quantize", "lo hi")                 # params: (scale f32, zero point i32)
 DequantizeTensor = namedtuple("DequantizeTensor", "mask half")   # params: (scale f64, zero point i64)
 DequantizeAxis = namedtuple("DequantizeAxis", "mask half")       # params: (scale f32, zero point i64)
+DequantizeSmall = namedtuple("DequantizeSmall", "mask half")     # params: (scale f32, zero point i32); |q-zp| <= 2^24
 Requantize = namedtuple("Requantize", "zero_point lo hi")  # params: (multiplier i64, shift i64, bias i64)
 RequantizeDouble = namedtuple("RequantizeDouble", "zero_point lo hi")   # params: (effective scale f64,)
 AddSub = namedtuple("AddSub", "z1 z2 m1 e1 m2 e2 mo eo zo lo hi left sign")
@@ -83,7 +85,11 @@ def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     g, a = _granularity(params, q.ndim)
     bits = q.dtype.itemsize * 8
     mask, half = ((1 << bits) - 1 if bits < 32 else -1), ((1 << (bits - 1)) if q.dtype.kind == "i" else 0)
-    if g == "tensor":
+    zp = params.zero_point
+    codes = (-half, (1 << bits) - 1 - half)
+    if bits <= 16 and max(abs(codes[0] - int(zp.max())), abs(codes[1] - int(zp.min()))) <= 1 << 24:
+        op, prm = DequantizeSmall(mask, half), (params.scale.astype(np.float32), zp.astype(np.int32))
+    elif g == "tensor":
         op, prm = DequantizeTensor(mask, half), (params.scale.astype(np.float64), params.zero_point.astype(np.int64))
     else:
         op, prm = DequantizeAxis(mask, half), (params.scale.astype(np.float32), params.zero_point.astype(np.int64))
