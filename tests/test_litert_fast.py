@@ -213,3 +213,42 @@ def test_example_models(reference_path, name):
     want = reference_path(interp.run, feeds)
     for g, w in zip(got, want):
         _same(g, w)
+
+
+def test_prepared_calls_are_reused_by_value(reference_path):
+    """QUANTIZE / DEQUANTIZE keep what they prepared per (kind, shape, codes type, parameter values):
+    equal QuantParams share it, other values, shapes or quantized dimensions do not."""
+    from quantspec.litert import fast as F
+    F._PREPARED.clear()
+    x = _floats(64, 11)[:16 * 12].reshape(12, 16)
+    x = x[:, :12].copy()                                   # square: both dimensions take 12 scales
+    s = np.linspace(0.02, 0.3, 12)
+    z = np.arange(12) - 6
+    for p in (L.QuantParams(s, z, 0), L.QuantParams(s.copy(), z.copy(), 0), L.QuantParams(s, z, 1),
+              L.QuantParams(s[::-1], z, 1), L.QuantParams(0.05, 3)):
+        q = L.quantize(x, p)
+        _same(q, reference_path(L.quantize, x, p))
+        _same(L.dequantize(q, p), reference_path(L.dequantize, q, p))
+        half = L.QuantParams(s[:6], z[:6], 0) if p.per_axis and p.quantized_dimension == 0 else p
+        _same(L.quantize(x[:6], half), reference_path(L.quantize, x[:6], half))
+    # the equal pair shared its entries: 4 parameter sets x (quantize, dequantize, quantize of 6 rows)
+    assert len(F._PREPARED) == 4 * 3
+
+
+def test_prepared_cache_is_bounded(reference_path, monkeypatch):
+    from quantspec.litert import fast as F
+    monkeypatch.setattr(F, "_PREPARED_MAX", 2)
+    F._PREPARED.clear()
+    x = _floats(50, 12)
+    for i in range(5):
+        p = L.QuantParams(0.01 * (i + 1), i)
+        _same(L.quantize(x, p), reference_path(L.quantize, x, p))
+        assert len(F._PREPARED) <= 2
+
+
+@pytest.mark.parametrize("zp,bad", [([-200, 5], -200), ([3, 300], 300), (128, 128)])
+def test_quantize_zero_point_error_names_the_offending_value(zp, bad):
+    from quantspec.errors import RangeError
+    p = L.QuantParams(np.full(np.size(zp), 0.1), zp, 0)
+    with pytest.raises(RangeError, match=rf"must lie in \[-128, 127\] for int8 \(got {bad}\)"):
+        L.quantize(np.zeros((np.size(zp), 2), np.float32), p)

@@ -59,18 +59,45 @@ def _run(x, y, shape, granularity, axis, params, op):
     core.run(core.flat(x), y.reshape(-1), core.flat_params(shape, granularity, axis, lay, *params), lay, op)
 
 
+# QUANTIZE / DEQUANTIZE calls that repeat (same shape, codes type and QuantParams values) reuse the
+# layout, the flat parameters, the operation record and the kernel's entry points (core.run's memo)
+_PREPARED: dict = {}
+_PREPARED_MAX = 256
+
+
+def _prepared(kind: str, shape: tuple, dtype: np.dtype, params, make):
+    key = (kind, shape, dtype, core.CHUNK, params)  # QuantParams: equal values, equal key
+    hit = _PREPARED.get(key)
+    if hit is None:
+        g, a = _granularity(params, len(shape))
+        prm, op = make(g)
+        lay = core.layout(shape, g, a)
+        hit = (lay, core.flat_params(shape, g, a, lay, *prm), op, {})
+        if len(_PREPARED) >= _PREPARED_MAX:
+            _PREPARED.clear()
+        _PREPARED[key] = hit
+    return hit
+
+
+def _apply(x: np.ndarray, out: np.ndarray, prepared) -> np.ndarray:
+    lay, prm, op, memo = prepared
+    dest = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+    core.run(core.flat(x), dest.reshape(-1), prm, lay, op, memo=memo)
+    if dest is not out:
+        np.copyto(out, dest)
+    return out
+
+
 def quantize(x: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     """LiteRT QUANTIZE of float32 ``x`` into the int8 array ``out`` (same shape)."""
     if not jit.enabled():
         return None
     _kernels()
-    g, a = _granularity(params, x.ndim)
     if out.size:
-        dest = out if out.flags.c_contiguous else np.empty(out.shape, np.int8)
-        _run(np.asarray(x, np.float32), dest, x.shape, g, a,
-             (params.scale.astype(np.float32), params.zero_point.astype(np.int32)), (Quantize(-128, 127), 0))
-        if dest is not out:
-            np.copyto(out, dest)
+        def make(g):
+            return (params.scale.astype(np.float32), params.zero_point.astype(np.int32)), (Quantize(-128, 127), 0)
+
+        _apply(np.asarray(x, np.float32), out, _prepared("q", x.shape, np.dtype(np.float32), params, make))
     return out
 
 
@@ -82,22 +109,21 @@ def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     if not jit.enabled():
         return None
     _kernels()
-    g, a = _granularity(params, q.ndim)
-    bits = q.dtype.itemsize * 8
-    mask, half = ((1 << bits) - 1 if bits < 32 else -1), ((1 << (bits - 1)) if q.dtype.kind == "i" else 0)
-    zp = params.zero_point
-    codes = (-half, (1 << bits) - 1 - half)
-    if bits <= 16 and max(abs(codes[0] - int(zp.max())), abs(codes[1] - int(zp.min()))) <= 1 << 24:
-        op, prm = DequantizeSmall(mask, half), (params.scale.astype(np.float32), zp.astype(np.int32))
-    elif g == "tensor":
-        op, prm = DequantizeTensor(mask, half), (params.scale.astype(np.float64), params.zero_point.astype(np.int64))
-    else:
-        op, prm = DequantizeAxis(mask, half), (params.scale.astype(np.float32), params.zero_point.astype(np.int64))
     if out.size:
-        dest = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
-        _run(np.ascontiguousarray(q).view(_UINT[q.dtype.itemsize]), dest, q.shape, g, a, prm, (op, 0))
-        if dest is not out:
-            np.copyto(out, dest)
+        def make(g):
+            bits = q.dtype.itemsize * 8
+            mask = (1 << bits) - 1 if bits < 32 else -1
+            half = (1 << (bits - 1)) if q.dtype.kind == "i" else 0
+            zp = params.zero_point
+            codes = (-half, (1 << bits) - 1 - half)
+            if bits <= 16 and max(abs(codes[0] - int(zp.max())), abs(codes[1] - int(zp.min()))) <= 1 << 24:
+                return (params.scale.astype(np.float32), zp.astype(np.int32)), (DequantizeSmall(mask, half), 0)
+            if g == "tensor":
+                return (params.scale.astype(np.float64), zp.astype(np.int64)), (DequantizeTensor(mask, half), 0)
+            return (params.scale.astype(np.float32), zp.astype(np.int64)), (DequantizeAxis(mask, half), 0)
+
+        codes_u = np.ascontiguousarray(q).view(_UINT[q.dtype.itemsize])
+        _apply(codes_u, out, _prepared("dq", q.shape, q.dtype, params, make))
     return out
 
 

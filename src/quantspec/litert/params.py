@@ -74,6 +74,11 @@ class QuantParams:
         object.__setattr__(self, "scale", s)
         object.__setattr__(self, "zero_point", z)
         object.__setattr__(self, "quantized_dimension", int(self.quantized_dimension))
+        # facts that every call checks, found once (the arrays are read-only copies of our own)
+        bad = ~np.isfinite(s) | (s <= 0)
+        object.__setattr__(self, "_bad_scale", float(s[bad][0]) if bad.any() else None)
+        object.__setattr__(self, "_zp_span", (int(z.min()), int(z.max())))
+        object.__setattr__(self, "_hash", hash((s.tobytes(), z.tobytes(), self.quantized_dimension)))
 
     @property
     def per_axis(self) -> bool:
@@ -91,7 +96,7 @@ class QuantParams:
                 and self.zero_point.tobytes() == other.zero_point.tobytes())
 
     def __hash__(self) -> int:
-        return hash((self.scale.tobytes(), self.zero_point.tobytes(), self.quantized_dimension))
+        return self._hash
 
     def __repr__(self) -> str:
         if self.per_axis:
@@ -122,10 +127,8 @@ def _float_array(x: Any, argument: str) -> np.ndarray:
 def _check_params(params: Any, argument: str = "params", shape: tuple[int, ...] | None = None) -> QuantParams:
     if not isinstance(params, QuantParams):
         raise DTypeError(argument, "must be a quantspec.litert.QuantParams", type(params).__name__)
-    s = params.scale
-    bad = ~np.isfinite(s) | (s <= 0)
-    if np.any(bad):
-        raise RangeError(f"{argument}.scale", "must be finite and > 0", float(s[bad][0]))
+    if params._bad_scale is not None:
+        raise RangeError(f"{argument}.scale", "must be finite and > 0", params._bad_scale)
     if shape is not None and params.per_axis:
         d = params.quantized_dimension
         if d >= len(shape):
@@ -339,8 +342,9 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     interpreter on x86-64."""
     a = _float_array(x, "x")
     _check_params(params, "params", a.shape)
-    if np.any((params.zero_point < -128) | (params.zero_point > 127)):
-        raise RangeError("params.zero_point", "must lie in [-128, 127] for int8", int(params.zero_point.max()))
+    lo, hi = params._zp_span
+    if lo < -128 or hi > 127:
+        raise RangeError("params.zero_point", "must lie in [-128, 127] for int8", hi if hi > 127 else lo)
     if out is not None:
         _check_out(out, a.shape, np.dtype(np.int8))
     from . import fast
