@@ -145,7 +145,7 @@ def test_a_stream_that_breaks_its_promise_writes_nothing(tmp_path, suffix, piece
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("suffix", [".npy", ".safetensors"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors"])
 def test_mapped_reading(tmp_path, suffix, monkeypatch):
     monkeypatch.setattr(tensorio, "MAP_FROM", 64)
     big = np.arange(4000, dtype=np.float32).reshape(100, 40)
@@ -157,10 +157,38 @@ def test_mapped_reading(tmp_path, suffix, monkeypatch):
     assert isinstance(got["big"], np.memmap) and not got["big"].flags.writeable
     for n, a in tensors.items():
         assert got[n].dtype == a.dtype and got[n].tobytes() == a.tobytes()
-    if suffix == ".safetensors":
+    if suffix != ".npy":
         assert not isinstance(got["small"], np.memmap) and isinstance(got["e4"], np.memmap)
     assert not isinstance(tensorio.read_tensors(tmp_path / f"big{suffix}")["big"], np.memmap)
     # pages given back are read again from the file
     tensorio.release(got["big"][10:90])
     tensorio.release(np.zeros(3))  # not mapped: nothing to do
     assert got["big"].tobytes() == big.tobytes()
+
+
+def test_npz_members_mapped_only_where_stored(tmp_path, monkeypatch):
+    """np.savez members (stored, C or Fortran order) are mapped; np.savez_compressed ones are read."""
+    monkeypatch.setattr(tensorio, "MAP_FROM", 64)
+    a = np.arange(4000, dtype=np.float32).reshape(100, 40)
+    f = np.asfortranarray(np.arange(600, dtype=np.int16).reshape(20, 30))
+    np.savez(tmp_path / "plain.npz", a=a, f=f)
+    np.savez_compressed(tmp_path / "packed.npz", a=a, f=f)
+    plain = tensorio.read_tensors(tmp_path / "plain.npz", mapped=True)
+    packed = tensorio.read_tensors(tmp_path / "packed.npz", mapped=True)
+    assert isinstance(plain["a"], np.memmap) and isinstance(plain["f"], np.memmap) and plain["f"].flags.f_contiguous
+    assert not isinstance(packed["a"], np.memmap)
+    for got in (plain, packed):
+        assert got["a"].tobytes() == a.tobytes() and np.array_equal(got["f"], f) and got["f"].dtype == f.dtype
+
+
+def test_npz_member_shorter_than_its_header_says_is_refused_mapped_or_not(tmp_path, monkeypatch):
+    import io
+    import zipfile
+    monkeypatch.setattr(tensorio, "MAP_FROM", 16)
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f4", "fortran_order": False, "shape": (1000,)})
+    with zipfile.ZipFile(tmp_path / "short.npz", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("x.npy", head.getvalue() + b"\0" * 100)
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match="is not a readable .npz file"):
+            tensorio.read_tensors(tmp_path / "short.npz", mapped=mapped)

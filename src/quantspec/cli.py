@@ -47,7 +47,8 @@ def _elementwise_parser(direction: str, spec: str | None) -> argparse.ArgumentPa
         description=f"{verb} every tensor of INPUT and write the results to OUTPUT. "
         "Files: .npy (one tensor), .npz or .safetensors (several; each is processed). "
         "OUTPUT is written atomically (a temporary file renamed into place). Files may be larger than "
-        "memory: .npy and .safetensors inputs are mapped, and large tensors computed a slab of rows at a time.",
+        "memory: inputs are mapped (except compressed .npz members), and large tensors computed a slab of rows "
+        "at a time.",
         epilog="Run with --spec SPEC --help to see the options of one spec.",
     )
     p.add_argument("input", metavar="INPUT", help="tensor file: .npy, .npz or .safetensors")

@@ -137,8 +137,8 @@ def check_suffix(path: str | os.PathLike, argument: str) -> Path:
 
 # -- reading -----------------------------------------------------------------------------------
 MAP_FROM = 1 << 24
-"""With ``mapped=True``, .npy files and safetensors tensors of at least this many bytes are
-memory-mapped read-only instead of read (smaller ones are read: a mapping costs more than it saves)."""
+"""With ``mapped=True``, .npy files, stored .npz members and safetensors tensors of at least this
+many bytes are memory-mapped read-only instead of read (smaller ones are read: a mapping costs more than it saves)."""
 
 
 def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, np.ndarray]:
@@ -148,7 +148,8 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
     ``mapped=True`` maps large .npy files and safetensors tensors read-only (``np.memmap``) instead
     of reading them: nothing is read until it is used, and the pages are the file's own (the system
     can drop them again), so a file larger than memory can be processed a slab at a time.  .npz
-    members are always read (a zip member cannot be mapped)."""
+    members are mapped too where they are stored uncompressed (as ``np.savez`` and quantspec write
+    them); compressed ones are read."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -160,7 +161,7 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
             mode = "r" if mapped and path.stat().st_size >= MAP_FROM else None
             return {path.stem: np.load(path, mmap_mode=mode, allow_pickle=False)}
         if suffix == ".npz":
-            return _read_npz(path)
+            return _read_npz(path, mapped)
         return _read_safetensors(path, mapped)
     except TensorFileError:
         raise
@@ -168,7 +169,7 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
         raise TensorFileError("path", f"is not a readable {suffix} file", str(path), detail=str(e)) from None
 
 
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
+def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as z:
         names = list(z.files)
         types: dict[str, str] = {}
@@ -179,13 +180,47 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
             except Exception:
                 raise TensorFileError("path", f"has a malformed {_DTYPES_KEY} entry", str(path)) from None
             names.remove(_DTYPES_KEY)
+        maps = _npz_maps(path) if mapped else {}
         out = {}
         for n in names:
-            a = z[n]
+            a = maps[n] if n in maps else z[n]
             if n in types:
                 a = from_storage(a, qtype(types[n], f"{path.name}:{_DTYPES_KEY}[{n}]"), f"{path.name}:{n}")
             out[n] = a
         return out
+
+
+def _npz_maps(path: Path) -> dict[str, np.ndarray]:
+    """The members of an .npz file that can be mapped: stored uncompressed (as ``np.savez`` and
+    quantspec write them), unencrypted, of at least :data:`MAP_FROM` bytes.  A member's data lies
+    after its local zip header and its .npy header.  Anything unusual is left to ``np.load``."""
+    maps = {}
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
+        for info in zf.infolist():
+            if (info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 1 or not info.filename.endswith(".npy")
+                    or info.file_size < MAP_FROM):
+                continue
+            f.seek(info.header_offset)
+            local = f.read(30)
+            if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                continue
+            name_len, extra_len = struct.unpack("<HH", local[26:30])
+            start = info.header_offset + 30 + name_len + extra_len
+            f.seek(start)
+            try:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, fortran, dtype = read(f)
+            except (ValueError, OSError):
+                continue
+            offset = f.tell()
+            count = int(np.prod(shape, dtype=np.int64))
+            nbytes = count * dtype.itemsize
+            if dtype.hasobject or nbytes < MAP_FROM or offset + nbytes > start + info.file_size:
+                continue
+            maps[info.filename[:-4]] = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape,
+                                                 order="F" if fortran else "C")
+    return maps
 
 
 def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
