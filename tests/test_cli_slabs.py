@@ -324,9 +324,10 @@ def _growth_mib(warm: list, big: list) -> int:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="measures with /proc/self (Linux)")
-def test_memory_holds_a_slab_not_the_tensors(tmp_path):
+@pytest.mark.parametrize("middle", [".safetensors", ".npz"])
+def test_memory_holds_a_slab_not_the_tensors(tmp_path, middle):
     """A 192 MiB float32 tensor quantized (.npy, mapped) to 48 MiB of codes, and the codes
-    dequantized (.safetensors, mapped): the peak resident memory grows by about a slab (64 MiB of
+    dequantized (.safetensors or .npz, mapped): the peak resident memory grows by about a slab (64 MiB of
     float32 and 16 MiB of codes), not by the 240 MiB of input and output held whole."""
     rows = 48 * 1024
     x = np.lib.format.open_memmap(tmp_path / "big.npy", mode="w+", dtype=np.float32, shape=(rows, 1024))
@@ -339,13 +340,13 @@ def test_memory_holds_a_slab_not_the_tensors(tmp_path):
     flags = ["--spec", "onnx", "--scale", "0.02", "--zero-point", "0"]
     q = ["quantize", "--output-dtype", "int8", *flags]
     d = ["dequantize", *flags]
-    grown_q = _growth_mib(q + [tmp_path / "small.npy", tmp_path / "small_q.safetensors"],
-                          q + [tmp_path / "big.npy", tmp_path / "big_q.safetensors"])
-    grown_d = _growth_mib(d + [tmp_path / "small_q.safetensors", tmp_path / "small_d.npy"],
-                          d + [tmp_path / "big_q.safetensors", tmp_path / "big_d.npy"])
+    grown_q = _growth_mib(q + [tmp_path / "small.npy", tmp_path / f"small_q{middle}"],
+                          q + [tmp_path / "big.npy", tmp_path / f"big_q{middle}"])
+    grown_d = _growth_mib(d + [tmp_path / f"small_q{middle}", tmp_path / "small_d.npy"],
+                          d + [tmp_path / f"big_q{middle}", tmp_path / "big_d.npy"])
     assert grown_q < 150 and grown_d < 150, (grown_q, grown_d)
     big = np.load(tmp_path / "big.npy", mmap_mode="r")
-    got = read_tensors(tmp_path / "big_q.safetensors", mapped=True)["big"]
+    got = read_tensors(tmp_path / f"big_q{middle}", mapped=True)["big"]
     back = np.load(tmp_path / "big_d.npy", mmap_mode="r")
     for i in range(0, rows, 8192):
         want = qo.quantize_linear(big[i:i + 8192], np.float32(0.02), np.int8(0))
