@@ -92,10 +92,6 @@ def outputs(jobs: Sequence[Job]) -> dict[str, Any]:
             out.update(job.compute(0, rows))
             continue
         probe = job.compute(0, job.step)  # the result's type and the side outputs, from the first rows
-        main = probe[job.name]
-        if main.shape[1:] != shape[1:]:  # not element-wise after all: compute it whole
-            out.update(job.compute(0, rows))
-            continue
-        out[job.name] = tensorio.Stream(shape, main.dtype, _pieces(job, rows, slab_rows(shape, job.step)))
+        out[job.name] = tensorio.Stream(shape, probe[job.name].dtype, _pieces(job, rows, slab_rows(shape, job.step)))
         out.update((k, v) for k, v in probe.items() if k != job.name)
     return out
