@@ -192,3 +192,20 @@ def test_npz_member_shorter_than_its_header_says_is_refused_mapped_or_not(tmp_pa
     for mapped in (False, True):
         with pytest.raises(TensorFileError, match="is not a readable .npz file"):
             tensorio.read_tensors(tmp_path / "short.npz", mapped=mapped)
+
+
+def test_file_system_failures_are_tensor_file_errors(tmp_path, monkeypatch):
+    """No such directory, a directory in the way, no space: a TensorFileError naming the file, and
+    no temporary file left behind."""
+    with pytest.raises(TensorFileError, match="cannot be created: its directory must exist"):
+        tensorio.write_tensors(tmp_path / "missing" / "x.npy", {"x": np.zeros(3)})
+    (tmp_path / "d.npy").mkdir()
+    with pytest.raises(TensorFileError, match="could not be written"):
+        tensorio.write_tensors(tmp_path / "d.npy", {"x": np.zeros(3)})
+
+    def full(f):
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(TensorFileError, match="could not be written.*No space left"):
+        tensorio._atomic_with(tmp_path / "y.npy", full)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npy"]

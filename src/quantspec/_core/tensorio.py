@@ -109,21 +109,29 @@ def _umask() -> int:
 
 
 def _atomic_with(path: Path, writer) -> None:
-    """Run ``writer(file)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    """Run ``writer(file)`` on a temporary file beside ``path``, then rename it over ``path``.
+    A failure of the file system (no such directory, no permission, no space) is a
+    :class:`TensorFileError` naming the file; nothing is left behind."""
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file ordinary permissions
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise TensorFileError("output", "cannot be created: its directory must exist and be writable", str(path),
+                              detail=e.strerror or str(e)) from None
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file ordinary permissions
         with os.fdopen(fd, "wb") as f:
             writer(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise TensorFileError("output", "could not be written", str(path), detail=e.strerror or str(e)) from None
         raise
 
 
