@@ -209,3 +209,14 @@ def test_file_system_failures_are_tensor_file_errors(tmp_path, monkeypatch):
     with pytest.raises(TensorFileError, match="could not be written.*No space left"):
         tensorio._atomic_with(tmp_path / "y.npy", full)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npy"]
+
+
+def test_truncated_files_are_refused_mapped_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(tensorio, "MAP_FROM", 1)
+    np.save(tmp_path / "x.npy", np.arange(1000, dtype=np.float32))
+    (tmp_path / "x.npy").write_bytes((tmp_path / "x.npy").read_bytes()[:-100])
+    tensorio.write_tensors(tmp_path / "y.safetensors", {"y": np.arange(1000, dtype=np.float32)})
+    (tmp_path / "y.safetensors").write_bytes((tmp_path / "y.safetensors").read_bytes()[:-100])
+    for name, fragment in (("x.npy", "is not a readable .npy file"), ("y.safetensors", "do not fit")):
+        with pytest.raises(TensorFileError, match=fragment):
+            tensorio.read_tensors(tmp_path / name, mapped=True)
