@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -175,6 +175,13 @@ class SoftmaxParams:
     multiplier: int
     left_shift: int
     diff_min: int
+    # per difference d = x - max(row) in [-255, 0] (index d + 255): exp(d) in Q0.31 and its Rescale<12>
+    exps: np.ndarray = field(compare=False, repr=False, default=None)
+    terms: np.ndarray = field(compare=False, repr=False, default=None)
+
+
+#: every difference x - max(row) of int8 data, the index of the prepared tables (d + 255)
+_DIFFS = np.arange(-255, 1, dtype=np.int64)
 
 
 def _rows(x: np.ndarray) -> np.ndarray:
@@ -189,10 +196,18 @@ def _differences(x: np.ndarray, diff_min: int) -> tuple[np.ndarray, np.ndarray]:
     return d, d >= diff_min
 
 
-def _sum_of_exps(exps: np.ndarray, inside: np.ndarray) -> np.ndarray:
-    """``sum(Rescale<12>(e_d))`` per row over the terms inside, in the wrapping int32 accumulator."""
-    terms = fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
+def _sum_of_exps(terms: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """``sum(Rescale<12>(e_d))`` per row over the terms inside, in the wrapping int32 accumulator
+    (``terms``: the rescaled exponentials)."""
     return wrap_int32(np.where(inside, terms, 0).sum(axis=1))
+
+
+def _exp_tables(diff_q5: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``exp_on_negative_values`` of the scaled differences, and its ``Rescale<12>``: computed once
+    per kernel for the 256 differences of int8 data (a lookup table, as LiteRT's optimized kernels
+    build), then gathered per element: the same values as computing them on the data."""
+    exps = fp.exp_on_negative_values(diff_q5, SCALED_DIFF_INTEGER_BITS)
+    return exps, fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
 
 
 def _softmax_prepare(kernel, inputs, outputs):
@@ -219,16 +234,16 @@ class Softmax(Kernel):
         beta = c.option(options, "beta", 0.0, kind=float)
         m, ls = _input_beta_multiplier(self.name, beta, s_in)
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
-        return SoftmaxParams(tuple(x.shape), m, ls, diff_min)
+        scaled = _srdhm(wrap_int32(_DIFFS << ls), m)                             # MBQM GreaterThanOne
+        return SoftmaxParams(tuple(x.shape), m, ls, diff_min, *_exp_tables(scaled))
 
     def compute(self, p: SoftmaxParams, arrays):
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
         if x.size == 0:
             return [x.copy()]
         d, inside = _differences(x, p.diff_min)
-        scaled = _srdhm(wrap_int32(d << p.left_shift), p.multiplier)           # MBQM GreaterThanOne
-        exps = fp.exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
-        total = _sum_of_exps(exps, inside)
+        exps = p.exps[d + 255]
+        total = _sum_of_exps(p.terms[d + 255], inside)
         reciprocal, bits_over_unit = fp.get_reciprocal(total, ACCUMULATION_INTEGER_BITS)
         exponent = bits_over_unit + 31 - 8
         if np.any((exponent < 0) | (exponent > 31)):
@@ -248,6 +263,9 @@ class LogSoftmaxParams:
     reverse_multiplier: int
     reverse_right_shift: int
     diff_min: int
+    # per difference d in [-255, 0] (index d + 255): the scaled difference in Q5.26 and Rescale<12>(exp)
+    diffs_q5: np.ndarray = field(compare=False, repr=False, default=None)
+    terms: np.ndarray = field(compare=False, repr=False, default=None)
 
 
 @register
@@ -266,15 +284,16 @@ class LogSoftmax(Kernel):
             raise UnsupportedError("LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT "
                                    "aborts (QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in)) from None
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
-        return LogSoftmaxParams(tuple(x.shape), m, ls, rm, -rls, diff_min)
+        diffs_q5 = _mbqm(_DIFFS, m, ls)
+        return LogSoftmaxParams(tuple(x.shape), m, ls, rm, -rls, diff_min, diffs_q5, _exp_tables(diffs_q5)[1])
 
     def compute(self, p: LogSoftmaxParams, arrays):
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
         if x.size == 0:
             return [x.copy()]
         d, inside = _differences(x, p.diff_min)
-        diff_q5 = _mbqm(d, p.multiplier, p.left_shift)
-        total = _sum_of_exps(fp.exp_on_negative_values(diff_q5, SCALED_DIFF_INTEGER_BITS), inside)
+        diff_q5 = p.diffs_q5[d + 255]
+        total = _sum_of_exps(p.terms[d + 255], inside)
         log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(total, ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS)
         shifted = wrap_int32(log_sum + INT32_MIN)
         adjusted = np.maximum(p.diff_min - 1, _mbqm(shifted, p.reverse_multiplier, -p.reverse_right_shift))
