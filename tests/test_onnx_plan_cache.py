@@ -150,3 +150,20 @@ def test_an_unhashable_attribute_is_neither_found_nor_kept():
     assert key is not None and cache.get(key) is None
     cache.put(key, "plan")
     assert len(cache) == 0
+
+
+def test_the_same_scalar_objects_skip_reading_their_bytes_and_arrays_never_do():
+    """The key remembers the last call's parameter objects when all are immutable (numbers): the
+    same objects again reuse their keys.  A 0-d array is not a number: changed in place, it is a new
+    plan."""
+    s, z = np.float32(0.5), np.int8(3)
+    qo.quantize_linear(X, s, z)
+    assert qo._PLANS._last[0] == (s, z) and qo._PLANS._last[0][0] is s
+    assert C.same_bits(qo.quantize_linear(X, s, z), _q_want(X, s, z))
+    assert C.same_bits(qo.quantize_linear(X, np.float32(0.25), np.int8(3)), _q_want(X, np.float32(0.25), z))
+    assert len(qo._PLANS) == 2
+    s0 = np.array(0.5, np.float32)
+    a = qo.quantize_linear(X, s0, z)
+    s0[...] = 0.125
+    assert C.same_bits(qo.quantize_linear(X, s0, z), _q_want(X, np.float32(0.125), z))
+    assert not C.same_bits(a, qo.quantize_linear(X, s0, z))

@@ -13,6 +13,7 @@ cannot change a cached plan.  Used by :func:`quantspec.onnx.quantize_linear` and
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -55,12 +56,21 @@ def own(v: Any) -> Any:
     return v.copy() if isinstance(v, np.ndarray) else v
 
 
+#: types whose objects' identity fixes their value for as long as they live: None, Python floats and
+#: ints, numpy numbers (not void scalars, which may be views into an array)
+_IMMUTABLE = frozenset([type(None), float, int, *(np.dtype(c).type for c in "?bBhHiIlLqQefdg")])
+
+
 class PlanCache:
     """At most ``size`` entries (cleared when full), keyed by :meth:`key`."""
 
     def __init__(self, size: int = 256):
         self.size = size
         self._entries: dict = {}
+        # the parameter values of the last keyed call when they were all immutable (held, so that
+        # their identities stay theirs) and their keys: a loop that passes the same scale and zero
+        # point objects again skips re-reading their bytes
+        self._last: tuple = ((), ())
 
     def key(self, kind: str, x: Any, values: tuple, attrs: tuple) -> tuple | None:
         """The key of a call on array ``x`` with parameter ``values`` and ``attrs``; None when the
@@ -69,10 +79,15 @@ class PlanCache:
         layout's work-item size (``core.CHUNK``) is part of it."""
         if not isinstance(x, np.ndarray):
             return None
-        try:
-            return (kind, x.shape, x.dtype, core.CHUNK, *map(_value_key, values), attrs, tuple(map(type, attrs)))
-        except _Uncacheable:
-            return None
+        last, keys = self._last
+        if len(last) != len(values) or not all(map(operator.is_, last, values)):
+            try:
+                keys = tuple(map(_value_key, values))
+            except _Uncacheable:
+                return None
+            if all(map(_IMMUTABLE.__contains__, map(type, values))):
+                self._last = (tuple(values), keys)
+        return (kind, x.shape, x.dtype, core.CHUNK, *keys, attrs, tuple(map(type, attrs)))
 
     def get(self, key: tuple | None):
         if key is None:
