@@ -220,3 +220,31 @@ def test_truncated_files_are_refused_mapped_too(tmp_path, monkeypatch):
     for name, fragment in (("x.npy", "is not a readable .npy file"), ("y.safetensors", "do not fit")):
         with pytest.raises(TensorFileError, match=fragment):
             tensorio.read_tensors(tmp_path / name, mapped=True)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors"])
+def test_damaged_files_give_tensor_file_errors(tmp_path, suffix, monkeypatch):
+    """Seeded damage (truncations, changed bytes) to a valid file: reading it, mapped or not, either
+    works or raises TensorFileError; numpy's and zipfile's own exceptions (a tokenizer error from a
+    damaged .npy header, NotImplementedError for an unknown zip method, TypeError, ...) never leak."""
+    monkeypatch.setattr(tensorio, "MAP_FROM", 16)
+    tensors = {"a": np.arange(60, dtype=np.float32).reshape(6, 10), "q": _sample(tensorio.qtype("int4"), (4, 4)),
+               "b": np.arange(7, dtype=np.int16)}
+    src = tmp_path / f"src{suffix}"
+    tensorio.write_tensors(src, {"a": tensors["a"]} if suffix == ".npy" else tensors)
+    raw = src.read_bytes()
+    rng = np.random.default_rng(len(suffix))
+    path = tmp_path / f"damaged{suffix}"
+    for _ in range(400):
+        b = bytearray(raw)
+        if rng.integers(3) == 0:
+            b = b[:rng.integers(len(b))]
+        else:
+            for _ in range(rng.integers(1, 4)):
+                b[rng.integers(len(b))] = rng.integers(256)
+        path.write_bytes(bytes(b))
+        for mapped in (False, True):
+            try:
+                tensorio.read_tensors(path, mapped=mapped)
+            except TensorFileError:
+                pass

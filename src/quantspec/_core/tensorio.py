@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import QType, qtype
-from ..errors import TensorFileError
+from ..errors import QuantSpecError, TensorFileError
 
 __all__ = ["read_tensors", "write_tensors", "Stream", "release", "atomic_write_bytes", "check_suffix", "to_storage",
            "from_storage", "SUFFIXES", "MAP_FROM"]
@@ -171,10 +171,13 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
         if suffix == ".npz":
             return _read_npz(path, mapped)
         return _read_safetensors(path, mapped)
-    except TensorFileError:
+    except QuantSpecError:  # ours, already naming the file and the rule
         raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, UnicodeDecodeError) as e:
-        raise TensorFileError("path", f"is not a readable {suffix} file", str(path), detail=str(e)) from None
+    except Exception as e:  # numpy's and zipfile's readers fail on damaged files in many ways (ValueError,
+        # OSError, EOFError, BadZipFile, KeyError, a tokenizer error from the .npy header, TypeError,
+        # NotImplementedError for an unknown zip method or version, MemoryError for an absurd shape)
+        raise TensorFileError("path", f"is not a readable {suffix} file", str(path),
+                              detail=f"{type(e).__name__}: {e}") from None
 
 
 def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
