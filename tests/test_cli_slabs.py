@@ -352,3 +352,32 @@ def test_memory_holds_a_slab_not_the_tensors(tmp_path, middle):
         want = qo.quantize_linear(big[i:i + 8192], np.float32(0.02), np.int8(0))
         assert got[i:i + 8192].tobytes() == want.tobytes()
         assert back[i:i + 8192].tobytes() == qo.dequantize_linear(want, np.float32(0.02), np.int8(0)).tobytes()
+
+
+def test_onnx_one_scale_array_per_tensor_by_name(tmp_path, slabbed, capsys):
+    """A model's weights in one file, their blocked scales (and zero points) in another, by name: each
+    tensor takes its own, a slab at a time."""
+    streamed, _ = slabbed
+    w = {"w1": _weights((37, 64), 4), "w2": _weights((16, 32), 5)}
+    rng = np.random.default_rng(6)
+    s = {n: rng.uniform(0.05, 0.3, size=(a.shape[0], a.shape[1] // 32)).astype(np.float32) for n, a in w.items()}
+    z = {n: rng.integers(-3, 4, size=v.shape).astype(ml_dtypes.int4) for n, v in s.items()}
+    _save(tmp_path / "w.safetensors", w)
+    _save(tmp_path / "s.safetensors", s)
+    _save(tmp_path / "z.npz", z)
+    out = _cli("quantize", tmp_path / "w.safetensors", tmp_path / "q.safetensors", "--spec", "onnx",
+               "--scale", f"@{tmp_path / 's.safetensors'}", "--zero-point", f"@{tmp_path / 'z.npz'}",
+               "--axis", "1", "--block-size", "32")
+    for n, a in w.items():
+        _same(out[n], qo.quantize_linear(a, s[n], z[n], axis=1, block_size=32))
+    assert streamed == ["w1", "w2"]
+    back = _cli("dequantize", tmp_path / "q.safetensors", tmp_path / "d.npz", "--spec", "onnx",
+                "--scale", f"@{tmp_path / 's.safetensors'}", "--zero-point", f"@{tmp_path / 'z.npz'}",
+                "--axis", "1", "--block-size", "32")
+    for n in w:
+        _same(back[n], qo.dequantize_linear(out[n], s[n], z[n], axis=1, block_size=32))
+    _save(tmp_path / "s_w1.safetensors", {"w1": s["w1"], "other": s["w2"]})
+    assert main(["quantize", str(tmp_path / "w.safetensors"), str(tmp_path / "q2.npz"), "--spec", "onnx",
+                 "--scale", f"@{tmp_path / 's_w1.safetensors'}", "--axis", "1", "--block-size", "32",
+                 "--output-dtype", "int4"]) == 2
+    assert "--scale: @FILE holds several arrays, one per input tensor, and none is named 'w2'" in capsys.readouterr().err

@@ -14,10 +14,11 @@ from ..errors import DTypeError, InvalidArgumentError
 from . import dequantize_linear, quantize_linear
 from .plan import COMPAT_MODES, plan_dequantize, plan_quantize
 
-__all__ = ["add_arguments", "jobs", "parse_values"]
+__all__ = ["add_arguments", "jobs", "parse_values", "for_tensor"]
 
 _VALUES_HELP = ("a number, a comma-separated list (one value per element of --axis, per-axis), or @FILE "
-                "(.npy/.npz with one array of any shape: blocked quantization)")
+                "(.npy/.npz/.safetensors with one array of any shape, e.g. blocked quantization; or with one "
+                "array per input tensor, by name)")
 
 
 def add_arguments(group: argparse._ArgumentGroup, direction: str) -> None:
@@ -59,17 +60,20 @@ def add_arguments(group: argparse._ArgumentGroup, direction: str) -> None:
                        "onnxruntime: onnxruntime 1.31 CPU")
 
 
-def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | None:
-    """A flag's value: a number, a comma-separated list, or @FILE."""
+def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[str, np.ndarray] | None:
+    """A flag's value: a number, a comma-separated list, or @FILE.  A FILE of one array gives that
+    array (for every input tensor); a FILE of several gives them by name, each for the input tensor
+    of that name (:func:`for_tensor`)."""
     if text is None:
         return None
     t = qtype(dtype, argument) if dtype is not None else None
     if text.startswith("@"):
         tensors = read_tensors(Path(text[1:]))
-        if len(tensors) != 1:
-            raise InvalidArgumentError(argument, "@FILE must hold exactly one array", f"{len(tensors)} arrays")
-        (a,) = tensors.values()
-        return from_storage(a, t, argument) if t is not None and a.dtype != t.dtype and t.is_packed else a
+        if not tensors:
+            raise InvalidArgumentError(argument, "@FILE must hold an array", "no arrays")
+        typed = {n: from_storage(a, t, f"{argument} {n}") if t is not None and a.dtype != t.dtype and t.is_packed
+                 else a for n, a in tensors.items()}
+        return next(iter(typed.values())) if len(typed) == 1 else typed
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
@@ -87,6 +91,17 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | None:
     return a.astype(np.float32).astype(t.dtype)
 
 
+def for_tensor(value, argument: str, name: str):
+    """The value of a flag for input tensor ``name``: ``value`` itself, or from a FILE of several
+    arrays (:func:`parse_values`) the one of that name."""
+    if not isinstance(value, dict):
+        return value
+    if name not in value:
+        raise InvalidArgumentError(argument, f"@FILE holds several arrays, one per input tensor, and none is "
+                                   f"named {name!r}", sorted(value))
+    return value[name]
+
+
 def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray]):
     """The work on each tensor (see :mod:`quantspec._core.slabs`) and notes for the user."""
     scale = parse_values(args.scale, "--scale", args.scale_dtype)
@@ -97,14 +112,15 @@ def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray
         zp = parse_values(args.zero_point, "--zero-point", out_t or "uint8")
         kw = dict(output_dtype=out_t, saturate=bool(args.saturate), precision=args.precision, **common)
         for name, x in tensors.items():
-            work.append(_job(name, x, scale, zp, quantize_linear, plan_quantize, kw))
+            work.append(_job(name, x, for_tensor(scale, "--scale", name), for_tensor(zp, "--zero-point", name),
+                             quantize_linear, plan_quantize, kw))
     else:
         in_t = qtype(args.input_dtype, "--input-dtype") if args.input_dtype else None
         for name, x in tensors.items():
             if in_t is not None and x.dtype != in_t.dtype:
                 x = from_storage(x, in_t, name)
-            zp = parse_values(args.zero_point, "--zero-point", qtype(x.dtype, name))
-            work.append(_job(name, x, scale, zp, dequantize_linear, plan_dequantize,
+            zp = for_tensor(parse_values(args.zero_point, "--zero-point", qtype(x.dtype, name)), "--zero-point", name)
+            work.append(_job(name, x, for_tensor(scale, "--scale", name), zp, dequantize_linear, plan_dequantize,
                              dict(output_dtype=args.output_dtype, **common)))
     return work, []
 
