@@ -35,7 +35,7 @@ import numpy as np
 from ..dtypes import QType, qtype
 from ..errors import QuantSpecError, TensorFileError
 
-__all__ = ["read_tensors", "write_tensors", "Stream", "release", "atomic_write_bytes", "check_suffix", "to_storage",
+__all__ = ["read_tensors", "write_tensors", "Stream", "release", "check_suffix", "to_storage",
            "from_storage", "SUFFIXES", "MAP_FROM"]
 
 SUFFIXES = (".npy", ".npz", ".safetensors")
@@ -90,18 +90,6 @@ def _type_of_dtype(dt: np.dtype) -> QType | None:
 
 
 # -- atomic writing ----------------------------------------------------------------------------
-def atomic_write_bytes(path: str | os.PathLike, chunks) -> None:
-    """Write ``chunks`` (bytes or an iterable of bytes-like objects) to ``path`` atomically."""
-    if isinstance(chunks, (bytes, bytearray, memoryview)):
-        chunks = (chunks,)
-
-    def writer(f):
-        for c in chunks:
-            f.write(c)
-
-    _atomic_with(Path(path), writer)
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -116,10 +116,14 @@ def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray
                              quantize_linear, plan_quantize, kw))
     else:
         in_t = qtype(args.input_dtype, "--input-dtype") if args.input_dtype else None
+        zps: dict = {}  # the zero point takes each tensor's type: parsed (a FILE read) once per type
         for name, x in tensors.items():
             if in_t is not None and x.dtype != in_t.dtype:
                 x = from_storage(x, in_t, name)
-            zp = for_tensor(parse_values(args.zero_point, "--zero-point", qtype(x.dtype, name)), "--zero-point", name)
+            t = qtype(x.dtype, name)
+            if t.name not in zps:
+                zps[t.name] = parse_values(args.zero_point, "--zero-point", t)
+            zp = for_tensor(zps[t.name], "--zero-point", name)
             work.append(_job(name, x, for_tensor(scale, "--scale", name), zp, dequantize_linear, plan_dequantize,
                              dict(output_dtype=args.output_dtype, **common)))
     return work, []
