@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import quantspec.onnx as qo
 from quantspec._core import tensorio
 from quantspec.dtypes import TABLE
 from quantspec.errors import TensorFileError
@@ -164,6 +165,33 @@ def test_mapped_reading(tmp_path, suffix, monkeypatch):
     tensorio.release(got["big"][10:90])
     tensorio.release(np.zeros(3))  # not mapped: nothing to do
     assert got["big"].tobytes() == big.tobytes()
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors"])
+def test_mapped_sub_byte_codes_are_a_view_of_the_file(tmp_path, suffix, name, monkeypatch):
+    """int4/int2 codes stored a byte each are not copied when mapped (a file of any size): the
+    array is a view of the file's bytes with the right values; a value out of range anywhere,
+    the last element included, is still refused (read a slab at a time)."""
+    monkeypatch.setattr(tensorio, "MAP_FROM", 64)
+    monkeypatch.setattr(tensorio, "_SPAN_SLAB", 37)
+    t = tensorio.qtype(name)
+    a = _sample(t, (20, 30))
+    a.reshape(-1)[[0, -1]] = [t.qmin, t.qmax]
+    tensorio.write_tensors(tmp_path / f"c{suffix}", {"c": a})
+    (got,) = tensorio.read_tensors(tmp_path / f"c{suffix}", mapped=True).values()
+    if suffix == ".npy":
+        got = tensorio.from_storage(got, t)
+    assert isinstance(got, np.memmap) and got.dtype == a.dtype
+    assert got.astype(np.int64).tolist() == a.astype(np.int64).tolist()
+    assert np.array_equal(qo.dequantize_linear(got, np.float32(0.5)), qo.dequantize_linear(a, np.float32(0.5)))
+    assert not isinstance(tensorio.read_tensors(tmp_path / f"c{suffix}")["c"] if suffix != ".npy"
+                          else tensorio.from_storage(np.load(tmp_path / f"c{suffix}"), t), np.memmap)
+    raw = tensorio.to_storage(a).copy()
+    raw.reshape(-1)[-1] = t.qmax + 1
+    np.save(tmp_path / "bad.npy", raw)
+    with pytest.raises(TensorFileError, match=rf"{name} values must lie in \[{t.qmin}, {t.qmax}\]"):
+        tensorio.from_storage(np.load(tmp_path / "bad.npy", mmap_mode="r"), t)
 
 
 def test_npz_members_mapped_only_where_stored(tmp_path, monkeypatch):

@@ -69,13 +69,34 @@ def from_storage(a: np.ndarray, t: QType, argument: str = "input") -> np.ndarray
         if not np.issubdtype(a.dtype, np.integer):
             raise TensorFileError(argument, f"{t.name} data must be stored as integers", str(a.dtype))
         lo, hi = t.qmin, t.qmax
-        if a.size and (a.min() < lo or a.max() > hi):
-            raise TensorFileError(argument, f"{t.name} values must lie in [{lo}, {hi}]",
-                                  (int(a.min()), int(a.max())))
+        least, most = _span(a)
+        if least < lo or most > hi:
+            raise TensorFileError(argument, f"{t.name} values must lie in [{lo}, {hi}]", (least, most))
+        if isinstance(a, np.memmap) and a.dtype.itemsize == 1:
+            # a mapped file (any size): the byte values in range are the codes.  A view keeps the
+            # file's pages instead of a copy in memory; ml_dtypes and quantspec's kernels read the
+            # code's low bits (a negative value's high bits are set, where astype would clear them)
+            return a.view(t.dtype)
         return a.astype(t.dtype)
     if a.dtype != t.storage:
         raise TensorFileError(argument, f"{t.name} data must be stored as {t.storage} bit patterns", str(a.dtype))
     return a.view(t.dtype)
+
+
+def _span(a: np.ndarray) -> tuple[int, int]:
+    """The least and the greatest value of an integer array ((0, 0) when empty), read a slab at a
+    time: a mapped file's pages are given back after each (:func:`release`)."""
+    flat = a.reshape(-1, order="A")  # a view of a C- or Fortran-ordered file's data
+    least = most = 0
+    for i in range(0, flat.size, _SPAN_SLAB):
+        piece = flat[i:i + _SPAN_SLAB]
+        lo, hi = int(piece.min()), int(piece.max())
+        least, most = (lo, hi) if i == 0 else (min(least, lo), max(most, hi))
+        release(piece)
+    return least, most
+
+
+_SPAN_SLAB = 1 << 24
 
 
 def _type_of(a: np.ndarray) -> QType | None:
@@ -145,7 +166,9 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
     of reading them: nothing is read until it is used, and the pages are the file's own (the system
     can drop them again), so a file larger than memory can be processed a slab at a time.  .npz
     members are mapped too where they are stored uncompressed (as ``np.savez`` and quantspec write
-    them); compressed ones are read."""
+    them); compressed ones are read.  Mapped int4/int2/uint4/uint2 codes (stored a byte each) are a
+    view of the file's bytes (:func:`from_storage`): right values, but a negative code's high bits
+    are set, so compare them as values, not as bytes."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
