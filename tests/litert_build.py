@@ -96,6 +96,24 @@ def make_options(op: str, options: Mapping[str, Any] | None):
 def build(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None = None,
           version: int = 1) -> bytes:
     """A one-operator model: non-constant inputs become model inputs, in order."""
+    tensors = [t for t in inputs if t is not None] + list(outputs)
+    k, op_inputs = 0, []
+    for t in inputs:
+        op_inputs.append(-1 if t is None else k)
+        k += t is not None
+    op_outputs = list(range(k, k + len(outputs)))
+    graph_inputs = [i for i in op_inputs if i >= 0 and tensors[i].data is None]
+    names = {i: f"input{n}" for n, i in enumerate(op_inputs) if i >= 0}
+    names.update({i: f"output{n}" for n, i in enumerate(op_outputs)})
+    return build_graph(tensors, [(op, op_inputs, op_outputs, options)], graph_inputs, op_outputs,
+                       names=names, version=version)
+
+
+def build_graph(tensors: Sequence[T], operators: Sequence[tuple], inputs: Sequence[int], outputs: Sequence[int],
+                names: Mapping[int, str] | None = None, version: int = 1) -> bytes:
+    """A model of several operators: ``operators`` lists ``(op name, input tensor indices, output
+    tensor indices, options)`` in execution order (-1: an absent optional input); ``inputs`` and
+    ``outputs`` are the model's tensor indices."""
     flatbuffers = require("flatbuffers")
     S = _schema()
     from quantspec.dtypes import qtype
@@ -103,21 +121,25 @@ def build(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
     model = S.ModelT()
     model.version = 3
     model.buffers = [S.BufferT()]                      # buffer 0: the empty sentinel
-    code = S.OperatorCodeT()
-    number = getattr(S.BuiltinOperator, op)
-    code.builtinCode = number
-    code.deprecatedBuiltinCode = min(number, 127)
-    code.version = version
-    model.operatorCodes = [code]
+    codes: dict[str, int] = {}
+    model.operatorCodes = []
+    for op, *_ in operators:
+        if op not in codes:
+            code = S.OperatorCodeT()
+            number = getattr(S.BuiltinOperator, op)
+            code.builtinCode = number
+            code.deprecatedBuiltinCode = min(number, 127)
+            code.version = version
+            codes[op] = len(model.operatorCodes)
+            model.operatorCodes.append(code)
 
-    tensors, graph_inputs = [], []
-
-    def add(t: T, index: int, role: str) -> int:
+    built = []
+    for index, t in enumerate(tensors):
         qt = qtype(t.dtype)
         tt = S.TensorT()
         tt.shape = [int(s) for s in t.shape]
         tt.type = qt.tflite
-        tt.name = (t.name or f"{role}{index}").encode()
+        tt.name = (t.name or (names or {}).get(index) or f"t{index}").encode()
         if t.scale is not None:
             q = S.QuantizationParametersT()
             q.scale = [float(s) for s in np.atleast_1d(np.asarray(t.scale, np.float32))]
@@ -133,31 +155,22 @@ def build(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
             tt.buffer = len(model.buffers) - 1
         else:
             tt.buffer = 0
-        tensors.append(tt)
-        return len(tensors) - 1
+        built.append(tt)
 
-    op_inputs = []
-    for i, t in enumerate(inputs):
-        if t is None:
-            op_inputs.append(-1)
-            continue
-        k = add(t, i, "input")
-        op_inputs.append(k)
-        if t.data is None:
-            graph_inputs.append(k)
-    op_outputs = [add(t, i, "output") for i, t in enumerate(outputs)]
-
-    operator = S.OperatorT()
-    operator.opcodeIndex = 0
-    operator.inputs = op_inputs
-    operator.outputs = op_outputs
-    operator.builtinOptionsType, operator.builtinOptions = make_options(op, options)
+    ops = []
+    for op, op_inputs, op_outputs, options in operators:
+        operator = S.OperatorT()
+        operator.opcodeIndex = codes[op]
+        operator.inputs = list(op_inputs)
+        operator.outputs = list(op_outputs)
+        operator.builtinOptionsType, operator.builtinOptions = make_options(op, options)
+        ops.append(operator)
 
     sg = S.SubGraphT()
-    sg.tensors = tensors
-    sg.inputs = graph_inputs
-    sg.outputs = op_outputs
-    sg.operators = [operator]
+    sg.tensors = built
+    sg.inputs = list(inputs)
+    sg.outputs = list(outputs)
+    sg.operators = ops
     sg.name = b"main"
     model.subgraphs = [sg]
     model.description = b"quantspec test model"

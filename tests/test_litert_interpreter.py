@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from litert_build import T, build, run_ref
+from litert_build import T, build, build_graph, run_ref
 from litert_models import EXAMPLES, example_bytes, externalize_buffers, random_inputs
 from quantspec.litert import OPS, Interpreter, check_model, load_model
 
@@ -217,3 +217,55 @@ def test_sum_semantics():
     correct = Interpreter(data).run(x)[0]
     reference = Interpreter(data, sum_semantics="reference").run(x)[0]
     assert correct.shape == reference.shape
+
+
+# -- shapes and types LiteRT computes itself ----------------------------------------------------
+def _both(model: bytes, inputs: list) -> None:
+    """quantspec's interpreter gives LiteRT's outputs: shapes, types and bytes."""
+    want = run_ref(model, inputs)
+    got = Interpreter(model).run(inputs)
+    assert [(g.shape, g.dtype) for g in got] == [(w.shape, w.dtype) for w in want]
+    assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+
+
+def test_a_shape_from_a_run_time_tensor_prepares_the_readers_again():
+    """RESHAPE's shape is a model input: its output takes the shape the run gives, and SOFTMAX and
+    MEAN, which read it, are prepared for that shape (LiteRT's dynamic tensors).  The stored shape
+    (3, 4) is what the model says, not what LiteRT computes."""
+    tensors = [T((2, 6), "int8", 0.05, 3), T((2,), "int32"), T((3, 4), "int8", 0.05, 3),
+               T((3, 4), "int8", 1 / 256, -128), T((1,), "int32", data=np.array([1], np.int32)),
+               T((3, 1), "int8", 0.05, 3)]
+    model = build_graph(tensors, [("RESHAPE", [0, 1], [2], None), ("SOFTMAX", [2], [3], {"beta": 1.0}),
+                                  ("MEAN", [2, 4], [5], {"keep_dims": True})], [0, 1], [3, 5])
+    x = np.random.default_rng(0).integers(-128, 128, (2, 6)).astype(np.int8)
+    it = Interpreter(model)
+    for shape in ([4, 3], [3, 4], [12, 1], [-1, 2], [1, 12], [4, 3]):
+        inputs = [x, np.array(shape, np.int32)]
+        want = run_ref(model, inputs)
+        got = it.run(inputs)
+        assert [(g.shape, g.dtype) for g in got] == [(w.shape, w.dtype) for w in want], shape
+        assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want)), shape
+
+
+def test_paddings_from_a_run_time_tensor():
+    tensors = [T((1, 3, 2), "int8", 0.1, -5), T((3, 2), "int32"), T((1, 3, 2), "int8", 0.1, -5),
+               T((1, 3, 2), "int8", 1 / 256, -128)]
+    model = build_graph(tensors, [("PAD", [0, 1], [2], None), ("SOFTMAX", [2], [3], {"beta": 0.5})], [0, 1], [3])
+    x = np.random.default_rng(1).integers(-128, 128, (1, 3, 2)).astype(np.int8)
+    for pads in ([[0, 0], [0, 0], [0, 0]], [[0, 1], [2, 0], [1, 3]], [[1, 0], [0, 0], [0, 2]]):
+        _both(model, [x, np.array(pads, np.int32)])
+
+
+def test_a_wrong_stored_output_shape_takes_the_computed_one():
+    """LiteRT's ADD computes its output's shape when it prepares the op; a model storing (5, 2) for
+    inputs of (2, 5) gives (2, 5)."""
+    model = build("ADD", [T((2, 5), "int8", 0.1, 0), T((2, 5), "int8", 0.2, 1)], [T((5, 2), "int8", 0.3, -2)])
+    rng = np.random.default_rng(2)
+    _both(model, [rng.integers(-128, 128, (2, 5)).astype(np.int8) for _ in range(2)])
+
+
+def test_an_output_type_from_the_options_takes_over_the_stored_type():
+    """ARG_MAX's output_type (int32) is what LiteRT gives, whatever type the model stores (int64)."""
+    model = build("ARG_MAX", [T((3, 6), "int8", 0.1, 0), T((1,), "int32", data=np.array([1], np.int32))],
+                  [T((3,), "int64")], {"output_type": "INT32"})
+    _both(model, [np.random.default_rng(3).integers(-128, 128, (3, 6)).astype(np.int8)])

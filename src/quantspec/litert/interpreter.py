@@ -14,9 +14,12 @@ the oracle of notes/litert.md §0), in the same two phases:
 
 Models with float inputs or outputs run as LiteRT runs them: the QUANTIZE and DEQUANTIZE operators
 the converter puts at the edges are kernels like any other.  The interpreter runs the main subgraph
-(subgraph 0) with the tensor shapes stored in the model; an operator without a kernel, a variable
-or sparse tensor, an input of the wrong shape or type, or a missing input is a clear
-:mod:`quantspec.errors` error.
+(subgraph 0) with the tensor shapes stored in the model, as LiteRT does: where an operator computes
+another shape or type for its output than the model stores (a wrong stored shape, a shape from a
+run-time tensor such as RESHAPE's shape or PAD's paddings, ARG_MAX's ``output_type``), the output
+takes the computed one and the operators that read it are prepared again for it.  An operator
+without a kernel, a variable or sparse tensor, an input of the wrong shape or type, or a missing
+input is a clear :mod:`quantspec.errors` error.
 """
 
 from __future__ import annotations
@@ -94,6 +97,10 @@ class Interpreter:
                 raise ModelError(f"model output tensor {i} ({sg.tensors[i].name!r})",
                                  "is neither a model input, a constant nor the output of an operator")
         self._prepared: list[tuple[Operator, Any, Any]] = []
+        self._options: list[dict] = []
+        # operators prepared again for tensors whose shape or type a run found different from the
+        # model's (see run), keyed by operator and those tensors' shapes and types
+        self._again: dict[tuple, Any] = {}
         for op in sg.operators:
             kernel = ops[op.name]
             options = dict(op.options)
@@ -105,13 +112,8 @@ class Interpreter:
                     t = sg.tensors[i]
                     raise UnsupportedError(f"{where} tensor {i} ({t.name!r})",
                                            "has a type quantspec's kernels do not compute with", t.type_name)
-            inputs = [None if i < 0 else self._specs[i] for i in op.inputs]
-            outputs = [self._specs[i] for i in op.outputs]
-            try:
-                prepared = kernel.prepare(inputs, outputs, options)
-            except QuantSpecError as e:
-                raise _with_context(e, where) from None
-            self._prepared.append((op, kernel, prepared))
+            self._options.append(options)
+            self._prepared.append((op, kernel, self._prepare(op, kernel, options, self._specs)))
         # after its last use, an intermediate tensor's array is dropped
         last_use: dict[int, int] = {}
         for k, op in enumerate(sg.operators):
@@ -139,6 +141,16 @@ class Interpreter:
         return f"<quantspec LiteRT Interpreter: {len(self._prepared)} operators; inputs ({ins}) -> outputs ({outs})>"
 
     # -- preparation helpers -------------------------------------------------------------------
+    @staticmethod
+    def _prepare(op: Operator, kernel: Any, options: dict, specs: Any) -> Any:
+        """``kernel.prepare`` for ``op`` with the tensor specs ``specs`` (indexable by tensor)."""
+        inputs = [None if i < 0 else specs[i] for i in op.inputs]
+        outputs = [specs[i] for i in op.outputs]
+        try:
+            return kernel.prepare(inputs, outputs, options)
+        except QuantSpecError as e:
+            raise _with_context(e, f"operator {op.index} ({op.name})") from None
+
     @staticmethod
     def _check_tensor(t: Tensor) -> None:
         where = f"tensor {t.index} ({t.name!r})"
@@ -221,7 +233,14 @@ class Interpreter:
                 raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}",
                                  list(x.shape))
             arrays[i] = x
+        # tensors whose shape or type differs from the model's in this run: LiteRT computes every
+        # output's shape (and, for ops such as ARG_MAX, its type) itself, when it prepares the op or,
+        # where the shape depends on a run-time tensor (RESHAPE's shape, PAD's paddings, ...), when
+        # it runs it, and prepares the ops that read it again; so does this interpreter
+        changed: dict[int, Any] = {}
         for k, (op, kernel, prepared) in enumerate(self._prepared):
+            if changed and any(i in changed for i in op.inputs):
+                prepared = self._prepared_again(k, changed)
             ins = [None if i < 0 else arrays[i] for i in op.inputs]
             try:
                 outs = kernel.compute(prepared, ins)
@@ -234,12 +253,30 @@ class Interpreter:
                 t = sg.tensors[i]
                 y = np.asarray(y)
                 if y.shape != tuple(t.shape) or (t.dtype is not None and y.dtype != t.dtype.dtype):
-                    raise RuntimeError(  # pragma: no cover - a kernel bug, never the user's
-                        f"quantspec kernel {op.name} (operator {op.index}) produced {y.dtype}{list(y.shape)} for "
-                        f"tensor {i} ({t.name!r}), which the model declares {t.type_name.lower()}{list(t.shape)}")
+                    changed[i] = self._actual(t, y)
+                else:
+                    changed.pop(i, None)
                 arrays[i] = y
             for i in self._release[k]:
                 arrays.pop(i, None)
         return [np.array(arrays[i], copy=True) for i in model.outputs]
 
     __call__ = run
+
+    def _actual(self, t: Tensor, y: np.ndarray):
+        """The spec of tensor ``t`` as an operator computed it (``y``): its shape and type."""
+        from ..dtypes import qtype
+        from .kernels.base import TensorSpec
+
+        dtype = t.dtype if t.dtype is not None and y.dtype == t.dtype.dtype else qtype(y.dtype)
+        return TensorSpec(shape=tuple(y.shape), dtype=dtype, params=t.params, data=None, name=t.name)
+
+    def _prepared_again(self, k: int, changed: dict[int, Any]) -> Any:
+        """Operator ``k`` prepared for the changed specs of its inputs (kept for the next run)."""
+        op, kernel, _ = self._prepared[k]
+        key = (k, *((i, changed[i].shape, changed[i].dtype.name) for i in op.inputs if i in changed))
+        hit = self._again.get(key)
+        if hit is None:
+            specs = {i: changed.get(i, self._specs[i]) for i in (*op.inputs, *op.outputs) if i >= 0}
+            hit = self._again[key] = self._prepare(op, kernel, self._options[k], specs)
+        return hit
