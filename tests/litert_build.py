@@ -150,7 +150,13 @@ def build_graph(tensors: Sequence[T], operators: Sequence[tuple], inputs: Sequen
             tt.quantization = q
         if t.data is not None:
             b = S.BufferT()
-            b.data = np.frombuffer(np.ascontiguousarray(np.asarray(t.data, qt.dtype)).tobytes(), np.uint8)
+            if qt.is_packed:  # int4 / int2 constants: packed, element 0 in the low bits (as LiteRT unpacks them)
+                from quantspec.onnx import pack
+
+                raw = pack(np.asarray(np.asarray(t.data).astype(np.int64).astype(qt.storage), qt.dtype))
+            else:
+                raw = np.ascontiguousarray(np.asarray(t.data, qt.dtype)).tobytes()
+            b.data = np.frombuffer(raw, np.uint8)
             model.buffers.append(b)
             tt.buffer = len(model.buffers) - 1
         else:

@@ -350,8 +350,14 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
         if rule == "dtype" and f.found == "uint8" and t.params is not None:
             _legacy_uint8(c, op, t, pos)
             continue
-        if rule == "dtype" and f.found in _OTHER_KERNELS and e.fails:
-            # the table's type check is about types with no kernel path; these have one
+        verdict = (optable.TYPE_VERDICTS.get((op.name, trule.name if trule else "", f.found))
+                   if rule == "dtype" else None)
+        if verdict is not None:  # what LiteRT does with this very type here (measured)
+            litert, stage, check = verdict.action, verdict.stage, verdict.check
+        elif (rule == "dtype" and f.found in _OTHER_KERNELS and e.fails
+              and (f.found == "float" or trule is not None and trule.role == optable.ACTIVATION)):
+            # the table's type check is about types with no kernel path; these have one (int16: the
+            # 16x8 kernels, for activations only; an int16 bias or parameter tensor fails Prepare)
             litert, stage, check = None, None, _OTHER_KERNELS[f.found]
         if t.index in refusals and rule in _REFUSAL_RULES:
             # LiteRT does not get as far as the kernel: it refuses the tensor when it loads the model

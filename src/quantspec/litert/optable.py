@@ -58,7 +58,7 @@ __all__ = [
     "OP_TABLE", "OpRule", "TensorRule", "Restriction", "Enforcement", "Tolerance", "Finding", "RULES",
     "ACTIVATION", "WEIGHT", "BIAS", "PARAMETER", "ANY", "PER_TENSOR", "PER_AXIS", "PER_TENSOR_OR_AXIS",
     "REJECTS", "ABORTS", "SILENT", "PER_TENSOR_WEIGHTS", "PER_AXIS_WEIGHTS", "ONE_SCALE", "SEVERAL_SCALES",
-    "findings", "enforce", "markdown_table", "builtin_name",
+    "findings", "enforce", "markdown_table", "builtin_name", "TYPE_VERDICTS",
 ]
 
 # roles
@@ -413,7 +413,7 @@ _OPS: list[OpRule] = [
                        (Enforcement(SILENT, check="not checked: the LUT quantizes with the output's own "
                                     "parameters", source=K + "activations.cc: TanhPrepare"),),
                        (Enforcement(SILENT, check="not checked", source=K + "activations.cc: TanhPrepare"),))),)),
-    OpRule("PAD", 34, (act("input", *same_as_output()), param("paddings", ("int32", "int64"))),
+    OpRule("PAD", 34, (act("input", *same_as_output()), param("paddings", ("int32", "int64", "int16"))),
            (out(zp_litert=(_rejects("eval", "the output zero point must fit int8 (it is the pad value)",
                                     K + "pad.cc: EvalInt", None),)),)),
     OpRule("GATHER", 36, (act("params", *same_as_output()), param("indices", ("int32", "int64", "int16"))),
@@ -447,7 +447,7 @@ _OPS: list[OpRule] = [
            notes="the spec lists Input 0 only; its restriction ('inputs and outputs') is applied to both inputs"),
     _comparison("LESS", 58),
     OpRule("PADV2", 60,
-           (act("input", *same_as_output()), param("paddings", ("int32", "int64")),
+           (act("input", *same_as_output()), param("paddings", ("int32", "int64", "int16")),
             act("constant_values", *same_as_output(_same_rejected(K + "pad.cc: EvalInt", "eval"),
                                                    "constant_values share the output's scale/zero_point"),
                 optional=True)),
@@ -470,6 +470,24 @@ _OPS: list[OpRule] = [
 
 #: builtin operator name -> OpRule
 OP_TABLE: Mapping[str, OpRule] = {op.name: op for op in _OPS}
+
+_INT4_FILTER = Enforcement(None, check="LiteRT has int4 filters (outside the 8-bit spec): it unpacks the constant "
+                           "filter to int8 values and runs its int8 kernel, the same result as the int8 filter of "
+                           "those values", source=K + "fully_connected.cc, conv.cc, depthwise_conv.cc: Prepare")
+
+#: What LiteRT does with a tensor of one type where the spec wants another, where that is not the
+#: rule's own enforcement (the kernel's type checks reject the other types):
+#: (op, tensor rule name, found type) -> Enforcement.  Measured against the BUILTIN_REF interpreter
+#: (tests/test_litert_checker.py).
+TYPE_VERDICTS: Mapping[tuple[str, str, str], Enforcement] = {
+    ("FULLY_CONNECTED", "filter", "int4"): _INT4_FILTER,
+    ("CONV_2D", "filter", "int4"): _INT4_FILTER,
+    ("DEPTHWISE_CONV_2D", "filter", "int4"): _INT4_FILTER,
+    ("FULLY_CONNECTED", "bias", "int64"): Enforcement(
+        SILENT, check="CheckTypes accepts an int32 or an int64 bias, but the int8 kernel reads the bias as int32: "
+        "the first outputs get the halves of the int64 values (wrong sums)", source=K + "fully_connected.cc: "
+        "CheckTypes, EvalQuantized"),
+}
 _BY_NUMBER = {op.builtin: op.name for op in _OPS}
 
 

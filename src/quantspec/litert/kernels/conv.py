@@ -41,8 +41,8 @@ import numpy as np
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .. import _gemm, fast, fixedpoint
 from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
-from ._common import (constants, count, enforce, fused_range, legacy, option, require_quantized, require_rank,
-                      require_type, value, window_geometry)
+from ._common import (constants, count, enforce, int8_filter, fused_range, legacy,
+                      option, require_quantized, require_rank, require_type, value, window_geometry)
 from .base import Kernel, TensorSpec, register
 
 INT16_MAX = (1 << 15) - 1
@@ -76,6 +76,7 @@ def _operands(op: str, inputs, outputs) -> tuple[TensorSpec, TensorSpec, TensorS
     rules and the 4-D input and filter."""
     x, w = count(op, inputs, outputs, (2, 3), names=("input", "filter"))
     enforce(op, inputs, outputs)
+    w = int8_filter(w, op)
     require_rank(x, 4, "input.shape", op)
     require_rank(w, 4, "filter.shape", op)
     return x, w, outputs[0]

@@ -28,7 +28,7 @@ import numpy as np
 from ..._core.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
-from ._common import (constants, count, enforce, fused_activation_name, fused_range, legacy, option,
+from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, option,
                       require_quantized, require_type, value)
 from .base import Kernel, register
 
@@ -63,6 +63,7 @@ class FullyConnected(Kernel):
     def prepare(self, inputs, outputs, options) -> FullyConnectedPrepared:
         x, w = count(OP, inputs, outputs, (2, 3), names=("input", "filter"))
         enforce(OP, inputs, outputs)
+        w = int8_filter(w, OP)
         b = inputs[2] if len(inputs) == 3 else None
         out = outputs[0]
         require_type(OP, [("filter.dtype", w), ("input.dtype", x), ("output.dtype", out)], ("int8",), error=DTypeError)

@@ -10,7 +10,7 @@ its Eval) checks — the int8 same-parameter rules included:
   PADV2: the constant value's scale and zero point equal the output's (its raw code is the pad);
   PAD and SPACE_TO_BATCH_ND pad with the output zero point.
 - Index tensors are read the way LiteRT reads them: GATHER takes int16/int32/int64 positions,
-  SLICE int32/int64 begin and size, PAD/PADV2 int32/int64 paddings; RESHAPE uses its shape input
+  SLICE int32/int64 begin and size, PAD/PADV2 int32/int64/int16 paddings; RESHAPE uses its shape input
   only when it is a 1-D int32 tensor and otherwise the ``new_shape`` option; TRANSPOSE,
   SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND read their index tensors as int32 only (LiteRT
   reinterprets an int64 tensor's bytes as int32 pairs, so quantspec refuses int64 there).
@@ -634,7 +634,7 @@ class _PadBase(Kernel):
         enforce(op, inputs, outputs)
         cv = inputs[2] if len(inputs) == 3 else None
         out = outputs[0]
-        _index_type(pads, ("int32", "int64"), "paddings.dtype", op)
+        _index_type(pads, ("int32", "int64", "int16"), "paddings.dtype", op)
         if len(pads.shape) != 2 or pads.shape[1] != 2:
             raise ShapeError("paddings.shape", f"must be [rank, 2] for {op}", _shape(pads))
         rank = len(x.shape)
