@@ -1,7 +1,8 @@
 """Tensors of another type than the spec's, where LiteRT has something to say about them: what the
 checker reports LiteRT does (optable.TYPE_VERDICTS and the kernels' type checks) is what the
 BUILTIN_REF interpreter does with the model, and where LiteRT computes it correctly (int4 filters,
-int16 paddings) quantspec's interpreter gives the same bytes."""
+int16 paddings, a comparison whose stored output type is not bool: LiteRT makes it bool) quantspec's
+interpreter gives the same bytes."""
 
 from __future__ import annotations
 
@@ -56,6 +57,10 @@ CASES = {
                         ("input 1 (axis)", "rejects")),
     "transpose int16 perm": (lambda: _param("TRANSPOSE", "int16", [1, 0], (2, 3), (3, 2)),
                              ("input 1 (perm)", "rejects")),
+    "less int8 output": (lambda: build("LESS", [T((2, 3), "int8", 0.1, 1), T((1, 3), "int8", 0.2, -2)],
+                                       [T((2, 3), "int8", 0.1, 0)]), None),
+    "greater_equal int32 output": (lambda: build("GREATER_EQUAL", [T((4,), "int8", 0.1, 1), T((4,), "int8", 0.1, 1)],
+                                                 [T((4,), "int32")]), None),
     "pad int16 paddings": (lambda: _param("PAD", "int16", [[1, 0], [0, 2]], (2, 3), (3, 5)), None),
     "padv2 int16 paddings": (lambda: build("PADV2", [T((2, 3), "int8", 0.1, 4), T((2, 2), "int16",
                                                                                    data=np.array([[0, 1], [2, 0]])),

@@ -175,14 +175,16 @@ def same_legacy_params(a: TensorSpec, b: TensorSpec, argument: str, op: str, *, 
 def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec], *,
                     output_type: str = "int8", quantized: bool = True):
     """The start every binary int8 kernel's prepare shares (ADD, SUB, MUL, MAXIMUM, MINIMUM and the
-    comparisons): two int8 inputs and one ``output_type`` output; where ``quantized``, the
-    :func:`activation` parameters of the inputs and of an int8 output; then the op table's rules.
+    comparisons): two int8 inputs and one ``output_type`` output (None: any, the op sets its type, as
+    LiteRT's comparisons make theirs bool); where ``quantized``, the :func:`activation` parameters of
+    the inputs and of an int8 output; then the op table's rules.
 
     Returns ``(x, y, output, params)``, ``params`` the list of ``(scale, zero point)`` read."""
     x, y = count(op, inputs, outputs, 2, names=("input 0", "input 1"))
     o = outputs[0]
     require_type(op, [("input 0", x), ("input 1", y)], ("int8",))
-    require_type(op, [("output", o)], (output_type,))
+    if output_type is not None:
+        require_type(op, [("output", o)], (output_type,))
     params = []
     if quantized:
         named = [("input 0", x), ("input 1", y)] + ([("output", o)] if output_type == "int8" else [])

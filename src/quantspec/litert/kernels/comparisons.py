@@ -59,7 +59,7 @@ class _Comparison(Kernel):
 
     def prepare(self, inputs, outputs, options):
         op = self.name
-        x, y, _, ((s1, z1), (s2, z2)) = c.binary_operands(op, inputs, outputs, output_type="bool")
+        x, y, _, ((s1, z1), (s2, z2)) = c.binary_operands(op, inputs, outputs, output_type=None)
         m1, e1 = _multiplier(op, "input 0", s1)
         m2, e2 = _multiplier(op, "input 1", s2)
         return ComparisonParams(op, (tuple(x.shape), tuple(y.shape)), c.broadcast_shape(op, x.shape, y.shape),
