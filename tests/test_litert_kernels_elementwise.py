@@ -182,5 +182,6 @@ def test_invalid_kernel_inputs():
         OPS["ADD"].compute(p, [np.zeros(4, np.int8), np.zeros(3, np.int8)])
     with pytest.raises(QuantSpecError, match="must have dtype int8"):
         OPS["ADD"].compute(p, [np.zeros(3, np.uint8), np.zeros(3, np.int8)])
-    with pytest.raises(UnsupportedError):
-        OPS["LESS"].prepare([spec(T((3,), "int8", 0.5, 0))] * 2, [spec(T((3,), "int8", 0.5, 0))], {})
+    # a comparison's output stored as int8 is made bool, as LiteRT does (tests/test_litert_types.py)
+    p = OPS["LESS"].prepare([spec(T((3,), "int8", 0.5, 0))] * 2, [spec(T((3,), "int8", 0.5, 0))], {})
+    assert OPS["LESS"].compute(p, [np.zeros(3, np.int8), np.ones(3, np.int8)])[0].dtype == np.bool_
