@@ -11,7 +11,7 @@ import pytest
 from litert_build import T
 from litert_kernel_check import (N_MODELS, broadcast_pair, check, int8, litert_outcome, quantspec_run, rng_for,
                                  scale, sweep, zero_point)
-from quantspec.errors import QuantSpecError, UnsupportedError
+from quantspec.errors import QuantSpecError
 
 FUSED = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "SIGN_BIT"]
 COMPARISONS = ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"]
