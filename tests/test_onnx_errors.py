@@ -188,3 +188,37 @@ def test_fuzzed_arguments_raise_only_quantspec_errors():
             assert z.shape == x.shape
         except QuantSpecError:
             pass
+
+
+# -- found by a hostile-input hunt ----------------------------------------------------------------
+@pytest.mark.parametrize("block_size", [4, 5, 1 << 40, 1 << 62, (1 << 63) - 1])
+@pytest.mark.parametrize("compat", ["spec", "reference", "onnxruntime"])
+def test_a_block_longer_than_its_axis_is_one_block(block_size, compat):
+    """Valid ONNX (ceil(4 / block_size) == 1 block): the same result as a block of the axis's length,
+    at once (the layouts grew with the block size: 2^40 took 12 s, 2^62 never ended)."""
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    s = np.array([[0.1], [0.2], [0.3]], np.float32)
+    z = np.array([[1], [-2], [3]], np.int8)
+    want = qo.quantize_linear(x, s, z, axis=1, block_size=4, compat=compat)
+    got = qo.quantize_linear(x, s, z, axis=1, block_size=block_size, compat=compat)
+    assert got.tobytes() == want.tobytes()
+    back = qo.dequantize_linear(got, s, z, axis=1, block_size=block_size, compat=compat)
+    assert back.tobytes() == qo.dequantize_linear(want, s, z, axis=1, block_size=4, compat=compat).tobytes()
+
+
+def test_attributes_beyond_int64_and_arrays_are_refused():
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(RangeError, match="must fit int64"):
+        qo.quantize_linear(x, np.full((3, 1), 0.1, np.float32), block_size=1 << 70)
+    with pytest.raises(InvalidArgumentError, match="compat: must be one of"):
+        qo.quantize_linear(x, np.float32(0.1), compat=np.array(["spec", "x"]))
+    with pytest.raises(OpsetError, match="has no attribute 'axis'"):
+        qo.quantize_linear(x, np.float32(0.1), opset=10, axis=np.array([0, 1]))
+
+
+def test_unpack_shapes_must_be_integers():
+    with pytest.raises(ShapeError, match="non-negative integers"):
+        qo.unpack(b"\x00" * 3, "int4", (2.5, 3))
+    with pytest.raises(InvalidArgumentError, match="must hold"):
+        qo.unpack(b"", "int4", (1 << 32, 1 << 32))      # the element count overflowed int64
+    assert qo.unpack(b"\x21\x03", "int4", np.array([3])).tolist() == [1, 2, 3]

@@ -166,6 +166,18 @@ def _kernels():
     return jit.load("quantspec._core.fastmap")
 
 
+def destination(out: np.ndarray, *sources: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Where a kernel writes the result meant for ``out``, and whether the caller must then copy it
+    into ``out`` (``np.copyto``): ``out`` itself, as a plain ndarray (a subclass such as np.matrix
+    reshapes differently; a memmap stays mapped), when it is C-contiguous and shares no memory with
+    the ``sources`` (the kernels read and write in parallel, in their own order: an output over its
+    input would be overwritten before it is read); else a fresh array."""
+    view = out if type(out) is np.ndarray else np.asarray(out)
+    if view.flags.c_contiguous and not any(np.may_share_memory(view, s) for s in sources):
+        return view, False
+    return np.empty(out.shape, out.dtype), True
+
+
 def together(lay, params: tuple) -> bool:
     """Whether the kernels compute rows of this RowLayout four at a time (ROWS_TOGETHER_FROM): rows
     with that many bytes of parameters, in work items of whole rows, four or more of them."""

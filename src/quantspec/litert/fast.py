@@ -81,9 +81,9 @@ def _prepared(kind: str, shape: tuple, dtype: np.dtype, params, make):
 
 def _apply(x: np.ndarray, out: np.ndarray, prepared) -> np.ndarray:
     lay, prm, op, memo = prepared
-    dest = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+    dest, fresh = core.destination(out, x)
     core.run(core.flat(x), dest.reshape(-1), prm, lay, op, memo=memo)
-    if dest is not out:
+    if fresh:
         np.copyto(out, dest)
     return out
 
@@ -109,6 +109,8 @@ def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     if not jit.enabled():
         return None
     _kernels()
+    if not q.dtype.isnative:                 # the kernels read the codes' bytes in this machine's order
+        q = q.astype(q.dtype.newbyteorder("="))
     if out.size:
         def make(g):
             bits = q.dtype.itemsize * 8

@@ -42,6 +42,7 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     """
     attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, saturate=saturate, precision=precision,
                  opset=opset, compat=compat)
+    x = _native(x)
     plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
     x = np.asarray(x, dtype=plan.x_type.dtype)
     if prepared is not None and jit.enabled():
@@ -77,11 +78,19 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
     """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
     (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
     attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, opset=opset, compat=compat)
+    x = _native(x)
     plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
     if prepared is not None and jit.enabled():
         return fast.dequantize(plan, np.asarray(x), out, prepared)
     impl = fast if fast.path(plan) == "fast" else kernels
     return impl.dequantize(plan, np.asarray(x), out)
+
+
+def _native(x: Any) -> Any:
+    """A big-endian (non-native) array as the same values in this machine's byte order."""
+    if isinstance(x, np.ndarray) and not x.dtype.isnative:
+        return x.astype(x.dtype.newbyteorder("="))
+    return x
 
 
 # -- plans kept for the next call (quantspec._core.plancache) -------------------------------------

@@ -236,18 +236,18 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
         return result
     kernels = _kernels()
     pr = prepare_quantize(plan) if prepared is None else prepared
+    dest, fresh = core.destination(result, x)
     xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
     if pr.quotient is not None:
         quotient = np.empty(xf.size, np.float32)
         core.run(xf, quotient, *pr.quotient, memo=pr.qmemo)
         xf = quotient
-    dest = result if result.flags.c_contiguous else np.empty(plan.shape, t.dtype)
     yf = dest.reshape(-1).view(np.uint16 if t.bits == 16 else np.uint8)
     core.run(xf, yf, pr.params, pr.lay, pr.op, memo=pr.memo)
     if pr.edges is not None:
         scale, zi, full, dl, bl, rec = pr.edges
         kernels.q_ort_edges(xf, yf, scale, zi, full, dl, bl, rec)
-    if dest is not result:
+    if fresh:
         np.copyto(result, dest)
     return result
 
@@ -288,7 +288,7 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
     _kernels()
     pr = prepare_dequantize(plan) if prepared is None else prepared
     xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
-    dest = result if result.flags.c_contiguous else np.empty(plan.shape, o.dtype)
+    dest, fresh = core.destination(result, x)
     if o.name == "float":
         core.run(xf, dest.reshape(-1), pr.params, pr.lay, pr.op, memo=pr.memo)
     else:  # the float32 product, then rounded once to float16 / bfloat16 as the reference path does
@@ -296,6 +296,6 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
         core.run(xf, product, pr.params, pr.lay, pr.op, memo=pr.memo)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
-    if dest is not result:
+    if fresh:
         np.copyto(result, dest)
     return result

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 
 from .._core.packing import pack_codes, packed_size, unpack_codes
@@ -25,6 +27,8 @@ def pack(array: Any) -> bytes:
         raise DTypeError("array", "must be a numpy array of a quantized type (a list carries no type)",
                          type(array).__name__)
     a = np.asarray(array)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
     t = qtype(a.dtype, "array")
     if t.is_packed:
         return pack_codes(np.ascontiguousarray(a).view(np.uint8), t.bits)
@@ -35,14 +39,15 @@ def unpack(data: bytes | bytearray | memoryview, dtype: Any, shape: Any) -> np.n
     """The array of type ``dtype`` and ``shape`` whose raw_data is ``data``."""
     t = qtype(dtype, "dtype")
     try:
-        shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else tuple(shape)))
-    except (TypeError, ValueError):
+        dims = tuple(shape if isinstance(shape, (tuple, list)) else tuple(shape))
+    except TypeError:
         raise ShapeError("shape", "must be a sequence of non-negative integers", shape) from None
-    if any(d < 0 for d in shape):
+    if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
         raise ShapeError("shape", "must be a sequence of non-negative integers", shape)
+    shape = tuple(int(d) for d in dims)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise DTypeError("data", "must be bytes", type(data).__name__)
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)                      # Python integers: no int64 overflow
     want = packed_size(n, t.bits) if t.is_packed else n * t.dtype.itemsize
     if len(data) != want:
         raise InvalidArgumentError("data", f"must hold {want} bytes for {n} {t.name} elements", f"{len(data)} bytes")

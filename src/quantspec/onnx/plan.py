@@ -85,7 +85,7 @@ class DequantizePlan(_Common):
 
 # ---------------------------------------------------------------------------------------------
 def _compat(compat: str) -> str:
-    if compat not in COMPAT_MODES:
+    if not isinstance(compat, str) or compat not in COMPAT_MODES:
         raise InvalidArgumentError("compat", "must be one of " + ", ".join(map(repr, COMPAT_MODES)), compat)
     return compat
 
@@ -104,10 +104,26 @@ def _check_attr(op: str, name: str, value: Any, default: Any, version: int) -> N
     """An attribute the operator version did not have may only keep its default value."""
     row = opsets.row(version)
     attrs = row.q_attrs if op == "q" else row.dq_attrs
-    if name not in attrs and value != default:
+    if name not in attrs and not _is_default(value, default):
         since = opsets.ATTRIBUTE_SINCE[name][0 if op == "q" else 1]
         opname = "QuantizeLinear" if op == "q" else "DequantizeLinear"
         raise OpsetError(name, f"{opname}-{version} has no attribute {name!r} (it arrived in opset {since})", value)
+
+
+def _attribute_int(value: Any, argument: str) -> int:
+    """An integer attribute: ONNX stores it as int64."""
+    v = as_int(value, argument)
+    if not -(1 << 63) <= v < (1 << 63):
+        raise RangeError(argument, "must fit int64 (an ONNX attribute)", v)
+    return v
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """``value == default`` for a scalar attribute value; anything else (an array, ...) is not the default."""
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):      # an array's comparison has no single truth value
+        return False
 
 
 def _allowed(kind: str, t: QType, allowed: tuple[str, ...], version: int, argument: str, op: str) -> None:
@@ -176,7 +192,14 @@ def _granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | N
                              scale.shape)
     if zp is not None and zp.shape != scale.shape:
         raise ShapeError(zp_name, f"must have the shape of {scale_name} {scale.shape}", zp.shape)
-    return "block", a, block_size
+    return "block", a, _effective_block(block_size, x_shape[a])
+
+
+def _effective_block(block_size: int, length: int) -> int:
+    """A block longer than its axis is one block covering the axis: the same elements share the same
+    parameters with the axis's length as the block size, which keeps the layouts' sizes and the
+    reference expansion bounded (a block_size of 2^62 is valid ONNX)."""
+    return min(block_size, max(length, 1))
 
 
 def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name):
@@ -212,7 +235,7 @@ def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_
         gz, az = check(zp, zp_name)
         if gz != "tensor" and (gz != g or az != a or zp.shape != scale.shape):
             raise ShapeError(zp_name, f"does not broadcast like {scale_name} {scale.shape}", zp.shape)
-    return g, a, block_size if g == "block" else 0
+    return g, a, _effective_block(block_size, x_shape[a]) if g == "block" else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +245,7 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
     compat = _compat(compat)
     version = _version(opset, compat)
     row = opsets.row(version)
-    block_size = as_int(block_size, "block_size")
+    block_size = _attribute_int(block_size, "block_size")
     saturate = as_bool(saturate, "saturate")
     output_dtype = None if _unset(output_dtype) else output_dtype
     precision = None if _unset(precision) else precision
@@ -285,7 +308,7 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
     compat = _compat(compat)
     version = _version(opset, compat)
     row = opsets.row(version)
-    block_size = as_int(block_size, "block_size")
+    block_size = _attribute_int(block_size, "block_size")
     output_dtype = None if _unset(output_dtype) else output_dtype
     _check_attr("dq", "axis", axis, 1, version)
     _check_attr("dq", "block_size", block_size, 0, version)
