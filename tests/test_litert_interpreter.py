@@ -269,3 +269,19 @@ def test_an_output_type_from_the_options_takes_over_the_stored_type():
     model = build("ARG_MAX", [T((3, 6), "int8", 0.1, 0), T((1,), "int32", data=np.array([1], np.int32))],
                   [T((3,), "int64")], {"output_type": "INT32"})
     _both(model, [np.random.default_rng(3).integers(-128, 128, (3, 6)).astype(np.int8)])
+
+
+def test_a_model_asking_for_impossible_tensors_is_a_clear_error():
+    """A RESIZE_BILINEAR size of 2^30 x 2^30 or PAD paddings of 2^31 - 1 (a damaged or hostile model)
+    would ask for an exabyte (and index tables of gigabytes): a quantspec error naming the operator,
+    raised before anything is allocated (not a MemoryError, nor a process killed for memory)."""
+    from quantspec.errors import ShapeError
+
+    size = T((2,), "int32", data=np.array([1 << 30, 1 << 30], np.int32))
+    model = build("RESIZE_BILINEAR", [T((1, 2, 2, 1), "int8", 0.1, 0), size], [T((1, 4, 4, 1), "int8", 0.1, 0)])
+    with pytest.raises(ShapeError, match=r"operator 0 \(RESIZE_BILINEAR\): size: makes the output"):
+        Interpreter(model)
+    pads = T((2, 2), "int32", data=np.array([[0, (1 << 31) - 1], [0, (1 << 31) - 1]], np.int32))
+    model = build("PAD", [T((2, 3), "int8", 0.1, 0), pads], [T((2, 3), "int8", 0.1, 0)])
+    with pytest.raises(ShapeError, match=r"operator 0 \(PAD\): paddings: makes the output"):
+        Interpreter(model).run([np.zeros((2, 3), np.int8)])

@@ -55,6 +55,18 @@ def _with_context(e: QuantSpecError, where: str) -> QuantSpecError:
     return new
 
 
+def _too_big(e: Exception, op: Operator, specs: Sequence[Any]) -> None:
+    """A kernel that could not get the memory its tensors ask for (a damaged or hostile model that
+    declares huge shapes, sizes or paddings): a ModelError naming the operator and its shapes.
+    Returns for any other error (the caller re-raises it)."""
+    if isinstance(e, ValueError) and "too big" not in str(e) and "maximum supported dimension" not in str(e):
+        return
+    shapes = [list(t.shape) for t in specs if t is not None]
+    raise ModelError(f"operator {op.index} ({op.name})", "needs more memory than this machine can give it: the "
+                     "model's shapes, sizes or paddings ask for tensors that large (a damaged model?)", shapes,
+                     detail=f"{type(e).__name__}: {e}") from None
+
+
 class Interpreter:
     """Run a LiteRT model on quantspec's int8 kernels, byte-identical to LiteRT ``BUILTIN_REF``.
 
@@ -150,6 +162,9 @@ class Interpreter:
             return kernel.prepare(inputs, outputs, options)
         except QuantSpecError as e:
             raise _with_context(e, f"operator {op.index} ({op.name})") from None
+        except (MemoryError, ValueError) as e:
+            _too_big(e, op, inputs + outputs)
+            raise
 
     @staticmethod
     def _check_tensor(t: Tensor) -> None:
@@ -246,6 +261,9 @@ class Interpreter:
                 outs = kernel.compute(prepared, ins)
             except QuantSpecError as e:
                 raise _with_context(e, f"operator {op.index} ({op.name})") from None
+            except (MemoryError, ValueError) as e:
+                _too_big(e, op, [None if i < 0 else self._specs[i] for i in (*op.inputs, *op.outputs)])
+                raise
             if len(outs) != len(op.outputs):  # pragma: no cover - a kernel bug
                 raise RuntimeError(f"quantspec kernel {op.name} returned {len(outs)} outputs for operator {op.index}, "
                                    f"which has {len(op.outputs)}")

@@ -35,6 +35,7 @@ purpose:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -194,6 +195,25 @@ def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Seque
 
 
 # -- the op table ---------------------------------------------------------------------------------
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return 1 << 40
+
+
+def fits_memory(op: str, argument: str, shape: Sequence[int], itemsize: int, value: Any) -> None:
+    """A size, paddings or shape read from the model that makes an output larger than this machine's
+    memory (a damaged or hostile model: LiteRT fails to allocate it) is a :class:`ShapeError`
+    before anything is allocated (the kernels' index tables grow with it too)."""
+    elements = 1
+    for d in shape:
+        elements *= max(int(d), 0)
+    if elements * itemsize > _memory_bytes():
+        raise ShapeError(argument, f"makes the output of {op} {tuple(int(d) for d in shape)} larger than this "
+                         "machine's memory (LiteRT fails to allocate it)", value)
+
 
 def int8_filter(w: TensorSpec, op: str) -> TensorSpec:
     """An int4 filter as LiteRT runs it (optable.TYPE_VERDICTS): a constant unpacked to its int8

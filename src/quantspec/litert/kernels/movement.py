@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ._common import constants, count, enforce, legacy, option, require_same_type, same_legacy_params, value
+from ._common import (constants, count, enforce, fits_memory, legacy, option, require_same_type, same_legacy_params,
+                      value)
 from .base import Kernel, TensorSpec, register
 
 QUANT8 = ("int8", "uint8")
@@ -685,7 +686,9 @@ class _PadBase(Kernel):
         fill = p.pad_value
         if fill is None:
             fill = value(arrays, p.consts, 2, "constant_values").astype(x.dtype).reshape(-1)[0]
-        out = np.empty(tuple(int(d) + int(a) + int(b) for d, (a, b) in zip(x.shape, pads)), x.dtype)
+        shape = tuple(int(d) + int(a) + int(b) for d, (a, b) in zip(x.shape, pads))
+        fits_memory(self.name, "paddings", shape, x.dtype.itemsize, pads.tolist())
+        out = np.empty(shape, x.dtype)
         out[...] = fill
         out[tuple(slice(int(a), int(a) + d) for d, (a, _) in zip(x.shape, pads))] = x
         return [out]

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
-from ._common import constants, count, enforce, option, require_rank, require_same_type, require_type, value
+from ._common import (constants, count, enforce, fits_memory, option, require_rank, require_same_type, require_type,
+                      value)
 from .base import Kernel, register
 
 OP = "RESIZE_BILINEAR"
@@ -71,6 +72,7 @@ def _plan(input_shape, size, align, half):
     oh, ow = int(size[0]), int(size[1])
     if oh <= 0 or ow <= 0:
         raise InvalidArgumentError("size", f"must be positive for {OP}", (oh, ow))
+    fits_memory(OP, "size", (input_shape[0], oh, ow, input_shape[3]), 8, (oh, ow))   # int64 intermediates
     return (oh, ow, _axis_plan(input_shape[1], oh, align, half, "size[0]"),
             _axis_plan(input_shape[2], ow, align, half, "size[1]"))
 
