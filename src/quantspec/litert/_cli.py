@@ -179,6 +179,17 @@ def run_litert_reference(model_path: str, inputs: list[np.ndarray]) -> list[np.n
     return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
 
 
+def _seed(text: str) -> int:
+    """The value of --random: a seed numpy's generators take, a non-negative integer."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {text!r})") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {seed})")
+    return seed
+
+
 def run_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="quantspec run",
@@ -190,7 +201,7 @@ def run_main(argv: Sequence[str]) -> int:
     parser.add_argument("--input", action="append", default=[], metavar="FILE",
                         help="input tensors: one .npy per model input, in order (repeat the option), or one "
                         ".npz/.safetensors file holding them by input name")
-    parser.add_argument("--random", type=int, metavar="SEED", default=None,
+    parser.add_argument("--random", type=_seed, metavar="SEED", default=None,
                         help="instead of --input, run on seeded random inputs (int8 over the full range)")
     parser.add_argument("--compare-litert", action="store_true",
                         help="also run the LiteRT interpreter (reference kernels, needs ai-edge-litert) and report "
@@ -254,7 +265,7 @@ def add_arguments(group, direction: str) -> None:
                                     "the converter does" if q else " (required)"))
     group.add_argument("--zero-point", metavar="Z",
                        help="zero point: a number or a comma-separated list (default 0)")
-    group.add_argument("--axis", "--quantized-dimension", type=int, default=0, dest="axis",
+    group.add_argument("--axis", "--quantized-dimension", type=int, default=None, dest="axis",
                        help="the quantized dimension of per-axis parameters (default 0; 3 for DEPTHWISE_CONV_2D "
                        "weights)")
     if q:
@@ -291,9 +302,47 @@ def _given_params(args, x_shape: tuple[int, ...] | None = None):
     if scale is None:
         return None
     zp = _numbers(args.zero_point, "--zero-point", int) or [0]
-    if len(scale) > 1 and x_shape is not None and not (0 <= args.axis < len(x_shape)):
-        raise InvalidArgumentError("--axis", f"must name a dimension of the tensor (rank {len(x_shape)})", args.axis)
-    return QuantParams(np.array(scale, np.float32), np.array(zp, np.int64), args.axis if len(scale) > 1 else 0)
+    axis = _axis(args)
+    if len(scale) > 1 and x_shape is not None and not (0 <= axis < len(x_shape)):
+        raise InvalidArgumentError("--axis", f"must name a dimension of the tensor (rank {len(x_shape)})", axis)
+    return QuantParams(np.array(scale, np.float32), np.array(zp, np.int64), axis if len(scale) > 1 else 0)
+
+
+def _axis(args) -> int:
+    """--axis, 0 when not given."""
+    return 0 if args.axis is None else args.axis
+
+
+def _check_options(args, direction: str) -> None:
+    """Refuse combinations of options where one would be silently ignored or contradict the other."""
+    if direction != "quantize":
+        return
+    chosen = "--range" if args.range is not None else "--from-data" if args.from_data else None
+    if chosen is not None:   # activation parameters the converter picks: per-tensor, from the range
+        for option, given in (("--scale", args.scale), ("--zero-point", args.zero_point), ("--axis", args.axis)):
+            if given is not None:
+                raise InvalidArgumentError(option, f"cannot be combined with {chosen}, which has the converter choose "
+                                           "the (per-tensor) scale and zero point", given)
+    if args.per_tensor:
+        if not args.weights:
+            raise InvalidArgumentError("--per-tensor", "only applies to --weights (use one --scale value for "
+                                       "per-tensor parameters otherwise)")
+        if args.axis is not None:
+            raise InvalidArgumentError("--axis", "cannot be combined with --per-tensor (per-tensor weights have no "
+                                       "quantized dimension)", args.axis)
+        scales = _numbers(args.scale, "--scale", float)
+        if scales is not None and len(scales) > 1:
+            raise InvalidArgumentError("--scale", f"gives {len(scales)} scales (per-axis parameters), which "
+                                       "contradicts --per-tensor", args.scale)
+    if args.weights or args.bias:
+        what = "--weights" if args.weights else "--bias"
+        if args.zero_point is not None and args.scale is None:
+            raise InvalidArgumentError("--zero-point", f"needs --scale with {what} (from the data the converter's "
+                                       "zero point is 0)", args.zero_point)
+        zps = _numbers(args.zero_point, "--zero-point", int)
+        if zps is not None and any(zps):
+            raise InvalidArgumentError("--zero-point", f"must be 0 with {what} (LiteRT's {what[2:]} quantization is "
+                                       "symmetric)", args.zero_point)
 
 
 def _describe(name: str, p) -> str:
@@ -308,6 +357,7 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
     the converter's weight / bias quantization, or LiteRT DEQUANTIZE; and notes on the parameters."""
     from . import params as P
 
+    _check_options(args, direction)
     work = []
     notes: list[str] = []
     for name, x in tensors.items():
@@ -320,7 +370,7 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
         elif args.weights:
             p = _given_params(args, x.shape)
             if p is None:
-                p = P.weight_params(x, None if args.per_tensor else args.axis)
+                p = P.weight_params(x, None if args.per_tensor else _axis(args))
             op = P.quantize_weights
             whole = not p.per_axis  # per-tensor weights: the converter recomputes max |w| over the whole tensor
         elif args.bias:

@@ -24,9 +24,13 @@ primitive                                    what it computes
 two int32 values (at most 2^62 in magnitude) and every sum of such a product with a rounding nudge
 (at most 2^62 + 2^30) is exact; where C++ lets an int32 operation wrap (plain ``+``, ``-`` and ``*``
 of gemmlowp raw values, which is formally undefined but wraps on every target LiteRT ships for),
-:func:`wrap_int32` reduces the result modulo 2^32 explicitly.  The ``_raw`` helpers take and return
-such int64 arrays without checking them (the kernels use them); the public functions check their
-arguments and return ``int32`` arrays.
+:func:`wrap_int32` reduces the result modulo 2^32 explicitly.  The private helpers (``_srdhm``,
+``_rdbpot``, ``_mbqm``, ``_rescale``, ``_exp_neg``...) take and return such int64 arrays without
+checking them (the kernels and this module's own functions use them).  Every exported function
+checks its arguments and raises a :mod:`quantspec.errors` exception naming the argument: integer
+(not float or bool) values within their range, shapes that broadcast together, and integer-bit
+counts within what gemmlowp's ``FixedPoint<int32, I>`` allows; the requantization primitives return
+``int32`` arrays, the gemmlowp functions raw int64 arrays.
 
 **Fixed-point numbers** (gemmlowp ``FixedPoint<int32, I>``) are raw int32 values with ``31 - I``
 fractional bits: the raw value ``r`` stands for ``r / 2^(31-I)``.  Multiplying two of them is
@@ -47,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from .._core.intcast import wrap_int32
+from .._core.intcast import wrap_int32 as _wrap
 from .._core.rounding import half_away_from_zero
-from ..errors import DTypeError, InvalidArgumentError, RangeError
+from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError
 
 __all__ = [
     "INT32_MIN", "INT32_MAX",
@@ -74,18 +78,109 @@ _ROUNDINGS = ("double", "single")
 # argument handling
 # -------------------------------------------------------------------------------------------------
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_UINT32_MAX = (1 << 32) - 1
+_UINT64_MAX = (1 << 64) - 1
+#: the value range of each integer dtype (by type character), to skip the min/max scan when it fits
+_DTYPE_SPAN = {np.dtype(d).char: (int(np.iinfo(d).min), int(np.iinfo(d).max))
+               for d in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+#: why the integer bits of a fixed-point number lie in [0, 31]
+_FIXED_POINT = "gemmlowp's FixedPoint<int32, I> has 0 <= I <= 31 integer bits"
+#: why exp_on_negative_values (and logistic, built on it) takes at most 29 integer bits
+_EXP_BITS = ("gemmlowp's exp_on_negative_values needs FixedPoint<int32, I>::ConstantPOT<-2> (one quarter), "
+             "which takes I <= 29")
+
+
 def _as_int64(value: Any, argument: str, lo: int = INT32_MIN, hi: int = INT32_MAX) -> np.ndarray:
-    """An integer array argument as int64, checked to lie in [lo, hi]."""
-    if isinstance(value, (bool, np.bool_)):
-        raise DTypeError(argument, "must be an integer or an integer array, not a bool", value)
-    a = np.asarray(value)
-    if a.dtype.kind not in "iu":
+    """An integer array argument as int64, checked to lie in [lo, hi] (a value above INT64_MAX, allowed
+    only when ``hi`` says so, is taken modulo 2^64).  Not copied when it is already an int64 array."""
+    if type(value) is np.ndarray:
+        a = value
+    else:
+        if isinstance(value, (bool, np.bool_)):
+            raise DTypeError(argument, "must be an integer or an integer array, not a bool", value)
+        try:
+            a = np.asarray(value)
+        except (ValueError, TypeError):
+            raise ShapeError(argument, "must be an integer or a rectangular integer array", value) from None
+    kind = a.dtype.kind
+    if kind not in "iu":
+        if kind == "f" and isinstance(value, (list, tuple)):    # numpy makes [-1, 2**64 - 1] float64
+            a = np.array(value, dtype=object)
+            kind = "O"
+        if kind == "O":
+            return _object_ints(a, value, argument, lo, hi)
         raise DTypeError(argument, "must be an integer or an integer array", value if a.size <= 8 else a)
-    if a.size:
+    span = _DTYPE_SPAN.get(a.dtype.char)
+    if a.size and (span is None or span[0] < lo or span[1] > hi):
         mn, mx = int(a.min()), int(a.max())
         if mn < lo or mx > hi:
             raise RangeError(argument, f"must lie in [{lo}, {hi}]", mn if mn < lo else mx)
-    return a.astype(np.int64)
+    return a.astype(np.int64, copy=False)
+
+
+def _object_ints(a: np.ndarray, value: Any, argument: str, lo: int, hi: int) -> np.ndarray:
+    """An object array: Python integers too large for any numpy integer type, or not integers at all."""
+    flat = list(a.flat)
+    if not flat or not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in flat):
+        raise DTypeError(argument, "must be an integer or an integer array", value if a.size <= 8 else a)
+    ints = [int(v) for v in flat]
+    bad = next((v for v in ints if v < lo or v > hi), None)
+    if bad is not None:
+        raise RangeError(argument, f"must lie in [{lo}, {hi}]", bad)
+    return np.array([((v + (1 << 63)) & _UINT64_MAX) - (1 << 63) for v in ints], np.int64).reshape(a.shape)
+
+
+def _int_arg(value: Any, argument: str, lo: int, hi: int, why: str = "") -> int:
+    """A scalar integer argument (a template parameter or an ``int`` in the C++), checked to lie in [lo, hi]."""
+    if type(value) is int and lo <= value <= hi:      # the common case, kept cheap
+        return value
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise DTypeError(argument, "must be a single integer (an int)", value)
+    v = int(value)
+    if v < lo or v > hi:
+        raise RangeError(argument, f"must lie in [{lo}, {hi}]", v, detail=why)
+    return v
+
+
+def _real_arg(value: Any, argument: str) -> float:
+    """A scalar real argument (a C++ ``double``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DTypeError(argument, "must be a single real number (a float)", value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise RangeError(argument, "must be within the float64 range", value) from None
+
+
+def _broadcast(*named: tuple[str, np.ndarray]) -> None:
+    """Check that the arrays' shapes broadcast together (numpy broadcasting), naming the first misfit."""
+    shape: tuple[int, ...] = ()
+    names: list[str] = []
+    for name, a in named:
+        s = a.shape
+        if s and s != shape:
+            if shape:
+                try:
+                    shape = np.broadcast_shapes(shape, s)
+                except ValueError:
+                    raise ShapeError(name, f"its shape must broadcast with that of {' and '.join(names)}, {shape}",
+                                     s) from None
+            else:
+                shape = s
+        names.append(name)
+
+
+def _min_log_x_output_bits(input_bits: int) -> int:
+    """TFLite ``min_log_x_output_bits``: the integer bits the log of a FixedPoint<int32, input_bits> needs."""
+    for threshold, bits in ((90, 7), (44, 6), (21, 5), (10, 4), (4, 3), (1, 2)):
+        if input_bits > threshold:
+            return bits
+    return 1
 
 
 def _check_rounding(rounding: str) -> str:
@@ -104,26 +199,51 @@ def _out(result: np.ndarray) -> np.ndarray | int:
 # int32 semantics
 # -------------------------------------------------------------------------------------------------
 
-def saturate_int32(x: np.ndarray) -> np.ndarray:
-    """``x`` clamped to [INT32_MIN, INT32_MAX] (``SaturatingAddNonGemmlowp`` / ``SaturatingSub``)."""
+def wrap_int32(x: Any) -> np.ndarray:
+    """``x`` (integers) reduced modulo 2^32 into [-2^31, 2^31), as int64: what a C++ ``int32_t``
+    addition, subtraction or shift yields on overflow on every target LiteRT ships for."""
+    if type(x) is np.ndarray and x.dtype.kind in "iu":      # the kernels' call: no more than a type test
+        return _wrap(x)
+    return _wrap(_as_int64(x, "x", _INT64_MIN, _UINT64_MAX))
+
+
+def _saturate(x: np.ndarray) -> np.ndarray:
+    """Unchecked :func:`saturate_int32`, called inside this module."""
     return np.clip(np.asarray(x, dtype=np.int64), INT32_MIN, INT32_MAX)
+
+
+def saturate_int32(x: Any) -> np.ndarray:
+    """``x`` clamped to [INT32_MIN, INT32_MAX] (``SaturatingAddNonGemmlowp`` / ``SaturatingSub``)."""
+    return _saturate(_as_int64(x, "x", _INT64_MIN, _INT64_MAX))
+
+
+def _clz(x: Any) -> np.ndarray:
+    """Unchecked :func:`count_leading_zeros`, called inside this module."""
+    u = np.asarray(x, dtype=np.int64) & 0xFFFFFFFF
+    _, e = np.frexp(u.astype(np.float64))
+    return (32 - e).astype(np.int64)
 
 
 def count_leading_zeros(x: Any) -> np.ndarray:
     """``CountLeadingZeros`` of ``uint32(x)``: 32 for 0 (``common.h``).
 
     Exact: every uint32 is exactly representable in float64, so ``frexp`` returns its bit length."""
-    u = np.asarray(x, dtype=np.int64) & 0xFFFFFFFF
-    _, e = np.frexp(u.astype(np.float64))
-    return (32 - e).astype(np.int64)
+    return _clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX))
 
 
-def rounding_half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """gemmlowp ``RoundingHalfSum`` (``VRHADD``): ``(a + b + sign(a + b)) / 2`` with C truncation,
-    i.e. the mean of a and b rounded half away from zero."""
+def _half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Unchecked :func:`rounding_half_sum`, called inside this module."""
     s = np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64)
     t = s + np.where(s >= 0, 1, -1)
     return _trunc_div_pot(t, 1)
+
+
+def rounding_half_sum(a: Any, b: Any) -> np.ndarray:
+    """gemmlowp ``RoundingHalfSum`` (``VRHADD``): ``(a + b + sign(a + b)) / 2`` with C truncation,
+    i.e. the mean of a and b rounded half away from zero."""
+    a, b = _as_int64(a, "a"), _as_int64(b, "b")
+    _broadcast(("a", a), ("b", b))
+    return _half_sum(a, b)
 
 
 def _trunc_div_pot(n: np.ndarray, e: int) -> np.ndarray:
@@ -174,10 +294,14 @@ def quantize_multiplier(real: Any, *, rounding: str = "double"):
     Non-finite ``real`` raises (the C++ has undefined behaviour there).
     """
     _check_rounding(rounding)
-    scalar = np.ndim(real) == 0 and not isinstance(real, np.ndarray)
-    if isinstance(real, (bool, np.bool_)) or np.asarray(real).dtype.kind not in "iuf":
+    try:
+        a = np.asarray(real)
+    except (ValueError, TypeError):
+        raise ShapeError("real", "must be a real number or a rectangular array of them", real) from None
+    scalar = a.ndim == 0 and not isinstance(real, np.ndarray)
+    if isinstance(real, (bool, np.bool_)) or a.dtype.kind not in "iuf":
         raise DTypeError("real", "must be a real number or an array of them", real)
-    r = np.asarray(real, dtype=np.float64)
+    r = a.astype(np.float64, copy=False)
     if not np.all(np.isfinite(r)):
         raise InvalidArgumentError("real", "must be finite", real if r.size <= 8 else r)
     m, s = _quantize_multiplier_raw(r, rounding)
@@ -190,7 +314,8 @@ def quantize_multiplier_smaller_than_one_exp(real: float, *, rounding: str = "do
     """``QuantizeMultiplierSmallerThanOneExp``: ``0 < real < 1``, and the resulting shift must be
     ``<= 0``.  LiteRT aborts the process (``TFLITE_CHECK``) when either fails; quantspec raises a
     :class:`~quantspec.errors.RangeError`."""
-    r = float(real)
+    _check_rounding(rounding)
+    r = _real_arg(real, "real")
     if not (0.0 < r < 1.0):
         raise RangeError("real", "QuantizeMultiplierSmallerThanOneExp needs 0 < real < 1 (LiteRT aborts)", r)
     m, s = quantize_multiplier(r, rounding=rounding)
@@ -203,7 +328,8 @@ def quantize_multiplier_smaller_than_one_exp(real: float, *, rounding: str = "do
 def quantize_multiplier_greater_than_one(real: float, *, rounding: str = "double") -> tuple[int, int]:
     """``QuantizeMultiplierGreaterThanOne``: ``real > 1`` and a shift ``>= 0``; LiteRT aborts
     (``TFLITE_CHECK``) otherwise, quantspec raises a :class:`~quantspec.errors.RangeError`."""
-    r = float(real)
+    _check_rounding(rounding)
+    r = _real_arg(real, "real")
     if not (r > 1.0) or not math.isfinite(r):
         raise RangeError("real", "QuantizeMultiplierGreaterThanOne needs a finite real > 1 (LiteRT aborts)", r)
     m, s = quantize_multiplier(r, rounding=rounding)
@@ -231,7 +357,9 @@ def saturating_rounding_doubling_high_mul(a: Any, b: Any) -> np.ndarray:
     (so the result is ``a*b / 2^31`` rounded to nearest with ties toward +infinity: 1.5 -> 2,
     -1.5 -> -1), and ``INT32_MIN * INT32_MIN`` saturated to ``INT32_MAX``.  The fixed-point product
     of two Q0.31 numbers."""
-    return _out(_srdhm(_as_int64(a, "a"), _as_int64(b, "b")))
+    a, b = _as_int64(a, "a"), _as_int64(b, "b")
+    _broadcast(("a", a), ("b", b))
+    return _out(_srdhm(a, b))
 
 
 def _rdbpot(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
@@ -247,7 +375,9 @@ def rounding_divide_by_pot(x: Any, exponent: Any) -> np.ndarray:
     """gemmlowp ``RoundingDivideByPOT``: ``x / 2^exponent`` rounded to nearest, ties away from zero
     (an arithmetic right shift plus one where the remainder exceeds half, or equals half for
     non-negative x).  ``0 <= exponent <= 31``, as gemmlowp asserts."""
-    return _out(_rdbpot(_as_int64(x, "x"), _as_int64(exponent, "exponent", 0, 31)))
+    x, e = _as_int64(x, "x"), _as_int64(exponent, "exponent", 0, 31)
+    _broadcast(("x", x), ("exponent", e))
+    return _out(_rdbpot(x, e))
 
 
 def _mbqm(x: np.ndarray, multiplier, shift) -> np.ndarray:
@@ -257,7 +387,7 @@ def _mbqm(x: np.ndarray, multiplier, shift) -> np.ndarray:
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    shifted = x if not np.any(left) else wrap_int32(x << left)
+    shifted = x if not np.any(left) else _wrap(x << left)
     return _rdbpot(_srdhm(shifted, np.asarray(multiplier, dtype=np.int64)), right)
 
 
@@ -267,7 +397,7 @@ def _mbqm_single(x: np.ndarray, multiplier, shift) -> np.ndarray:
     ``|x * M| < 2^62`` and the rounding term is at most 2^61, so the int64 sum is exact."""
     total = 31 - np.asarray(shift, dtype=np.int64)                  # in [1, 62]
     r = (x * np.asarray(multiplier, dtype=np.int64) + (np.int64(1) << (total - 1))) >> total
-    return wrap_int32(r)
+    return _wrap(r)
 
 
 def multiply_by_quantized_multiplier(x: Any, multiplier: Any, shift: Any, *, rounding: str = "double") -> np.ndarray:
@@ -287,29 +417,33 @@ def multiply_by_quantized_multiplier(x: Any, multiplier: Any, shift: Any, *, rou
     xs = _as_int64(x, "x")
     m = _as_int64(multiplier, "multiplier", INT32_MIN if rounding == "double" else 0)
     s = _as_int64(shift, "shift", -31, 30)
+    _broadcast(("x", xs), ("multiplier", m), ("shift", s))
     return _out(_mbqm(xs, m, s) if rounding == "double" else _mbqm_single(xs, m, s))
 
 
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x: Any, multiplier: Any, shift: Any) -> np.ndarray:
     """Double-rounding ``MultiplyByQuantizedMultiplierSmallerThanOneExp`` (``common.h``):
     ``RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, M), -shift)``, ``shift <= 0``."""
-    xs = _as_int64(x, "x")
-    return _out(_rdbpot(_srdhm(xs, _as_int64(multiplier, "multiplier")), -_as_int64(shift, "shift", -31, 0)))
+    xs, m = _as_int64(x, "x"), _as_int64(multiplier, "multiplier")
+    s = _as_int64(shift, "shift", -31, 0)
+    _broadcast(("x", xs), ("multiplier", m), ("shift", s))
+    return _out(_rdbpot(_srdhm(xs, m), -s))
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x: Any, multiplier: Any, shift: Any) -> np.ndarray:
     """Double-rounding ``MultiplyByQuantizedMultiplierGreaterThanOne`` (``common.h``):
     ``SaturatingRoundingDoublingHighMul(x * 2^shift, M)``, ``shift >= 0``; the int32 product wraps."""
-    xs = _as_int64(x, "x")
+    xs, m = _as_int64(x, "x"), _as_int64(multiplier, "multiplier")
     s = _as_int64(shift, "shift", 0, 30)
-    return _out(_srdhm(wrap_int32(xs << s), _as_int64(multiplier, "multiplier")))
+    _broadcast(("x", xs), ("multiplier", m), ("shift", s))
+    return _out(_srdhm(_wrap(xs << s), m))
 
 
 def _mbqm_int64(x: np.ndarray, multiplier, shift) -> np.ndarray:
     m = np.asarray(multiplier, dtype=np.int64)
     reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
     total = 15 - np.asarray(shift, dtype=np.int64)                  # in [8, 46]
-    return wrap_int32((x * reduced + (np.int64(1) << (total - 1))) >> total)
+    return _wrap((x * reduced + (np.int64(1) << (total - 1))) >> total)
 
 
 def multiply_by_quantized_multiplier_int64(x: Any, multiplier: Any, shift: Any) -> np.ndarray:
@@ -322,6 +456,7 @@ def multiply_by_quantized_multiplier_int64(x: Any, multiplier: Any, shift: Any) 
     xs = _as_int64(x, "x", -(1 << 47), (1 << 47) - 1)
     m = _as_int64(multiplier, "multiplier", 0, INT32_MAX)
     s = _as_int64(shift, "shift", -31, 7)
+    _broadcast(("x", xs), ("multiplier", m), ("shift", s))
     return _out(_mbqm_int64(xs, m, s))
 
 
@@ -340,7 +475,7 @@ def saturating_left_shift(x: Any, exponent: int) -> np.ndarray:
     """``x * 2^exponent`` saturated to the int32 range, ``0 <= exponent <= 31``
     (``SaturatingRoundingMultiplyByPOT`` / ``SaturatingRoundingMultiplyByPOTParam`` with a
     non-negative exponent)."""
-    e = int(_as_int64(exponent, "exponent", 0, 31))
+    e = _int_arg(exponent, "exponent", 0, 31)
     xs = _as_int64(x, "x")
     return _out(xs if e == 0 else _saturating_left_shift(xs, e))
 
@@ -357,7 +492,8 @@ def saturating_rounding_multiply_by_pot(x: Any, exponent: int) -> np.ndarray:
     """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>``: ``x * 2^exponent``, a saturating
     left shift for a positive exponent and :func:`rounding_divide_by_pot` for a negative one
     (``-31 <= exponent <= 31``)."""
-    return _out(_srmbpot(_as_int64(x, "x"), int(_as_int64(exponent, "exponent", -31, 31))))
+    e = _int_arg(exponent, "exponent", -31, 31)
+    return _out(_srmbpot(_as_int64(x, "x"), e))
 
 
 def _srmbpot_param(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
@@ -369,16 +505,28 @@ def _srmbpot_param(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     return np.where(e == 0, x, shifted)
 
 
-def rescale(x: np.ndarray, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
+def _rescale(x: np.ndarray, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
+    """Unchecked :func:`rescale`, called inside this module."""
+    return _srmbpot(np.asarray(x, dtype=np.int64), src_integer_bits - dst_integer_bits)
+
+
+def rescale(x: Any, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
     """gemmlowp ``Rescale<dst>(FixedPoint<int32, src>)``: the same real number with ``dst`` integer
     bits, i.e. ``SaturatingRoundingMultiplyByPOT<src - dst>`` of the raw value (raw int64 in/out)."""
-    return _srmbpot(np.asarray(x, dtype=np.int64), src_integer_bits - dst_integer_bits)
+    src = _int_arg(src_integer_bits, "src_integer_bits", 0, 31, _FIXED_POINT)
+    dst = _int_arg(dst_integer_bits, "dst_integer_bits", 0, 31, _FIXED_POINT)
+    return _rescale(_as_int64(x, "x"), src, dst)
+
+
+def _one(integer_bits: int) -> int:
+    """Unchecked :func:`one`, called inside this module."""
+    return INT32_MAX if integer_bits == 0 else 1 << (31 - integer_bits)
 
 
 def one(integer_bits: int) -> int:
     """Raw value of ``FixedPoint<int32, I>::One()``: INT32_MAX for I = 0 (1.0 is not representable),
     else ``2^(31-I)``."""
-    return INT32_MAX if integer_bits == 0 else 1 << (31 - integer_bits)
+    return _one(_int_arg(integer_bits, "integer_bits", 0, 31, _FIXED_POINT))
 
 
 def _constant_pot(integer_bits: int, exponent: int) -> int:
@@ -392,12 +540,12 @@ def _constant_pot(integer_bits: int, exponent: int) -> int:
 
 def _add(a, b):
     """gemmlowp ``Add`` of raws: a plain int32 addition (wraps)."""
-    return wrap_int32(np.asarray(a, dtype=np.int64) + b)
+    return _wrap(np.asarray(a, dtype=np.int64) + b)
 
 
 def _sub(a, b):
     """gemmlowp ``Sub`` of raws: a plain int32 subtraction (wraps)."""
-    return wrap_int32(np.asarray(a, dtype=np.int64) - b)
+    return _wrap(np.asarray(a, dtype=np.int64) - b)
 
 
 _EXP_MINUS_ONE_EIGHTH = 1895147668   # exp(-1/8) in Q0.31
@@ -407,9 +555,8 @@ _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308
                (2, 39332535), (3, 720401), (4, 242))
 
 
-def exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np.ndarray:
-    """``exp(a)`` for a Q0.31 ``a`` in [-1/4, 0): a 4th-order Taylor expansion around -1/8,
-    ``exp(-1/8) * (1 + x + x^2/2 + x^3/6 + x^4/24)`` with ``x = a + 1/8``.  Q0.31 result."""
+def _exp_quarter(a: np.ndarray) -> np.ndarray:
+    """Unchecked :func:`exp_on_interval_between_negative_one_quarter_and_0_excl`, called inside this module."""
     a = np.asarray(a, dtype=np.int64)
     x = _add(a, _constant_pot(0, -3))
     x2 = _srdhm(x, x)
@@ -421,21 +568,20 @@ def exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np
     return _add(_EXP_MINUS_ONE_EIGHTH, _srdhm(_EXP_MINUS_ONE_EIGHTH, _add(x, poly)))
 
 
-def exp_on_negative_values(a: Any, integer_bits: int) -> np.ndarray:
-    """gemmlowp ``exp_on_negative_values``: ``exp(a)`` for a ``FixedPoint<int32, integer_bits>``
-    ``a <= 0``; a Q0.31 result (raw int64 array).
+def exp_on_interval_between_negative_one_quarter_and_0_excl(a: Any) -> np.ndarray:
+    """``exp(a)`` for a Q0.31 ``a`` in [-1/4, 0): a 4th-order Taylor expansion around -1/8,
+    ``exp(-1/8) * (1 + x + x^2/2 + x^3/6 + x^4/24)`` with ``x = a + 1/8``.  Q0.31 result."""
+    return _exp_quarter(_as_int64(a, "a"))
 
-    ``a`` is split into ``(a mod 1/4) - 1/4`` in [-1/4, 0), evaluated by
-    :func:`exp_on_interval_between_negative_one_quarter_and_0_excl`, and the remaining multiple of
-    1/4 is applied bit by bit with the constants ``exp(-1/4), exp(-1/2), ... exp(-16)``; values below
-    -32 give 0 (when ``integer_bits > 5``) and ``a == 0`` gives One (INT32_MAX)."""
+
+def _exp_neg(a: Any, integer_bits: int) -> np.ndarray:
+    """Unchecked :func:`exp_on_negative_values`, called inside this module."""
     a = np.asarray(a, dtype=np.int64)
     fractional_bits = 31 - integer_bits
     one_quarter = _constant_pot(integer_bits, -2)
     mask = one_quarter - 1
     a_mod_quarter_minus_one_quarter = _sub(a & mask, one_quarter)
-    result = exp_on_interval_between_negative_one_quarter_and_0_excl(
-        rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0))
+    result = _exp_quarter(_rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0))
     remainder = _sub(a_mod_quarter_minus_one_quarter, a)
     for k, multiplier in _EXP_BARREL:
         if integer_bits > k:
@@ -447,6 +593,18 @@ def exp_on_negative_values(a: Any, integer_bits: int) -> np.ndarray:
     return np.where(a == 0, INT32_MAX, result)
 
 
+def exp_on_negative_values(a: Any, integer_bits: int) -> np.ndarray:
+    """gemmlowp ``exp_on_negative_values``: ``exp(a)`` for a ``FixedPoint<int32, integer_bits>``
+    ``a <= 0``; a Q0.31 result (raw int64 array).
+
+    ``a`` is split into ``(a mod 1/4) - 1/4`` in [-1/4, 0), evaluated by
+    :func:`exp_on_interval_between_negative_one_quarter_and_0_excl`, and the remaining multiple of
+    1/4 is applied bit by bit with the constants ``exp(-1/4), exp(-1/2), ... exp(-16)``; values below
+    -32 give 0 (when ``integer_bits > 5``) and ``a == 0`` gives One (INT32_MAX)."""
+    ib = _int_arg(integer_bits, "integer_bits", 0, 29, _EXP_BITS)
+    return _exp_neg(_as_int64(a, "a"), ib)
+
+
 _F2_48_OVER_17 = 1515870810          # 48/17 in Q2.29
 _F2_NEG_32_OVER_17 = -1010580540     # -32/17 in Q2.29
 
@@ -455,51 +613,74 @@ def _newton_reciprocal_of_half_denominator(half_denominator: np.ndarray) -> np.n
     """Three Newton-Raphson steps for ``1 / d`` with ``d`` in [1/2, 1) (Q0.31), starting from
     ``48/17 - 32/17 d``; Q2.29 result."""
     x = _add(_F2_48_OVER_17, _srdhm(half_denominator, _F2_NEG_32_OVER_17))
-    one_f2 = one(2)
+    one_f2 = _one(2)
     for _ in range(3):
         half_denominator_times_x = _srdhm(half_denominator, x)                        # F2
         one_minus = _sub(one_f2, half_denominator_times_x)                            # F2
-        x = _add(x, rescale(_srdhm(x, one_minus), 4, 2))                              # F4 -> F2
+        x = _add(x, _rescale(_srdhm(x, one_minus), 4, 2))                             # F4 -> F2
     return x
+
+
+def _one_over_one_plus_x(a: Any) -> np.ndarray:
+    """Unchecked :func:`one_over_one_plus_x_for_x_in_0_1`, called inside this module."""
+    a = np.asarray(a, dtype=np.int64)
+    half_denominator = _half_sum(a, _one(0))
+    x = _newton_reciprocal_of_half_denominator(half_denominator)
+    return _rescale(x, 1, 0)          # ExactMulByPot<-1> (F2 -> F1, raw unchanged), then Rescale<0>
 
 
 def one_over_one_plus_x_for_x_in_0_1(a: Any) -> np.ndarray:
     """gemmlowp ``one_over_one_plus_x_for_x_in_0_1``: ``1 / (1 + a)`` for a Q0.31 ``a`` in [0, 1);
     Q0.31 result.  Newton-Raphson on ``d = (1 + a) / 2`` (:func:`rounding_half_sum`)."""
+    return _one_over_one_plus_x(_as_int64(a, "a"))
+
+
+def _one_minus_x_over_one_plus_x(a: Any) -> np.ndarray:
+    """Unchecked :func:`one_minus_x_over_one_plus_x_for_x_in_0_1`, called inside this module."""
     a = np.asarray(a, dtype=np.int64)
-    half_denominator = rounding_half_sum(a, one(0))
+    half_denominator = _half_sum(a, _one(0))
     x = _newton_reciprocal_of_half_denominator(half_denominator)
-    return rescale(x, 1, 0)          # ExactMulByPot<-1> (F2 -> F1, raw unchanged), then Rescale<0>
+    return _rescale(_sub(x, _one(2)), 2, 0)
 
 
 def one_minus_x_over_one_plus_x_for_x_in_0_1(a: Any) -> np.ndarray:
     """gemmlowp ``one_minus_x_over_one_plus_x_for_x_in_0_1``: ``(1 - a) / (1 + a)``, Q0.31 in/out."""
+    return _one_minus_x_over_one_plus_x(_as_int64(a, "a"))
+
+
+def _logistic(a: Any, integer_bits: int) -> np.ndarray:
+    """Unchecked :func:`logistic`, called inside this module."""
     a = np.asarray(a, dtype=np.int64)
-    half_denominator = rounding_half_sum(a, one(0))
-    x = _newton_reciprocal_of_half_denominator(half_denominator)
-    return rescale(_sub(x, one(2)), 2, 0)
+    positive = a > 0
+    abs_input = np.where(positive, a, _wrap(-a))
+    if_positive = _one_over_one_plus_x(_exp_neg(_wrap(-abs_input), integer_bits))
+    if_negative = _sub(_one(0), if_positive)
+    return np.where(a == 0, 1 << 30, np.where(positive, if_positive, if_negative))
 
 
 def logistic(a: Any, integer_bits: int) -> np.ndarray:
     """gemmlowp ``logistic``: ``1 / (1 + exp(-a))`` for a ``FixedPoint<int32, integer_bits>``; Q0.31
     result.  (TFLM's int8 LOGISTIC uses it; the LiteRT interpreter uses a float LUT instead.)"""
+    ib = _int_arg(integer_bits, "integer_bits", 0, 29, _EXP_BITS)
+    return _logistic(_as_int64(a, "a"), ib)
+
+
+def _tanh(a: Any, integer_bits: int) -> np.ndarray:
+    """Unchecked :func:`tanh`, called inside this module."""
     a = np.asarray(a, dtype=np.int64)
-    positive = a > 0
-    abs_input = np.where(positive, a, wrap_int32(-a))
-    if_positive = one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(wrap_int32(-abs_input), integer_bits))
-    if_negative = _sub(one(0), if_positive)
-    return np.where(a == 0, 1 << 30, np.where(positive, if_positive, if_negative))
+    negative = a < 0
+    n = np.where(negative, a, _wrap(-a))
+    # ExactMulByPot<1>: the same raw read with one more integer bit
+    t = _one_minus_x_over_one_plus_x(_exp_neg(n, integer_bits + 1))
+    return np.where(a == 0, 0, np.where(negative, _wrap(-t), t))
 
 
 def tanh(a: Any, integer_bits: int) -> np.ndarray:
     """gemmlowp ``tanh``: ``(1 - exp(-2|a|)) / (1 + exp(-2|a|))`` with the sign of ``a``, for a
     ``FixedPoint<int32, integer_bits>``; Q0.31 result (TFLM's int8 TANH)."""
-    a = np.asarray(a, dtype=np.int64)
-    negative = a < 0
-    n = np.where(negative, a, wrap_int32(-a))
-    # ExactMulByPot<1>: the same raw read with one more integer bit
-    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
-    return np.where(a == 0, 0, np.where(negative, wrap_int32(-t), t))
+    ib = _int_arg(integer_bits, "integer_bits", 0, 28, "tanh evaluates exp_on_negative_values with one more integer "
+                  "bit, which must stay <= 29")
+    return _tanh(_as_int64(a, "a"), ib)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -516,6 +697,41 @@ _ALPHA_I = 1057819769                # 2 / 2^1/4 - 2^1/4
 _ALPHA_F = 638450708                 # 1/4 * 2^1/4
 
 
+def _log_x(x: Any, input_integer_bits: int, output_integer_bits: int) -> np.ndarray:
+    """Unchecked :func:`log_x_for_x_greater_than_or_equal_to_1`, called inside this module."""
+    z_a = np.asarray(x, dtype=np.int64)
+    accum_bits = output_integer_bits + 1
+    shifted_quarter = _rescale(np.int64(_ONE_QUARTER), 0, accum_bits)
+
+    z_a_headroom_plus_1 = _clz(z_a)
+    r_a_tmp = _srmbpot_param(z_a, z_a_headroom_plus_1 - 1)
+    r_a_raw = _srmbpot_param(_srdhm(r_a_tmp, _SQRT_HALF), np.int64(1))
+    z_a_pow_2_adj = _saturate(
+        _srmbpot_param(input_integer_bits - z_a_headroom_plus_1, np.int64(31 - accum_bits)) + shifted_quarter)
+
+    z_b = _srdhm(z_a, _SQRT_HALF)
+    z_b_headroom = _clz(z_b) - 1
+    r_b_raw = _srmbpot_param(z_a, z_b_headroom)
+    z_b_pow_2_adj = _saturate(
+        _srmbpot_param(input_integer_bits - z_b_headroom, np.int64(31 - accum_bits)) - shifted_quarter)
+
+    r = np.minimum(r_a_raw, r_b_raw)
+    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
+
+    p = _half_sum(r, _SQRT_SQRT_HALF)
+    q = _sub(r, _SQRT_SQRT_HALF)
+    q = _add(q, q)
+
+    common_sq = _srdhm(q, q)
+    num = _add(_srdhm(q, r), _srdhm(_srdhm(q, common_sq), _ALPHA_N))
+    denom_minus_one_0 = _add(_srdhm(p, _add(_add(_ALPHA_I, q), _srdhm(_ALPHA_D, common_sq))), _srdhm(_ALPHA_F, q))
+    recip_denom = _one_over_one_plus_x(denom_minus_one_0)
+
+    num_scaled = _rescale(num, 0, accum_bits)
+    total = _add(_srdhm(z_pow_2_adj, _LOG_2), _srdhm(num_scaled, recip_denom))   # both F(accum_bits)
+    return _rescale(total, accum_bits, output_integer_bits)
+
+
 def log_x_for_x_greater_than_or_equal_to_1(x: Any, input_integer_bits: int, output_integer_bits: int) -> np.ndarray:
     """TFLite ``log_x_for_x_greater_than_or_equal_to_1_impl<Out, In>``: ``log(x)`` for a positive
     ``FixedPoint<int32, In>`` ``x`` (>= 1 by name, though inputs down to ``1/x_max`` work), as a
@@ -525,37 +741,21 @@ def log_x_for_x_greater_than_or_equal_to_1(x: Any, input_integer_bits: int, outp
     the better one kept; ``log(x) = z log 2 + log(r)``, the latter from a rational approximation
     around ``2^-1/4`` whose denominator goes through :func:`one_over_one_plus_x_for_x_in_0_1`.  The
     sum is accumulated with one extra integer bit of headroom."""
-    z_a = np.asarray(x, dtype=np.int64)
-    accum_bits = output_integer_bits + 1
-    shifted_quarter = rescale(np.int64(_ONE_QUARTER), 0, accum_bits)
+    ib = _int_arg(input_integer_bits, "input_integer_bits", 0, 31, _FIXED_POINT)
+    ob = _int_arg(output_integer_bits, "output_integer_bits", _min_log_x_output_bits(ib), 30,
+                  f"The log of a FixedPoint<int32, {ib}> needs {_min_log_x_output_bits(ib)} integer bits "
+                  "(min_log_x_output_bits) and the sum is accumulated with one more, at most 31")
+    return _log_x(_as_int64(x, "x"), ib, ob)
 
-    z_a_headroom_plus_1 = count_leading_zeros(z_a)
-    r_a_tmp = _srmbpot_param(z_a, z_a_headroom_plus_1 - 1)
-    r_a_raw = _srmbpot_param(_srdhm(r_a_tmp, _SQRT_HALF), np.int64(1))
-    z_a_pow_2_adj = saturate_int32(
-        _srmbpot_param(input_integer_bits - z_a_headroom_plus_1, np.int64(31 - accum_bits)) + shifted_quarter)
 
-    z_b = _srdhm(z_a, _SQRT_HALF)
-    z_b_headroom = count_leading_zeros(z_b) - 1
-    r_b_raw = _srmbpot_param(z_a, z_b_headroom)
-    z_b_pow_2_adj = saturate_int32(
-        _srmbpot_param(input_integer_bits - z_b_headroom, np.int64(31 - accum_bits)) - shifted_quarter)
-
-    r = np.minimum(r_a_raw, r_b_raw)
-    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
-
-    p = rounding_half_sum(r, _SQRT_SQRT_HALF)
-    q = _sub(r, _SQRT_SQRT_HALF)
-    q = _add(q, q)
-
-    common_sq = _srdhm(q, q)
-    num = _add(_srdhm(q, r), _srdhm(_srdhm(q, common_sq), _ALPHA_N))
-    denom_minus_one_0 = _add(_srdhm(p, _add(_add(_ALPHA_I, q), _srdhm(_ALPHA_D, common_sq))), _srdhm(_ALPHA_F, q))
-    recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one_0)
-
-    num_scaled = rescale(num, 0, accum_bits)
-    total = _add(_srdhm(z_pow_2_adj, _LOG_2), _srdhm(num_scaled, recip_denom))   # both F(accum_bits)
-    return rescale(total, accum_bits, output_integer_bits)
+def _reciprocal(x: Any, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unchecked :func:`get_reciprocal`, called inside this module."""
+    x = np.asarray(x, dtype=np.int64)
+    headroom_plus_one = _clz(x)
+    num_bits_over_unit = x_integer_digits - headroom_plus_one
+    shifted = ((x & 0xFFFFFFFF) << headroom_plus_one) & 0xFFFFFFFF       # uint32 shift
+    shifted_sum_minus_one = _wrap(shifted - _TWO31)
+    return _one_over_one_plus_x(shifted_sum_minus_one), num_bits_over_unit
 
 
 def get_reciprocal(x: Any, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -563,22 +763,12 @@ def get_reciprocal(x: Any, x_integer_digits: int) -> tuple[np.ndarray, np.ndarra
     ``(shifted_scale, num_bits_over_unit)`` with ``1/x = shifted_scale / 2^31 / 2^num_bits_over_unit``:
     ``x`` is normalised into [1, 2) by its headroom and ``1/(1 + frac)`` computed by
     :func:`one_over_one_plus_x_for_x_in_0_1` (raw int64 arrays)."""
-    x = np.asarray(x, dtype=np.int64)
-    headroom_plus_one = count_leading_zeros(x)
-    num_bits_over_unit = x_integer_digits - headroom_plus_one
-    shifted = ((x & 0xFFFFFFFF) << headroom_plus_one) & 0xFFFFFFFF       # uint32 shift
-    shifted_sum_minus_one = wrap_int32(shifted - _TWO31)
-    return one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one), num_bits_over_unit
+    digits = _int_arg(x_integer_digits, "x_integer_digits", 0, 31, _FIXED_POINT)
+    return _reciprocal(_as_int64(x, "x"), digits)
 
 
-def get_inv_sqrt_quantized_multiplier_exp(x: Any, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
-    """TFLite ``GetInvSqrtQuantizedMultiplierExp``: ``1/sqrt(x)`` for int32 ``x >= 0`` as a
-    multiplier and a shift (int64 arrays), such that
-    ``MultiplyByQuantizedMultiplier(v, M, shift) ~ v / sqrt(x)`` when ``reverse_shift = -1``.
-
-    ``x <= 1`` gives ``(INT32_MAX, 0)``.  Otherwise ``x`` is normalised by powers of 4 into
-    [2^27, 2^29), five Newton-Raphson steps ``y <- 1.5 y - (x/2) y^3`` run in Q3.28 from ``y = 1``,
-    and the result is multiplied by ``sqrt(2)/2``; a negative shift is folded into the multiplier."""
+def _inv_sqrt(x: Any, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unchecked :func:`get_inv_sqrt_quantized_multiplier_exp`, called inside this module."""
     x = np.asarray(x, dtype=np.int64)
     small = x <= 1
     v = np.where(small, 2, x)
@@ -589,22 +779,36 @@ def get_inv_sqrt_quantized_multiplier_exp(x: Any, reverse_shift: int) -> tuple[n
             break
         v = np.where(big, v // 4, v)
         shift = shift + big
-    max_left_shift_bit_pairs = (count_leading_zeros(v) - 1) // 2
+    max_left_shift_bit_pairs = (_clz(v) - 1) // 2
     left_shift_bit_pairs = max_left_shift_bit_pairs - 1
     shift = shift - left_shift_bit_pairs
     v = v << (2 * left_shift_bit_pairs)
     f3_input = v >> 1
     f3_half_input = _rdbpot(f3_input, 1)
     half_three = (1 << 28) + (1 << 27)
-    y = np.full(v.shape, one(3), dtype=np.int64)
+    y = np.full(v.shape, _one(3), dtype=np.int64)
     for _ in range(5):
-        y3 = rescale(_srdhm(_srdhm(y, y), y), 9, 3)
-        y = rescale(_sub(_srdhm(half_three, y), _srdhm(f3_half_input, y3)), 6, 3)
+        y3 = _rescale(_srdhm(_srdhm(y, y), y), 9, 3)
+        y = _rescale(_sub(_srdhm(half_three, y), _srdhm(f3_half_input, y3)), 6, 3)
     y = _srdhm(y, _SQRT_HALF)                              # sqrt(2)/2 in Q0.31 is the same constant
     negative = shift < 0
-    y = np.where(negative, wrap_int32(y << np.where(negative, -shift, 0)), y)
+    y = np.where(negative, _wrap(y << np.where(negative, -shift, 0)), y)
     shift = np.where(negative, 0, shift) * reverse_shift
     return np.where(small, INT32_MAX, y), np.where(small, 0, shift)
+
+
+def get_inv_sqrt_quantized_multiplier_exp(x: Any, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite ``GetInvSqrtQuantizedMultiplierExp``: ``1/sqrt(x)`` for int32 ``x >= 0`` as a
+    multiplier and a shift (int64 arrays), such that
+    ``MultiplyByQuantizedMultiplier(v, M, shift) ~ v / sqrt(x)`` when ``reverse_shift = -1``.
+
+    ``x <= 1`` gives ``(INT32_MAX, 0)``.  Otherwise ``x`` is normalised by powers of 4 into
+    [2^27, 2^29), five Newton-Raphson steps ``y <- 1.5 y - (x/2) y^3`` run in Q3.28 from ``y = 1``,
+    and the result is multiplied by ``sqrt(2)/2``; a negative shift is folded into the multiplier."""
+    rs = _int_arg(reverse_shift, "reverse_shift", -(1 << 63), (1 << 63) - 1)
+    if rs not in (-1, 1):
+        raise RangeError("reverse_shift", "must be -1 or 1 (the sign convention of the returned shift)", rs)
+    return _inv_sqrt(_as_int64(x, "x"), rs)
 
 
 def calculate_input_radius(input_integer_bits: int, input_left_shift: int, total_signed_bits: int = 31) -> int:
@@ -612,8 +816,9 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int, total
     rescaled value still fits, ``floor((2^ib - 1) * 2^(total - ib) / 2^left_shift)``.  The C++
     computes it in double; every term is a small integer or a power of two, so integer arithmetic
     gives the same value."""
-    ib, ls, tsb = int(input_integer_bits), int(input_left_shift), int(total_signed_bits)
-    if not (0 <= ib <= tsb) or ls < 0:
-        raise RangeError("input_left_shift", "must be >= 0 with 0 <= input_integer_bits <= total_signed_bits",
-                         (ib, ls, tsb))
+    tsb = _int_arg(total_signed_bits, "total_signed_bits", 0, 31,
+                   "It counts the value bits of a signed type of at most 32 bits")
+    ib = _int_arg(input_integer_bits, "input_integer_bits", 0, tsb,
+                  "input_integer_bits cannot exceed total_signed_bits")
+    ls = _int_arg(input_left_shift, "input_left_shift", 0, 62, "The C++ shifts a 64-bit integer by it")
     return (((1 << ib) - 1) << (tsb - ib)) >> ls

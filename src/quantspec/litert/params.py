@@ -22,6 +22,7 @@ each bit-exact with the code it names:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,9 @@ from ..errors import AxisError, DTypeError, InvalidArgumentError, RangeError, Sh
 
 __all__ = ["QuantParams", "activation_params", "weight_params", "bias_params", "adjust_for_bias", "quantize",
            "quantize_weights", "quantize_bias", "dequantize"]
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,15 +54,37 @@ class QuantParams:
     quantized_dimension: int = 0
 
     def __post_init__(self):
-        s = np.atleast_1d(np.asarray(self.scale, dtype=np.float32)).copy()
-        z = np.atleast_1d(np.asarray(self.zero_point))
-        if s.ndim != 1 or s.size == 0:
-            raise ShapeError("scale", "must be a scalar or a non-empty 1-D array", self.scale)
+        raw = self.scale
+        if isinstance(raw, (bool, np.bool_)):
+            raise DTypeError("scale", "must be a real number or a 1-D array of real numbers, not a bool", raw)
+        try:
+            a = np.asarray(raw)
+        except (ValueError, TypeError):   # ragged nesting
+            raise ShapeError("scale", "must be a scalar or a non-empty 1-D array", raw) from None
+        if a.dtype.kind not in "fiu":     # strings ("0.5" too), complex, bools, objects
+            raise DTypeError("scale", "must be a real number or a 1-D array of real numbers",
+                             raw if a.size <= 8 else str(a.dtype))
+        if a.ndim > 1 or a.size == 0:
+            raise ShapeError("scale", "must be a scalar or a non-empty 1-D array", raw)
+        if a.dtype.kind == "f" and a.dtype.itemsize > 4 and not (a.ndim == 0 and abs(float(a)) <= _F32_MAX):
+            # beyond the float32 range a scale becomes inf: refused, as any other, where it is used
+            with np.errstate(over="ignore"):
+                s = np.atleast_1d(a.astype(np.float32))
+        else:
+            s = np.atleast_1d(a.astype(np.float32))
+        try:
+            z = np.atleast_1d(np.asarray(self.zero_point))
+        except (ValueError, TypeError):
+            raise ShapeError("zero_point", "must be a scalar or a 1-D array", self.zero_point) from None
         if z.dtype.kind == "f":
             if not np.all(np.isfinite(z)) or np.any(z != np.trunc(z)):
                 raise InvalidArgumentError("zero_point", "must hold integers", self.zero_point)
+            if z.size and np.abs(z).max() >= 2.0 ** 63:
+                raise RangeError("zero_point", "must fit in int64", float(z[np.abs(z) >= 2.0 ** 63][0]))
         elif z.dtype.kind not in "iu":
             raise InvalidArgumentError("zero_point", "must hold integers", self.zero_point)
+        elif z.dtype == np.uint64 and z.size and z.max() > np.iinfo(np.int64).max:
+            raise RangeError("zero_point", "must fit in int64", int(z.max()))
         z = z.astype(np.int64)
         if z.ndim != 1:
             raise ShapeError("zero_point", "must be a scalar or a 1-D array", self.zero_point)
@@ -76,7 +102,15 @@ class QuantParams:
         object.__setattr__(self, "quantized_dimension", int(self.quantized_dimension))
         # facts that every call checks, found once (the arrays are read-only copies of our own)
         bad = ~np.isfinite(s) | (s <= 0)
-        object.__setattr__(self, "_bad_scale", float(s[bad][0]) if bad.any() else None)
+        bad_scale, note = None, ""
+        if bad.any():
+            i = int(np.argmax(bad))
+            bad_scale = float(np.atleast_1d(a)[i])   # the value given, before its conversion to float32
+            if math.isfinite(bad_scale) and bad_scale > 0:
+                note = (f"LiteRT scales are float32, and {bad_scale!r} "
+                        + ("overflows to inf" if bad_scale > 1 else "underflows to 0") + " in float32")
+        object.__setattr__(self, "_bad_scale", bad_scale)
+        object.__setattr__(self, "_bad_scale_note", note)
         object.__setattr__(self, "_zp_span", (int(z.min()), int(z.max())))
         object.__setattr__(self, "_hash", hash((s.tobytes(), z.tobytes(), self.quantized_dimension)))
 
@@ -114,21 +148,51 @@ NEAR_ZERO_TOLERANCE = 1.0e-6
 INT32_MAX = (1 << 31) - 1
 
 
-def _float_array(x: Any, argument: str) -> np.ndarray:
-    """A float input as float32 (LiteRT tensors and the converter's constants are float32)."""
+def _float_array(x: Any, argument: str, *, quiet: bool = False, refuse_overflow: bool = False) -> np.ndarray:
+    """A float input as float32 (LiteRT tensors and the converter's constants are float32).
+
+    ``quiet``: values beyond the float32 range become +-inf without numpy's overflow warning (the
+    converter's functions, which then refuse them with :func:`_not_finite`); ``refuse_overflow``:
+    such values raise here (for functions that take infinities as data)."""
     if isinstance(x, (bool, np.bool_)):
         raise DTypeError(argument, "must be a float array or scalar, not a bool", x)
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError):   # ragged nesting
+        raise ShapeError(argument, "must be a real number or a rectangular array of them", x) from None
     if a.dtype.kind not in "fiu":
         raise DTypeError(argument, "must be a real-valued (float) array", str(a.dtype) if a.dtype.kind != "O" else x)
+    if (quiet or refuse_overflow) and a.dtype.kind == "f" and a.dtype.itemsize > 4:
+        with np.errstate(over="ignore"):
+            f = a.astype(np.float32)
+        if refuse_overflow:
+            inf = np.isinf(f)
+            if inf.any() and np.isfinite(a[inf]).any():
+                raise _not_finite(a[inf & np.isfinite(a)], argument)
+        return f
     return a.astype(np.float32, copy=False)
+
+
+def _not_finite(x: Any, argument: str) -> RangeError:
+    """The error for a float input with NaN or +-inf once in float32: values given as NaN or
+    infinity, or finite values beyond the float32 range (called on the error path only)."""
+    a = np.asarray(x)
+    scalar = a.ndim == 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        given_finite = np.isfinite(a.astype(np.float64))
+    if given_finite.all() and a.dtype.kind == "f":
+        big = a[np.abs(a.astype(np.float64)) > _F32_MAX] if not scalar else a
+        return RangeError(argument, f"must lie within the float32 range, magnitude <= {_F32_MAX!r} (LiteRT "
+                          "tensors and the converter's values are float32)", float(big.flat[0]))
+    return RangeError(argument, "must be finite", float(a) if scalar else "array with NaN or infinity")
 
 
 def _check_params(params: Any, argument: str = "params", shape: tuple[int, ...] | None = None) -> QuantParams:
     if not isinstance(params, QuantParams):
         raise DTypeError(argument, "must be a quantspec.litert.QuantParams", type(params).__name__)
     if params._bad_scale is not None:
-        raise RangeError(f"{argument}.scale", "must be finite and > 0", params._bad_scale)
+        raise RangeError(f"{argument}.scale", "must be finite and > 0", params._bad_scale,
+                         detail=params._bad_scale_note)
     if shape is not None and params.per_axis:
         d = params.quantized_dimension
         if d >= len(shape):
@@ -181,14 +245,15 @@ def activation_params(min: Any, max: Any, dtype: str = "int8") -> QuantParams:  
     """
     if qtype(dtype).name != "int8":
         raise UnsupportedError("dtype", "only 'int8' activations are implemented (the spec's type)", dtype)
-    lo = _float_array(min, "min")
-    hi = _float_array(max, "max")
+    lo = _float_array(min, "min", quiet=True)
+    hi = _float_array(max, "max", quiet=True)
     if lo.ndim or hi.ndim:
         raise ShapeError("min" if lo.ndim else "max", "must be a scalar (activations are per-tensor)",
                          lo.shape if lo.ndim else hi.shape)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        bad_min = not np.isfinite(lo)
-        raise RangeError("min" if bad_min else "max", "must be finite", float(lo if bad_min else hi))
+    if not np.isfinite(lo):
+        raise _not_finite(min, "min")
+    if not np.isfinite(hi):
+        raise _not_finite(max, "max")
     if lo > hi:
         raise RangeError("min", f"must be <= max ({float(hi)!r})", float(lo))
     qmin, qmax = -128, 127
@@ -231,11 +296,11 @@ def weight_params(w: Any, axis: int | None = 0) -> QuantParams:
     Per slice (``GetUniformQuantizedPerAxisTypeForWeight`` + ``ExpandVerySmallRange`` +
     ``DownCastScale``): ``m = max |w|`` (0 included); a range ``2m <= 1e-6`` is widened to
     ``m = 5e-7``; ``scale = (f32(m) - f32(-m)) / 254`` in float32 arithmetic (= ``f32(m / 127)``)."""
-    a = _float_array(w, "w")
+    a = _float_array(w, "w", quiet=True)
     if a.ndim == 0 and axis is not None:
         raise ShapeError("w", "per-axis weights need at least one dimension (use axis=None for per-tensor)", a.shape)
     if a.size and not (np.isfinite(a.max()) and np.isfinite(a.min())):  # NaN and +-inf show in max or min
-        raise RangeError("w", "must be finite", "array with NaN or infinity")
+        raise _not_finite(w, "w")
     if axis is not None:
         axis = normalize_axis(axis, a.ndim, "axis")
         if a.shape[axis] == 0:
@@ -261,7 +326,8 @@ def bias_params(input_params: QuantParams, weight_params: QuantParams) -> QuantP
     _check_params(weight_params, "weight_params")
     if input_params.per_axis:
         raise ShapeError("input_params", "must be per-tensor (activations have one scale)", len(input_params))
-    scale = (np.float64(input_params.scale[0]) * weight_params.scale.astype(np.float64)).astype(np.float32)
+    with np.errstate(over="ignore"):     # beyond float32: inf, refused below
+        scale = (np.float64(input_params.scale[0]) * weight_params.scale.astype(np.float64)).astype(np.float32)
     if np.any(scale == 0) or not np.all(np.isfinite(scale)):
         raise RangeError("weight_params", "gives a bias scale that is 0 or not finite in float32",
                          float(scale[(scale == 0) | ~np.isfinite(scale)][0]))
@@ -289,13 +355,13 @@ def adjust_for_bias(input_params: QuantParams, weight_params: QuantParams,
     Quantize the weights and the bias with the returned parameters (:func:`quantize_weights`,
     :func:`quantize_bias`)."""
     plain = bias_params(input_params, weight_params)
-    b = _float_array(bias, "bias")
+    b = _float_array(bias, "bias", quiet=True)
     if b.ndim != 1:
         raise ShapeError("bias", "must be 1-D (one value per output channel)", b.shape)
     if weight_params.per_axis and b.size != len(weight_params):
         raise ShapeError("bias", f"needs one value per weight scale ({len(weight_params)})", b.size)
     if b.size and not np.all(np.isfinite(b)):
-        raise RangeError("bias", "must be finite", "array with NaN or infinity")
+        raise _not_finite(bias, "bias")
     s_in = np.float64(input_params.scale[0])
     bias_scale = plain.scale.astype(np.float64)
     w_scale = weight_params.scale.astype(np.float64)
@@ -310,7 +376,13 @@ def adjust_for_bias(input_params: QuantParams, weight_params: QuantParams,
             return weight_params, plain
         new_bias = np.array([r / BIAS_MAX])
         new_w = new_bias / s_in
-    w_out = QuantParams(new_w.astype(np.float32), weight_params.zero_point, weight_params.quantized_dimension)
+    with np.errstate(over="ignore"):
+        new_w = new_w.astype(np.float32)
+    if not np.all(np.isfinite(new_w)):
+        raise RangeError("bias", "needs a weight scale |bias| / BIAS_MAX / input scale beyond the float32 range",
+                         float(abs_b[~np.isfinite(new_w)][0]) if weight_params.per_axis else float(r),
+                         detail=f"The input scale is {float(s_in)!r}")
+    w_out = QuantParams(new_w, weight_params.zero_point, weight_params.quantized_dimension)
     b_out = QuantParams(new_bias.astype(np.float32), plain.zero_point, plain.quantized_dimension)
     return w_out, b_out
 
@@ -370,13 +442,13 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
       ``w``), the converter falls back to ``round_half_to_even(w / scale)`` in double.
 
     The zero point must be 0 (symmetric weights)."""
-    a = _float_array(w, "w")
+    a = _float_array(w, "w", quiet=True)
     _check_params(params, "params", a.shape)
     if np.any(params.zero_point != 0):
         raise InvalidArgumentError("params.zero_point", "must be 0 for weights (symmetric quantization)",
                                    int(params.zero_point[params.zero_point != 0][0]))
     if a.size and not np.all(np.isfinite(a)):
-        raise RangeError("w", "must be finite", "array with NaN or infinity")
+        raise _not_finite(w, "w")
     if params.per_axis:
         inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
         q = half_away_from_zero(a * _per_axis(inv, params, a.ndim))
@@ -394,13 +466,13 @@ def quantize_bias(b: Any, params: QuantParams) -> np.ndarray:
     """The int32 bias values the converter writes (``SymmetricBiasQuantize``):
     ``clamp(TfLiteRound(b * f32(1.0 / scale)), -INT32_MAX, INT32_MAX)`` with the product in float32,
     one scale per element of a 1-D per-axis bias; NaN gives 0."""
-    a = _float_array(b, "b")
+    a = _float_array(b, "b", refuse_overflow=True)
     _check_params(params, "params", a.shape)
     if np.any(params.zero_point != 0):
         raise InvalidArgumentError("params.zero_point", "must be 0 for a bias",
                                    int(params.zero_point[params.zero_point != 0][0]))
-    inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
+        inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)   # inf for a scale below 2^-128
         r = half_away_from_zero(a * _per_axis(inv, params, a.ndim)).astype(np.float64)
         r = np.where(np.isnan(r), 0, np.clip(r, -INT32_MAX, INT32_MAX))   # SafeCast, then +-INT32_MAX
     return r.astype(np.int32)
