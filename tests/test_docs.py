@@ -5,7 +5,6 @@ blocks assert what they claim.  Blocks that are not meant to run use another fen
 """
 
 import re
-import runpy
 import sys
 from pathlib import Path
 

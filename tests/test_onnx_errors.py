@@ -3,7 +3,6 @@ value — and nothing else (no IndexError, AssertionError or numpy broadcast err
 
 from __future__ import annotations
 
-import itertools
 
 import ml_dtypes
 import numpy as np

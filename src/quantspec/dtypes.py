@@ -16,7 +16,7 @@ number, a numpy or ml_dtypes dtype or class, a TensorFlow quantized type name) t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes

@@ -22,7 +22,7 @@ from numba import get_num_threads, prange, types
 from numba.extending import overload
 
 from .fast import ROWS_TOGETHER_FROM, STREAM_BUFFER, SegLayout
-from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, function, inline, mxcsr_get, mxcsr_set,
+from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, inline, mxcsr_get, mxcsr_set,
                      stream_fence, stream_line, twin)
 
 __all__ = ["map_", "register", "threads", "KERNEL_SOURCES"]
