@@ -291,3 +291,22 @@ def test_every_opset_against_both_runtimes(version, out, g):
             want = O.reference("DequantizeLinear", version, got, s, zp, **attrs)
         back = quantspec.onnx.dequantize_linear(got, s, zp, opset=version, compat="reference", **kw)
         assert C.same_bits(want, back)
+
+
+# -- blocks along an axis that only axes of length 1 follow ----------------------------------------
+@pytest.mark.parametrize("shape,axis,block", [((4, 1), 0, 2), ((5, 1), 0, 3), ((5, 1, 1), 0, 3), ((2, 5, 1), 1, 2),
+                                              ((3, 7, 1, 1), 1, 3), ((3, 7, 2), 1, 3)])
+@pytest.mark.parametrize("out", ["int8", "uint8", "int16", "int4", "uint4"])
+def test_onnxruntime_blocks_followed_by_ones_take_the_last_axis_path(shape, axis, block, out):
+    """onnxruntime quantizes blocks whose inner size is 1 as blocks along the last axis (MLAS: +inf to
+    qmax, its 4-bit head/tail rule on the blocked axis), not with the plain loop of a non-last axis
+    (+inf to qmin); the last case is a true non-last axis."""
+    rng = np.random.default_rng(len(shape) * 10 + axis)
+    x = rng.choice(np.array([np.inf, -np.inf, np.nan, 3e9, -3e9, 1.5, -2.5, 0.5, 7.25], np.float32), size=shape)
+    sshape = list(shape)
+    sshape[axis] = -(-shape[axis] // block)
+    s = rng.uniform(0.1, 1.0, sshape).astype(np.float32)
+    want = O.ort("QuantizeLinear", 21, x, s, out_type=out, axis=axis, block_size=block, output_dtype=qtype(out).onnx)
+    got = quantspec.onnx.quantize_linear(x, s, axis=axis, block_size=block, output_dtype=out, opset=21,
+                                         compat="onnxruntime")
+    assert got.astype(np.int64).tolist() == np.asarray(want).astype(np.int64).tolist()

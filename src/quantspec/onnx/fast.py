@@ -159,8 +159,8 @@ def _ort_plain(plan: QuantizePlan) -> str:
     t = plan.out
     if plan.x_type.name == "float16" or t.bits == 2:
         return "all"
-    if plan.granularity == "block" and plan.axis != len(plan.shape) - 1:
-        return "all"
+    if plan.granularity == "block" and math.prod(plan.shape[plan.axis + 1:]) != 1:
+        return "all"                         # blocks along a non-last axis (kernels._blocks_last)
     return "edges" if t.bits == 4 else "none"
 
 
@@ -172,7 +172,7 @@ def _slices(plan: QuantizePlan) -> tuple[int, int]:
     if plan.granularity == "axis":
         inner = math.prod(plan.shape[plan.axis + 1:])
         return inner, inner
-    return plan.shape[-1], plan.block_size
+    return plan.shape[plan.axis], plan.block_size       # along the last axis, or only 1s follow it
 
 
 def _prepared(plan, *params):

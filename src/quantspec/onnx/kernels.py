@@ -144,13 +144,18 @@ def _q_reference(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
         return np.asarray(q).astype(t.dtype)
 
 
+def _blocks_last(plan: QuantizePlan) -> bool:
+    """Whether onnxruntime quantizes these blocks as blocks along the last axis (MLAS): the blocked
+    axis is the last one, or only axes of length 1 follow it (its inner size is 1)."""
+    return int(np.prod(plan.shape[plan.axis + 1:], dtype=np.int64)) == 1
+
+
 def _ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
     """Which elements onnxruntime computes in its plain loop (True) rather than with MLAS."""
     t = plan.out
     if plan.x_type.name == "float16" or t.bits == 2:
         return True
-    last = len(plan.shape) - 1
-    if plan.granularity == "block" and plan.axis != last:
+    if plan.granularity == "block" and not _blocks_last(plan):
         return True
     if t.bits != 4:
         return False
@@ -162,8 +167,8 @@ def _ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
         inner = int(np.prod(plan.shape[plan.axis + 1:], dtype=np.int64))
         start = (i // inner) * inner
         end = start + inner
-    else:  # blocks along the last axis
-        d, b = plan.shape[last], plan.block_size
+    else:  # blocks along the last axis (or one followed only by axes of length 1)
+        d, b = plan.shape[plan.axis], plan.block_size
         row0 = (i // d) * d
         start = row0 + ((i - row0) // b) * b
         end = np.minimum(start + b, row0 + d)
