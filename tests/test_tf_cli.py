@@ -79,6 +79,30 @@ def test_dequantize_round_trip_reads_range_from_file(files):
         assert np.abs(b[name] - src).max() < 1e-3
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_dequantize_tensor_filter_still_reads_the_stored_range(files, suffix, capsys):
+    """--tensor NAME selects the codes; NAME.output_min / NAME.output_max stay readable from the file
+    (they used to be dropped with the unselected tensors: exit 2, '--min-range/--max-range are required')."""
+    tf = require("tensorflow")
+    q, back = files / f"q{suffix}", files / f"back{suffix}"
+    assert main(["quantize", str(files / "two.npz"), str(q), "--spec", "tf", "--T", "quint8", "--min-range", "-3",
+                 "--max-range", "3", "--mode", "SCALED"]) == 0
+    assert main(["dequantize", str(q), str(back), "--spec", "tf", "--mode", "SCALED", "--tensor", "y"]) == 0, \
+        capsys.readouterr().err
+    z, b = read_tensors(q), read_tensors(back)
+    assert sorted(b) == ["y"]
+    want = tf.raw_ops.Dequantize(input=tf.bitcast(tf.constant(z["y"]), tf.quint8), min_range=z["y.output_min"],
+                                 max_range=z["y.output_max"], mode="SCALED").numpy()
+    assert b["y"].tobytes() == want.tobytes()
+    # the range given on the command line still wins over the stored one
+    assert main(["dequantize", str(q), str(back), "--spec", "tf", "--mode", "SCALED", "--tensor", "x",
+                 "--min-range", "0", "--max-range", "255"]) == 0
+    assert read_tensors(back)["x"].tobytes() == z["x"].astype(np.float32).tobytes()
+    # a tensor whose range the file does not hold is still refused
+    assert main(["dequantize", str(q), str(back), "--spec", "tf", "--tensor", "x.output_min", "--T", "qint32"]) == 2
+    assert "are required" in capsys.readouterr().err
+
+
 def test_dequantize_flags(files):
     codes = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
     np.save(files / "c.npy", codes)

@@ -79,6 +79,14 @@ RULES = [
      None),
     ("q-emr", lambda: qt.quantize(X, -1, 1, "qint8", ensure_minimum_range="0.1"), E.InvalidArgumentError,
      "ensure_minimum_range", None),
+    ("q-emr-huge-int", lambda: qt.quantize(X, -1, 1, "qint8", ensure_minimum_range=2 ** 1030), E.RangeError,
+     "range of a double", lambda tf: tf.raw_ops.QuantizeV2(input=X, min_range=f32(-1), max_range=f32(1), T=tf.qint8,
+                                                           ensure_minimum_range=2 ** 1030)),
+    ("q-max-huge-int", lambda: qt.quantize(X, -1, 2 ** 1030, "qint8"), E.RangeError, "max_range",
+     lambda tf: tf.raw_ops.QuantizeV2(input=X, min_range=-1.0, max_range=2 ** 1030, T=tf.qint8)),
+    ("q-min-huge-int-list", lambda: qt.quantize(X, [-2 ** 1030] * 3, ONES3, "qint8", axis=0), E.RangeError,
+     "min_range", lambda tf: tf.raw_ops.QuantizeV2(input=X, min_range=[-2 ** 1030] * 3, max_range=ONES3, T=tf.qint8,
+                                                   axis=0)),
     ("q-axis-float", lambda: qt.quantize(X, -ONES3, ONES3, "qint8", axis=0.0), E.InvalidArgumentError, "axis", None),
     ("q-kernel", lambda: qt.quantize(X, -1, 1, "qint8", kernel="mkl"), E.InvalidArgumentError, "kernel", None),
     ("q-onednn-qint32", lambda: qt.quantize(X, -1, 1, "qint32", mode="SCALED", round_mode="HALF_TO_EVEN",
@@ -174,6 +182,11 @@ RULES = [
     ("qdq-axis-min-rank0", lambda: qt.quantize_and_dequantize_v3(X, -1.0, 1.0, 8, axis=0), E.ShapeError, "1-D",
      lambda tf: tf.raw_ops.QuantizeAndDequantizeV3(input=X, input_min=f32(-1), input_max=f32(1), num_bits=np.int32(8),
                                                    axis=0)),
+    ("qdq-x-huge-int", lambda: qt.quantize_and_dequantize_v2([1.0, 2 ** 1030], -1, 1), E.RangeError, "x: must be",
+     lambda tf: tf.raw_ops.QuantizeAndDequantizeV2(input=[1.0, 2 ** 1030], input_min=-1.0, input_max=1.0)),
+    ("qdq-max-huge-int", lambda: qt.quantize_and_dequantize_v3(X, -1, 2 ** 1030, 8), E.RangeError, "input_max",
+     lambda tf: tf.raw_ops.QuantizeAndDequantizeV3(input=X, input_min=-1.0, input_max=2 ** 1030,
+                                                   num_bits=np.int32(8))),
     ("qdq-x-half", lambda: qt.quantize_and_dequantize_v2(X.astype(np.float16), -1, 1), E.DTypeError, "float32 or float64",
      lambda tf: tf.raw_ops.QuantizeAndDequantizeV2(input=X.astype(np.float16), input_min=np.float16(-1),
                                                    input_max=np.float16(1))),
@@ -183,6 +196,15 @@ RULES = [
     # -- FakeQuant -------------------------------------------------------------------------------
     ("fq-args-min>=max", lambda: qt.fake_quant_with_min_max_args(X, min=1.0, max=1.0), E.RangeError,
      "must be smaller than max", lambda tf: tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=1.0, max=1.0)),
+    # TensorFlow compares min < max with subnormals flushed to zero: these are 0 >= 0 and -0 >= 0 there
+    ("fq-args-subnormal-max", lambda: qt.fake_quant_with_min_max_args(X, min=0.0, max=1e-39), E.RangeError,
+     "flushed to zero", lambda tf: tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=0.0, max=1e-39)),
+    ("fq-args-subnormal-both", lambda: qt.fake_quant_with_min_max_args(X, min=-1e-40, max=1e-40), E.RangeError,
+     "(-0.0 >= 0.0)", lambda tf: tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=-1e-40, max=1e-40)),
+    ("fq-args-subnormal-positive", lambda: qt.fake_quant_with_min_max_args(X, min=1e-40, max=1e-39), E.RangeError,
+     "must be smaller than max", lambda tf: tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=1e-40, max=1e-39)),
+    ("fq-args-huge-int", lambda: qt.fake_quant_with_min_max_args(X, max=2 ** 1030), E.RangeError, "range of a double",
+     lambda tf: tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=-1.0, max=2 ** 1030)),
     ("fq-args-nan", lambda: qt.fake_quant_with_min_max_args(X, min=float("nan")), E.RangeError, "NaN",
      lambda tf: tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=float("nan"), max=1.0)),
     ("fq-args-bits-1", lambda: qt.fake_quant_with_min_max_args(X, num_bits=1), E.RangeError, "between 2 and 16",
@@ -225,19 +247,34 @@ def test_rule(name, call, cls, fragment, tf_call):
     assert isinstance(info.value, (ValueError, TypeError))
     if tf_call is not None:
         tf = require("tensorflow")
-        with pytest.raises((tf.errors.OpError, TypeError, ValueError)):
+        with pytest.raises((tf.errors.OpError, TypeError, ValueError, OverflowError)):
             tf_call(tf)
+
+
+@pytest.mark.parametrize("emr", [2 ** 200, 1e300, float("inf"), 2 ** 62 + 2 ** 38 + 1, np.float64(1e39),
+                                 np.int64(2 ** 62)])
+def test_large_ensure_minimum_range_as_tensorflow(emr):
+    """A float attribute is float(value) rounded to float32 (to inf beyond its range), as TensorFlow
+    stores it; 2**62 + 2**38 + 1 tells that rounding (through a double: 2**62) from a direct one."""
+    tf = require("tensorflow")
+    x = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 3e38], f32)
+    codes, omin, omax = qt.quantize(x, -1.0, 1.0, "qint16", mode="MIN_FIRST", ensure_minimum_range=emr)
+    r = tf.raw_ops.QuantizeV2(input=x, min_range=f32(-1), max_range=f32(1), T=tf.qint16, mode="MIN_FIRST",
+                              ensure_minimum_range=emr)
+    assert codes.tobytes() == np.asarray(r.output.numpy()).view(np.int16).tobytes()
+    assert omin.tobytes() == r.output_min.numpy().tobytes() and omax.tobytes() == r.output_max.numpy().tobytes()
 
 
 def test_no_stray_exceptions():
     """Malformed arguments of every kind end in a quantspec error, never an IndexError, a numpy
     broadcasting error or an AssertionError."""
     junk = [None, "x", [[1, 2], [3]], object(), np.array(["a"]), np.ones((2, 2, 2), f32), np.array([], f32),
-            -1, 2 ** 40, 1.5, True, np.complex64(1)]
+            -1, 2 ** 40, 2 ** 1030, [1.0, -2 ** 1030], 1.5, True, np.complex64(1)]
     calls = [
         lambda v: qt.quantize(X, v, 1.0, "qint8"), lambda v: qt.quantize(X, -1.0, 1.0, v),
         lambda v: qt.quantize(X, -ONES3, ONES3, "qint8", axis=v), lambda v: qt.quantize(v, -1, 1, "qint8"),
         lambda v: qt.quantize(X, -1, 1, "qint8", mode=v), lambda v: qt.quantize(X, -1, 1, "qint8", out=v),
+        lambda v: qt.quantize(X, -1, 1, "qint8", ensure_minimum_range=v),
         lambda v: qt.dequantize(v, -1, 1), lambda v: qt.dequantize(Q8, v, 1), lambda v: qt.dequantize(Q8, -1, 1, dtype=v),
         lambda v: qt.dequantize(Q8, -1, 1, axis=v), lambda v: qt.dequantize(Q8, -1, 1, T=v),
         lambda v: qt.quantize_and_dequantize_v2(X, v, 1.0, range_given=True),

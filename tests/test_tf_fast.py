@@ -17,7 +17,6 @@ import pytest
 import tf_oracle as O
 from refs import require_fast
 from quantspec import tf as qtf
-from quantspec._core import jit
 from quantspec.errors import DTypeError, ShapeError
 from quantspec.tf import dequantize_op as D
 from quantspec.tf import fast

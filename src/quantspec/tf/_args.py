@@ -21,10 +21,11 @@ import numpy as np
 
 from .._core.arrays import as_bool
 from .._core.granularity import normalize_axis
-from ..errors import DTypeError, InvalidArgumentError, RuntimeUnsupportedError, ShapeError, UnsupportedError
+from ..errors import (DTypeError, InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError,
+                      UnsupportedError)
 
-__all__ = ["native", "tensor", "param", "choice", "kernel_of", "flag", "integer", "axis_of", "require_kernel",
-           "require_per_axis_mode", "check_out", "NUMBER"]
+__all__ = ["native", "tensor", "param", "number", "choice", "kernel_of", "flag", "integer", "axis_of",
+           "require_kernel", "require_per_axis_mode", "check_out", "NUMBER"]
 
 NUMBER = (int, float, np.integer, np.floating)
 
@@ -54,9 +55,32 @@ def tensor(x: Any, argument: str, allowed: Sequence[np.dtype], op: str) -> np.nd
         raise DTypeError(argument, "must be a numpy array, a number or a list of numbers", type(x).__name__)
     try:
         a = np.asarray(x, dtype=np.float64)
+    except OverflowError:
+        raise _too_large(argument, x) from None
     except (TypeError, ValueError):
         raise DTypeError(argument, "must hold numbers only", x) from None
     return a.astype(allowed[0])
+
+
+def _too_large(argument: str, value: Any) -> RangeError:
+    """A Python integer beyond the double range (``float(2**1030)`` raises OverflowError; TensorFlow refuses
+    it too: "Can't convert Python sequence with out-of-range integer to Tensor", or the OverflowError
+    itself for a float attribute)."""
+    return RangeError(argument, "must be within the range of a double (about 1.8e308): TensorFlow refuses a "
+                      "Python integer it cannot convert to float", value)
+
+
+def number(value: Any, argument: str) -> np.float32:
+    """A float attribute (``ensure_minimum_range``): ``float(value)`` rounded to float32 as TensorFlow stores
+    the attribute (beyond the float32 range: +-inf)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, NUMBER):
+        raise InvalidArgumentError(argument, "must be a number", value)
+    try:
+        v = float(value)
+    except OverflowError:
+        raise _too_large(argument, value) from None
+    with np.errstate(over="ignore"):
+        return np.float32(v)
 
 
 def param(value: Any, argument: str, dtype: np.dtype) -> np.ndarray:
@@ -69,6 +93,8 @@ def param(value: Any, argument: str, dtype: np.dtype) -> np.ndarray:
     if _python(value):
         try:
             a = np.asarray(value, dtype=np.float64)
+        except OverflowError:
+            raise _too_large(argument, value) from None
         except (TypeError, ValueError):
             raise DTypeError(argument, "must hold numbers only", value) from None
         with np.errstate(over="ignore"):

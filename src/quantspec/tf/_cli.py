@@ -6,7 +6,8 @@ quantize writes, for each input tensor NAME, the codes as NAME and the range the
 NAME.output_min and NAME.output_max (.npz / .safetensors).  A .npy file holds one tensor only: with a
 .npy OUTPUT the codes are written and output_min / output_max are printed as a note (one input
 tensor), or the call is refused (several).  dequantize reads NAME.output_min / NAME.output_max from
-the input file when --min-range / --max-range are not given, so a quantize output round-trips.
+the input file when --min-range / --max-range are not given, so a quantize output round-trips (also
+with ``--tensor NAME``, which selects the codes: their ranges are still read from the file).
 """
 
 from __future__ import annotations
@@ -108,14 +109,15 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
                              "codes only; use .npz to keep the range)")
             work.append(_job(name, x, checked, lo, hi, plan, op, not npy))
         return work, notes
+    stored = _StoredRanges(args, tensors)
     for name, q in tensors.items():
         if name.endswith(_RANGE_SUFFIXES) and name.rsplit(".", 1)[0] in tensors:
             continue  # a range stored by quantize, not codes
         lo, hi = _array(args.min_range), _array(args.max_range)
         if lo is None:
-            lo = tensors.get(name + ".output_min")
+            lo = stored.get(name + ".output_min")
         if hi is None:
-            hi = tensors.get(name + ".output_max")
+            hi = stored.get(name + ".output_max")
         if lo is None or hi is None:
             raise InvalidArgumentError("--min-range/--max-range", f"are required: the input holds no "
                                        f"{name}.output_min / {name}.output_max", name)
@@ -128,6 +130,26 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
         plan = prepare_dequantize(lo, hi, T, shape=checked.shape, **kw)
         work.append(_job(name, q, checked, lo, hi, plan, op, False))
     return work, notes
+
+
+class _StoredRanges:
+    """NAME.output_min / NAME.output_max as the input file holds them.  ``tensors`` is what the CLI
+    passed on: with ``--tensor NAME`` only the named tensors, without the ranges stored beside them,
+    so a range missing there is looked up in the whole file (read once, mapped, and only if needed)."""
+
+    def __init__(self, args, tensors: dict[str, np.ndarray]):
+        self._tensors = tensors
+        self._path = getattr(args, "input", None) if getattr(args, "tensor", None) else None
+        self._file: dict[str, np.ndarray] | None = None
+
+    def get(self, key: str):
+        if key in self._tensors or self._path is None:
+            return self._tensors.get(key)
+        if self._file is None:
+            from .._core.tensorio import read_tensors
+
+            self._file = read_tensors(self._path, mapped=True)
+        return self._file.get(key)
 
 
 def _job(name: str, source, x: np.ndarray, lo, hi, plan, op, sides: bool) -> Job:

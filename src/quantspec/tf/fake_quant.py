@@ -108,9 +108,14 @@ def fake_quant_with_min_max_args(x, *, min=-6.0, max=6.0, num_bits=8, narrow_ran
     nb = _num_bits(num_bits)
     narrow = _args.flag(narrow_range, "narrow_range")
     mn, mx = _scalar_range(min, max, "must be a scalar (a float attribute of the op)")
-    if not mn < mx:
-        raise RangeError("min", "must be smaller than max (TensorFlow: 'min has to be smaller than max'; NaN is "
-                         "refused too)", (mn.item(), mx.item()))
+    # TensorFlow compares the values as its kernels see them: with subnormals flushed to zero (DAZ), so
+    # min=0, max=1e-39 is 0 >= 0 and refused (unflushed it would pass and give NaN everywhere)
+    fmn, fmx = ftz(mn), ftz(mx)
+    if not fmn < fmx:
+        flushed = (" once subnormal values are flushed to zero, as TensorFlow's kernels see them "
+                   f"({fmn.item()!r} >= {fmx.item()!r})" if (fmn.item(), fmx.item()) != (mn.item(), mx.item()) else "")
+        raise RangeError("min", f"must be smaller than max{flushed} (TensorFlow: 'min has to be smaller than max'; "
+                         "NaN is refused too)", (mn.item(), mx.item()))
     plan = _plan(mn.reshape(1), mx.reshape(1), nb, narrow, divide=False, zero_special=False)
     return compute_fake_quant(x, plan)
 

@@ -15,14 +15,13 @@ be a scalar."; quantspec computes the intended per-axis result, which is what V3
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._core.rounding import half_to_even
 from ..errors import RangeError, ShapeError
-from . import _args, spec
+from . import _args, _eigen, spec
 from ._fp import clamp, fadd, fdiv, fmul, ftz
 from .quantize_op import slices
 
@@ -64,15 +63,15 @@ def quantization_range(signed: bool, num_bits: int, narrow_range: bool, mn: np.n
     return (np.asarray(a, mn.dtype) for a in (lo, hi, scale, inv))
 
 
-def _data_range(x3: np.ndarray):
-    """The min and max of each slice of the data (the kernel's Eigen reductions).  NaN elements are
-    skipped (docs/tensorflow.md, "NaN"); an empty or all-NaN slice gives NaN."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if x3.size == 0:
-            nan = np.full(x3.shape[1], np.nan, x3.dtype)
-            return nan, nan.copy()
-        return np.nanmin(x3, axis=(0, 2)), np.nanmax(x3, axis=(0, 2))
+def _data_range(x3: np.ndarray, axis: int | None):
+    """The min and max of each slice of the data, as the kernel's Eigen reductions find them: the
+    whole tensor through Eigen's full reduction, each slice of an axis through its generic reducer.
+    Where NaN elements are, they are skipped, or replace what was reduced before them, or become the
+    range (:mod:`quantspec.tf._eigen`; docs/tensorflow.md, "NaN")."""
+    if axis is None:
+        mn, mx = _eigen.full_min_max(x3)
+        return np.asarray(mn, x3.dtype).reshape(1), np.asarray(mx, x3.dtype).reshape(1)
+    return _eigen.axis_min_max(x3)
 
 
 def prepare_qdq(x: np.ndarray, input_min, input_max, *, version: int, signed_input=True, num_bits=8,
@@ -119,7 +118,7 @@ def prepare_qdq(x: np.ndarray, input_min, input_max, *, version: int, signed_inp
             raise RangeError("input_min", "must not be larger than input_max (TensorFlow: 'Invalid range: "
                              "input_min > input_max'; NaN is refused too)", (mn[0].item(), mx[0].item()))
     else:
-        mn, mx = _data_range(ftz(x3))
+        mn, mx = _data_range(ftz(x3), ax)
     lo, hi, scale, inv = quantization_range(signed, num_bits, narrow_range, mn, mx)
     return QDQPlan(round_mode, range_given, ax, lo, hi, scale, inv)
 
@@ -134,7 +133,53 @@ def compute_qdq(x: np.ndarray, plan: QDQPlan) -> np.ndarray:
         v = half_to_even(v)
     else:  # HALF_UP: floor(v + 0.5) in the input's type -- inexact near 0.5 and above 2^23
         v = np.floor(fadd(v, x.dtype.type(0.5)))
-    return fmul(v, inv).reshape(x.shape)
+    y = fmul(v, inv)
+    if np.isnan(plan.inv).any():
+        y = _nan_times_nan(v, inv, y, plan)
+    return y.reshape(x.shape)
+
+
+def _keeps_v(plan: QDQPlan, shape: tuple[int, int, int]) -> np.ndarray | None:
+    """Where TensorFlow's kernel keeps the payload of ``v`` in ``v * inv`` when both are NaN ([outer, 1,
+    inner], for every slice), or None where it keeps ``inv``'s everywhere.  The scalar loops keep
+    ``inv``'s; the packet loops keep the operand the compiler put first, which differs between the
+    kernel's instantiations (measured on TensorFlow 2.21, float32 and float64 alike):
+
+    ============================  ==============  ===========================
+    kernel                        HALF_TO_EVEN    HALF_UP
+    ============================  ==============  ===========================
+    range given (clamp)           v               v
+    per-tensor, range not given   inv             inv
+    per-axis, range not given     inv             v (tiled evaluation)
+    ============================  ==============  ===========================
+
+    The clamping kernel runs over each slice's outer * inner results in row-major order (packets,
+    then a scalar tail); the per-axis HALF_UP kernel without a range is evaluated in tiles
+    (:func:`quantspec.tf._eigen.vectorised_blocks`)."""
+    outer, channels, inner = shape
+    packet = _eigen.PACKET[plan.scale.dtype]
+    if plan.clamp:
+        return _eigen.vectorised(outer * inner, packet).reshape(outer, 1, inner)
+    if plan.axis is not None and plan.round_mode == "HALF_UP":
+        target = _eigen.BLOCK[plan.scale.dtype]
+        return _eigen.vectorised_blocks(outer, channels, inner, packet, target).reshape(outer, 1, inner)
+    return None
+
+
+def _nan_times_nan(v: np.ndarray, inv: np.ndarray, y: np.ndarray, plan: QDQPlan) -> np.ndarray:
+    """The payload of ``v * inv`` where both are NaN: x86 keeps one operand's, quieted, and which one
+    depends on the machine code (numpy's own loops pick either, by position); :func:`_keeps_v`."""
+    both = np.isnan(v) & np.isnan(inv)
+    if not both.any():
+        return y
+    uint = {4: np.uint32, 8: np.uint64}[v.dtype.itemsize]
+    quiet = uint(1 << (np.finfo(v.dtype).nmant - 1))
+    keep = np.broadcast_to(inv, v.shape)
+    keeps_v = _keeps_v(plan, v.shape)
+    if keeps_v is not None:
+        keep = np.where(keeps_v, v, keep)
+    bits = np.where(both, keep.view(uint) | quiet, y.view(uint))
+    return bits.view(v.dtype)
 
 
 def _qdq(version, x, input_min, input_max, **kw) -> np.ndarray:

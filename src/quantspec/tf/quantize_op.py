@@ -165,10 +165,7 @@ def prepare_quantize(min_range, max_range, T, *, shape: tuple[int, ...], mode="M
                                    "only supported for mode 'SCALED'')", round_mode)
     narrow_range = _args.flag(narrow_range, "narrow_range")
     kernel = _args.kernel_of(kernel)
-    if isinstance(ensure_minimum_range, (bool, np.bool_)) or not isinstance(ensure_minimum_range, _args.NUMBER):
-        raise InvalidArgumentError("ensure_minimum_range", "must be a number", ensure_minimum_range)
-    with np.errstate(over="ignore"):
-        emr = f32(ensure_minimum_range)  # a float attribute: 0.01 is stored as 0.0099999998
+    emr = _args.number(ensure_minimum_range, "ensure_minimum_range")  # a float attribute: 0.01 is 0.0099999998
     ndim = len(shape)
     ax = _args.axis_of(axis, ndim)
     channels = 1 if ax is None else shape[ax]
