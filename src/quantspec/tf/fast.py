@@ -125,10 +125,10 @@ def quantize(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) 
         return result
     _kernels()
     prepared = prepare_quantize(plan, x.shape) if prepared is None else prepared
-    dest = result if result.flags.c_contiguous else np.empty(x.shape, plan.T.dtype)
+    dest, fresh = core.destination(result, x)
     storage = {1: np.uint8, 2: np.uint16, 4: np.uint32}[plan.T.dtype.itemsize]
     _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1).view(storage), prepared)
-    if dest is not result:
+    if fresh:
         np.copyto(result, dest)
     return result
 
@@ -144,7 +144,7 @@ def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None, prepared=None
     _kernels()
     prepared = prepare_dequantize(plan, q.shape) if prepared is None else prepared
     codes = core.flat(np.asarray(q), {8: np.uint8, 16: np.uint16, 32: np.uint32}[plan.T.bits])
-    dest = result if result.flags.c_contiguous else np.empty(q.shape, plan.dtype)
+    dest, fresh = core.destination(result, q)
     if plan.dtype == np.dtype(np.float32):
         _run(codes, dest.reshape(-1), prepared)
     else:  # bfloat16: the float32 result rounded to nearest even, as the reference path does
@@ -152,6 +152,6 @@ def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None, prepared=None
         _run(codes, product, prepared)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
-    if dest is not result:
+    if fresh:
         np.copyto(result, dest)
     return result
