@@ -310,3 +310,20 @@ def test_onnxruntime_blocks_followed_by_ones_take_the_last_axis_path(shape, axis
     got = quantspec.onnx.quantize_linear(x, s, axis=axis, block_size=block, output_dtype=out, opset=21,
                                          compat="onnxruntime")
     assert got.astype(np.int64).tolist() == np.asarray(want).astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("opset", [23, 25])
+@pytest.mark.parametrize("xt", ["int8", "uint16", "int4"])
+@pytest.mark.parametrize("st,ot", [("float16", "float"), ("float", "float16")])
+@pytest.mark.parametrize("per_axis", [False, True])
+def test_onnxruntime_dequantizes_to_another_type_than_the_scales(opset, xt, st, ot, per_axis):
+    """onnxruntime runs DequantizeLinear with an output_dtype other than the scale's type (it was
+    refused under compat="onnxruntime"); its bytes are the spec's."""
+    t = qtype(xt)
+    rng = np.random.default_rng(opset)
+    x = rng.integers(int(t.qmin), int(t.qmax) + 1, size=(4, 6)).astype(t.dtype)
+    s = rng.uniform(0.01, 2, size=(6,) if per_axis else ()).astype(np.float32).astype(qtype(st).dtype)
+    z = rng.integers(int(t.qmin), int(t.qmax) + 1, size=s.shape).astype(t.dtype)
+    want = O.ort("DequantizeLinear", opset, x, s, z, out_type=ot, axis=1, output_dtype=qtype(ot).onnx)
+    got = quantspec.onnx.dequantize_linear(x, s, z, axis=1, output_dtype=ot, opset=opset, compat="onnxruntime")
+    assert got.dtype == qtype(ot).dtype and got.tobytes() == np.asarray(want).tobytes()

@@ -125,8 +125,9 @@ DEQUANTIZE_CASES = [
      RuntimeUnsupportedError, "bfloat16 scale"),
     ("ort float4", lambda: dq(np.zeros(4, ml_dtypes.float4_e2m1fn), F32(1), compat="onnxruntime"),
      RuntimeUnsupportedError, "DequantizeLinear from float4e2m1"),
-    ("ort output_dtype", lambda: dq(np.zeros(3, np.int8), F32(1), output_dtype="float16", compat="onnxruntime",
-                                    opset=25), RuntimeUnsupportedError, "other than the scale's"),
+    ("ort float8 -0.0 zero point", lambda: dq(np.zeros(3, ml_dtypes.float8_e4m3fn), F32(1),
+                                              np.array(-0.0, ml_dtypes.float8_e4m3fn), compat="onnxruntime"),
+     RuntimeUnsupportedError, "other than +0.0"),
     ("out dtype", lambda: dq(np.zeros(3, np.int8), F32(1), out=np.empty(3, np.float16)), ShapeError,
      "dtype float32"),
 ]

@@ -334,6 +334,12 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
         if nonzero and x_type.is_float and x_type.bits == 8:
             raise InvalidArgumentError("x_zero_point", f"must be 0 for {x_type.name} input (float8 has no zero point)",
                                        zp if zp.size <= 8 else "non-zero values")
+        if (compat == "onnxruntime" and x_type.is_float and x_type.bits == 8
+                and np.any(np.ascontiguousarray(zp).view(np.uint8) != 0)):
+            # onnxruntime checks the zero point's bytes: -0.0 (0x80) is refused at run time
+            raise RuntimeUnsupportedError("x_zero_point", f"onnxruntime 1.31 refuses a {x_type.name} zero point "
+                                          "other than +0.0 (it checks the bytes, so -0.0 fails)",
+                                          zp if zp.size <= 8 else "non-zero bytes")
 
     scale = _scalar_to(x_scale, "x_scale", "float")
     s_type = qtype(scale.dtype, "x_scale")
@@ -355,8 +361,6 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
             _ort_refuse("x_scale", f"DequantizeLinear with a {s_type.name} scale", s_type.name)
         if out.name not in ORT.dq_scale:
             _ort_refuse("output_dtype", f"DequantizeLinear to {out.name}", out.name)
-        if out != s_type:
-            _ort_refuse("output_dtype", "DequantizeLinear to a type other than the scale's", out.name)
 
     x_shape = tuple(int(d) for d in x.shape)
     g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "x_scale", "x_zero_point")
