@@ -327,3 +327,21 @@ def test_onnxruntime_dequantizes_to_another_type_than_the_scales(opset, xt, st, 
     want = O.ort("DequantizeLinear", opset, x, s, z, out_type=ot, axis=1, output_dtype=qtype(ot).onnx)
     got = quantspec.onnx.dequantize_linear(x, s, z, axis=1, output_dtype=ot, opset=opset, compat="onnxruntime")
     assert got.dtype == qtype(ot).dtype and got.tobytes() == np.asarray(want).tobytes()
+
+
+@pytest.mark.parametrize("f8", ["float8e4m3fn", "float8e5m2"])
+@pytest.mark.parametrize("n", [1, 33, 70000])
+@pytest.mark.parametrize("compat", ["spec", "onnxruntime", "reference"])
+def test_a_nan_code_times_a_nan_scale_keeps_the_codes_nan(f8, n, compat):
+    """Where a NaN float8 code meets a NaN scale, onnxruntime (x86: x * scale keeps x's NaN) and
+    onnx.reference give the code's NaN, sign included; the fast kernels gave the scale's."""
+    rng = np.random.default_rng(n)
+    codes = rng.integers(0, 256, n).astype(np.uint8)
+    codes[::3] = 0xFF
+    codes[1::5] = 0x7F
+    x = codes.view(qtype(f8).dtype)
+    for s in (np.float32(np.nan), -np.float32(np.nan)):
+        got = quantspec.onnx.dequantize_linear(x, s, opset=21, compat=compat)
+        want = (O.reference("DequantizeLinear", 21, x, s) if compat == "reference"
+                else O.ort("DequantizeLinear", 21, x, s, out_type="float"))
+        assert got.view(np.uint32).tolist() == np.asarray(want, np.float32).view(np.uint32).tolist()

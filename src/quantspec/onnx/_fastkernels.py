@@ -118,8 +118,11 @@ def _dq_int(u, prm, lut, dec):
 
 @inline
 def _dq_lut(u, prm, lut, dec):
-    """DequantizeLinear of a float code: its value (table), minus the zero point, times the scale."""
-    return (lut[np.int64(u) & dec.mask] - prm[1]) * prm[0]
+    """DequantizeLinear of a float code: its value (table), minus the zero point, times the scale.
+    A NaN code keeps its own NaN when the scale is NaN too (x86 keeps the first operand's, as
+    onnxruntime's ``x * scale`` does; LLVM may swap the operands of a product, so it is selected)."""
+    d = lut[np.int64(u) & dec.mask] - prm[1]
+    return d if d != d else d * prm[0]
 
 
 def _compose(div, out):

@@ -220,8 +220,17 @@ def _dq_spec(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
         if plan.zero_point is not None:
             d = d - plan.expand(plan.zero_point).astype(_F32)
     with np.errstate(over="ignore", invalid="ignore"):
-        y = d * plan.expand(plan.scale).astype(_F32)
+        y = _times_scale(d, plan)
         return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
+
+
+def _times_scale(d: np.ndarray, plan: DequantizePlan) -> np.ndarray:
+    """``d * scale`` in float32; a NaN of ``d`` (a float code) keeps its own payload where the scale
+    is NaN too, as x86's ``x * scale`` does (numpy's vector loops keep either, by position)."""
+    y = d * plan.expand(plan.scale).astype(_F32)
+    if plan.x_type.is_float:
+        y = np.where(np.isnan(d), d, y)
+    return y
 
 
 def _dq_reference(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
@@ -245,7 +254,7 @@ def _dq_ort(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
     else:
         d = x.astype(_F32)
     with np.errstate(over="ignore", invalid="ignore"):
-        y = d * plan.expand(plan.scale).astype(_F32)
+        y = _times_scale(d, plan)
         return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
 
 
