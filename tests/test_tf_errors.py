@@ -226,6 +226,13 @@ RULES = [
                                                                                 np.ones(1, f32)),
      E.ShapeError, "aborts", None),  # TensorFlow CHECK-fails: the process dies
     ("fq-x-float64", lambda: qt.fake_quant_with_min_max_args(X.astype(np.float64)), E.DTypeError, "float32", None),
+    ("qdq3-scalar-x", lambda: qt.quantize_and_dequantize_v3(f32(0.3), -1.0, 1.0, 8), E.ShapeError,
+     "at least one dimension", lambda tf: tf.raw_ops.QuantizeAndDequantizeV3(input=f32(0.3), input_min=f32(-1),
+                                                                             input_max=f32(1), num_bits=8)),
+    ("qdq3-scalar-x-range", lambda: qt.quantize_and_dequantize_v3(f32(0.3), -1.0, 1.0, 8, range_given=False),
+     E.ShapeError, "at least one dimension",
+     lambda tf: tf.raw_ops.QuantizeAndDequantizeV3(input=f32(0.3), input_min=f32(-1), input_max=f32(1), num_bits=8,
+                                                   range_given=False)),
 ]
 
 

@@ -185,6 +185,9 @@ def _nan_times_nan(v: np.ndarray, inv: np.ndarray, y: np.ndarray, plan: QDQPlan)
 def _qdq(version, x, input_min, input_max, **kw) -> np.ndarray:
     op = {2: "QuantizeAndDequantizeV2", 3: "QuantizeAndDequantizeV3", 4: "QuantizeAndDequantizeV4"}[version]
     x = _args.tensor(x, "x", spec.QDQ_DTYPES, op)
+    if version == 3 and x.ndim == 0:
+        raise ShapeError("x", f"must have at least one dimension for {op} (TensorFlow 2.21 refuses a scalar: "
+                         "'Axis requested is larger than input dimensions. Axis: -1 Input Dimensions: 0')", x.shape)
     plan = prepare_qdq(x, input_min, input_max, version=version, **kw)
     return compute_qdq(x, plan)
 
