@@ -345,3 +345,20 @@ def test_a_nan_code_times_a_nan_scale_keeps_the_codes_nan(f8, n, compat):
         want = (O.reference("DequantizeLinear", 21, x, s) if compat == "reference"
                 else O.ort("DequantizeLinear", 21, x, s, out_type="float"))
         assert got.view(np.uint32).tolist() == np.asarray(want, np.float32).view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize("sshape", [(), (1,)])
+@pytest.mark.parametrize("zshape,axis,block", [((6,), 1, 0), ((4,), 0, 0), ((4, 2), 1, 3), ((2, 6), 0, 2)])
+def test_reference_broadcasts_one_scale_over_per_axis_zero_points(sshape, zshape, axis, block):
+    """onnx.reference lets numpy broadcast a single scale over per-axis or blocked zero points; so does
+    compat="reference" (it refused the mismatch)."""
+    rng = np.random.default_rng(len(zshape) + axis)
+    x = (rng.standard_normal((4, 6)) * 3).astype(np.float32)
+    s = np.full(sshape, 0.07, np.float32)
+    z = rng.integers(-5, 5, zshape).astype(np.int8)
+    kw = dict(axis=axis, **({"block_size": block} if block else {}))
+    want = O.reference("QuantizeLinear", 21, x, s, z, **kw)
+    got = quantspec.onnx.quantize_linear(x, s, z, opset=21, compat="reference", **kw)
+    assert got.tobytes() == np.asarray(want).tobytes()
+    back = quantspec.onnx.dequantize_linear(got, s, z, opset=21, compat="reference", **kw)
+    assert back.tobytes() == np.asarray(O.reference("DequantizeLinear", 21, got, s, z, **kw)).tobytes()

@@ -202,6 +202,13 @@ def _effective_block(block_size: int, length: int) -> int:
     return min(block_size, max(length, 1))
 
 
+def _broadcast_scale(scale: np.ndarray, zp: np.ndarray | None, compat: str) -> np.ndarray:
+    """onnx.reference: a single scale with per-axis or blocked zero points is broadcast over them."""
+    if compat == "reference" and zp is not None and scale.size == 1 and zp.size > 1:
+        return np.broadcast_to(scale.reshape(()), zp.shape).copy()
+    return scale
+
+
 def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name):
     """What onnx.reference 1.23 (``_quant_utils.reshape_input``) accepts and how it reads it."""
     ndim = len(x_shape)
@@ -233,7 +240,9 @@ def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_
     g, a = check(scale, scale_name)
     if zp is not None:
         gz, az = check(zp, zp_name)
-        if gz != "tensor" and (gz != g or az != a or zp.shape != scale.shape):
+        if g == "tensor" and gz != "tensor":   # one scale broadcasts over the zero points (numpy)
+            g, a = gz, az
+        elif gz != "tensor" and (gz != g or az != a or zp.shape != scale.shape):
             raise ShapeError(zp_name, f"does not broadcast like {scale_name} {scale.shape}", zp.shape)
     return g, a, _effective_block(block_size, x_shape[a]) if g == "block" else 0
 
@@ -299,6 +308,7 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
 
     x_shape = tuple(int(d) for d in x.shape)
     g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point")
+    scale = _broadcast_scale(scale, zp, compat)
     return QuantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
                         scale=scale, zero_point=zp, x_type=x_type, out=out, precision=p, saturate=saturate)
 
@@ -364,5 +374,6 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
 
     x_shape = tuple(int(d) for d in x.shape)
     g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "x_scale", "x_zero_point")
+    scale = _broadcast_scale(scale, zp, compat)
     return DequantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
                           scale=scale, zero_point=zp, x_type=x_type, out=out)
