@@ -120,3 +120,13 @@ def test_reference_only_is_scoped_and_prefer_reference_respects_the_user():
     import sys
     if "numba" in sys.modules:
         assert not jit.prefer_reference(10)                        # already paid for: use it
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("spec", ["onnx", "litert"])
+def test_a_scale_beyond_float32_is_a_clear_error_without_warnings(tmp_path, capsys, spec):
+    np.save(tmp_path / "a.npy", np.linspace(-1, 1, 8, dtype=np.float32))
+    assert main(["quantize", str(tmp_path / "a.npy"), str(tmp_path / "o.npy"), "--spec", spec, "--scale", "1e50"]) == 2
+    err = capsys.readouterr().err
+    assert "--scale" in err or "scale" in err
+    assert "1e+50" in err and "Warning" not in err and "Traceback" not in err

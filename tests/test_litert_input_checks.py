@@ -314,3 +314,9 @@ def test_quantize_consistent_options_still_work(tmp_path, flags, expected):
     got = np.load(tmp_path / "q.npy")
     want = expected(x)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.filterwarnings("error")
+def test_quantize_takes_float64_beyond_float32_as_infinities_without_a_warning():
+    got = ql.quantize(np.array([1e300, -1e300, 0.5]), ql.QuantParams(0.5, 0))
+    assert got.tolist() == ql.quantize(np.array([np.inf, -np.inf, 0.5], np.float32), ql.QuantParams(0.5, 0)).tolist()

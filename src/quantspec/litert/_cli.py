@@ -305,7 +305,8 @@ def _given_params(args, x_shape: tuple[int, ...] | None = None):
     axis = _axis(args)
     if len(scale) > 1 and x_shape is not None and not (0 <= axis < len(x_shape)):
         raise InvalidArgumentError("--axis", f"must name a dimension of the tensor (rank {len(x_shape)})", axis)
-    return QuantParams(np.array(scale, np.float32), np.array(zp, np.int64), axis if len(scale) > 1 else 0)
+    # float64: QuantParams says itself when a value overflows float32
+    return QuantParams(np.array(scale, np.float64), np.array(zp, np.int64), axis if len(scale) > 1 else 0)
 
 
 def _axis(args) -> int:

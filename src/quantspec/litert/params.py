@@ -412,7 +412,7 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     float32 division and rounding half away from zero.  ``x`` is converted to float32.  NaN and
     quotients beyond the int32 range become -128 (127 when the zero point is negative), as in the
     interpreter on x86-64."""
-    a = _float_array(x, "x")
+    a = _float_array(x, "x", quiet=True)     # float64 beyond the float32 range: +-inf, as data
     _check_params(params, "params", a.shape)
     lo, hi = params._zp_span
     if lo < -128 or hi > 127:
