@@ -166,14 +166,17 @@ def _kernels():
     return jit.load("quantspec._core.fastmap")
 
 
-def destination(out: np.ndarray, *sources: np.ndarray) -> tuple[np.ndarray, bool]:
+def destination(out: np.ndarray, source: np.ndarray) -> tuple[np.ndarray, bool]:
     """Where a kernel writes the result meant for ``out``, and whether the caller must then copy it
     into ``out`` (``np.copyto``): ``out`` itself, as a plain ndarray (a subclass such as np.matrix
     reshapes differently; a memmap stays mapped), when it is C-contiguous and shares no memory with
-    the ``sources`` (the kernels read and write in parallel, in their own order: an output over its
-    input would be overwritten before it is read); else a fresh array."""
+    ``source`` (the kernels read and write in parallel, in their own order: an output over its
+    input would be overwritten before it is read); else a fresh array.  Two distinct arrays that
+    each own their memory (``base`` None) cannot overlap: that common case skips the bounds test."""
     view = out if type(out) is np.ndarray else np.asarray(out)
-    if view.flags.c_contiguous and not any(np.may_share_memory(view, s) for s in sources):
+    if view.flags.c_contiguous and (
+            (view.base is None and getattr(source, "base", 0) is None and view is not source)
+            or not np.may_share_memory(view, source)):
         return view, False
     return np.empty(out.shape, out.dtype), True
 
