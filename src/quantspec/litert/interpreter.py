@@ -16,11 +16,10 @@ Models with float inputs or outputs run as LiteRT runs them: the QUANTIZE and DE
 the converter puts at the edges are kernels like any other.  The interpreter runs the main subgraph
 (subgraph 0), each operator prepared with the tensor shapes stored in the model.  LiteRT computes
 the shapes itself; so where an operator computes another shape or type for its output than the model
-stores (a wrong stored shape, a shape from a
-run-time tensor such as RESHAPE's shape or PAD's paddings, ARG_MAX's ``output_type``), the output
-takes the computed one and the operators that read it are prepared again for it.  An operator
-without a kernel, a variable or sparse tensor, an input of the wrong shape or type, or a missing
-input is a clear :mod:`quantspec.errors` error.
+stores (a wrong stored shape, a shape from a run-time tensor such as RESHAPE's shape or PAD's
+paddings, ARG_MAX's ``output_type``), the output takes the computed one and the operators that read
+it are prepared again for it.  An operator without a kernel, a variable or sparse tensor, an input
+of the wrong shape or type, or a missing input is a clear :mod:`quantspec.errors` error.
 """
 
 from __future__ import annotations
