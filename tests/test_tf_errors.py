@@ -226,6 +226,10 @@ RULES = [
                                                                                 np.ones(1, f32)),
      E.ShapeError, "aborts", None),  # TensorFlow CHECK-fails: the process dies
     ("fq-x-float64", lambda: qt.fake_quant_with_min_max_args(X.astype(np.float64)), E.DTypeError, "float32", None),
+    ("qdq2-list-beyond-float32", lambda: qt.quantize_and_dequantize_v2([1.0, 1e300], -1.0, 1.0, range_given=True),
+     E.RangeError, "within the float32 range",
+     lambda tf: tf.raw_ops.QuantizeAndDequantizeV2(input=[1.0, 1e300], input_min=-1.0, input_max=1.0,
+                                                   range_given=True)),
     ("qdq3-scalar-x", lambda: qt.quantize_and_dequantize_v3(f32(0.3), -1.0, 1.0, 8), E.ShapeError,
      "at least one dimension", lambda tf: tf.raw_ops.QuantizeAndDequantizeV3(input=f32(0.3), input_min=f32(-1),
                                                                              input_max=f32(1), num_bits=8)),
@@ -297,3 +301,16 @@ def test_no_stray_exceptions():
                 call(v)
             except E.QuantSpecError:
                 pass
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_float32_op_takes_list_values_beyond_float32_as_infinities_like_tensorflow():
+    """QuantizeV2 and FakeQuant take float32: TensorFlow converts 1e300 in a Python list to inf (no
+    error); quantspec gives the same bytes, without numpy's overflow warning."""
+    tf = require("tensorflow")
+    data = [1.0, 1e300, -1e300, 0.25]
+    got = qt.quantize(data, -1.0, 1.0, "qint8")[0]
+    want = tf.raw_ops.QuantizeV2(input=data, min_range=-1.0, max_range=1.0, T=tf.qint8)[0].numpy()
+    assert got.tobytes() == want.tobytes()
+    got = qt.fake_quant_with_min_max_args(data)
+    assert got.tobytes() == tf.raw_ops.FakeQuantWithMinMaxArgs(inputs=data).numpy().tobytes()

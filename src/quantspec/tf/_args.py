@@ -59,7 +59,16 @@ def tensor(x: Any, argument: str, allowed: Sequence[np.dtype], op: str) -> np.nd
         raise _too_large(argument, x) from None
     except (TypeError, ValueError):
         raise DTypeError(argument, "must hold numbers only", x) from None
-    return a.astype(allowed[0])
+    with np.errstate(over="ignore"):
+        out = a.astype(allowed[0])
+    if len(allowed) > 1:
+        # a type-polymorphic op (QuantizeAndDequantize): TensorFlow infers the type from the Python data
+        # and refuses a value beyond it; a float32-only op converts it to +-inf
+        beyond = np.isfinite(a) & ~np.isfinite(out)
+        if np.any(beyond):
+            raise RangeError(argument, f"must hold values within the {np.dtype(allowed[0])} range (TensorFlow "
+                             "refuses to convert such a Python value)", float(a[beyond].flat[0]))
+    return out
 
 
 def _too_large(argument: str, value: Any) -> RangeError:
