@@ -222,3 +222,16 @@ def test_unpack_shapes_must_be_integers():
     with pytest.raises(InvalidArgumentError, match="must hold"):
         qo.unpack(b"", "int4", (1 << 32, 1 << 32))      # the element count overflowed int64
     assert qo.unpack(b"\x21\x03", "int4", np.array([3])).tolist() == [1, 2, 3]
+
+
+def test_onnxruntime_mode_says_it_would_crash_on_an_empty_blocked_axis():
+    """onnxruntime 1.31 dies of SIGFPE on a blocked QuantizeLinear whose blocked axis is empty (measured
+    in a subprocess); compat="onnxruntime" says so instead of returning the empty array that the spec
+    gives.  An empty other axis runs in onnxruntime (an empty result)."""
+    with pytest.raises(RuntimeUnsupportedError, match="SIGFPE"):
+        qo.quantize_linear(np.zeros((3, 0), np.float32), np.ones((3, 0), np.float32), axis=1, block_size=2,
+                           compat="onnxruntime")
+    assert qo.quantize_linear(np.zeros((3, 0), np.float32), np.ones((3, 0), np.float32), axis=1,
+                              block_size=2).shape == (3, 0)
+    assert qo.quantize_linear(np.zeros((0, 4), np.float32), np.ones((0, 2), np.float32), axis=1, block_size=2,
+                              compat="onnxruntime").shape == (0, 4)

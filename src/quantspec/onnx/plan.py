@@ -308,6 +308,9 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
 
     x_shape = tuple(int(d) for d in x.shape)
     g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point")
+    if compat == "onnxruntime" and g == "block" and x_shape[a] == 0:
+        raise RuntimeUnsupportedError("x", f"onnxruntime 1.31 crashes the process (SIGFPE, an integer division by "
+                                      f"zero) on a blocked QuantizeLinear whose blocked axis {a} is empty", x_shape)
     scale = _broadcast_scale(scale, zp, compat)
     return QuantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
                         scale=scale, zero_point=zp, x_type=x_type, out=out, precision=p, saturate=saturate)
