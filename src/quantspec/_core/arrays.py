@@ -9,7 +9,13 @@ import numpy as np
 from ..dtypes import QType, qtype
 from ..errors import DTypeError, InvalidArgumentError
 
-__all__ = ["as_array", "is_python_scalar", "as_int", "as_bool"]
+__all__ = ["as_array", "is_python_scalar", "as_int", "as_bool", "native"]
+
+
+def native(a: np.ndarray) -> np.ndarray:
+    """The array in native byte order (a big-endian float32 is still float32): the kernels read the
+    bytes in this machine's order."""
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
 def is_python_scalar(value: Any) -> bool:

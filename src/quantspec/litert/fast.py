@@ -30,6 +30,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
+from .._core.arrays import native
 
 __all__ = ["quantize", "dequantize", "requantize_multiplier", "requantize_double", "depthwise", "add_sub", "mul"]
 
@@ -109,8 +110,7 @@ def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     if not jit.enabled():
         return None
     _kernels()
-    if not q.dtype.isnative:                 # the kernels read the codes' bytes in this machine's order
-        q = q.astype(q.dtype.newbyteorder("="))
+    q = native(q)                            # the kernels read the codes' bytes in this machine's order
     if out.size:
         def make(g):
             bits = q.dtype.itemsize * 8

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
+from .._core.arrays import native
 from .._core.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
@@ -88,9 +89,7 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
 
 def _native(x: Any) -> Any:
     """A big-endian (non-native) array as the same values in this machine's byte order."""
-    if isinstance(x, np.ndarray) and not x.dtype.isnative:
-        return x.astype(x.dtype.newbyteorder("="))
-    return x
+    return native(x) if isinstance(x, np.ndarray) else x
 
 
 # -- plans kept for the next call (quantspec._core.plancache) -------------------------------------

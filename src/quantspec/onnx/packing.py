@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .._core.arrays import native
 from .._core.packing import pack_codes, packed_size, unpack_codes
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
@@ -27,8 +28,7 @@ def pack(array: Any) -> bytes:
         raise DTypeError("array", "must be a numpy array of a quantized type (a list carries no type)",
                          type(array).__name__)
     a = np.asarray(array)
-    if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
+    a = native(a)
     t = qtype(a.dtype, "array")
     if t.is_packed:
         return pack_codes(np.ascontiguousarray(a).view(np.uint8), t.bits)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import as_bool
+from .._core.arrays import as_bool, native
 from .._core.granularity import normalize_axis
 from ..errors import (DTypeError, InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError,
                       UnsupportedError)
@@ -33,11 +33,6 @@ NUMBER = (int, float, np.integer, np.floating)
 def _python(value: Any) -> bool:
     """Python data (np.float64 subclasses float but is numpy data, and is not Python data here)."""
     return (isinstance(value, (int, float, list, tuple)) and not isinstance(value, (bool, np.generic)))
-
-
-def native(a: np.ndarray) -> np.ndarray:
-    """The array in native byte order (a big-endian float32 is still float32)."""
-    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
 def tensor(x: Any, argument: str, allowed: Sequence[np.dtype], op: str) -> np.ndarray:
