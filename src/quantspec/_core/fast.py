@@ -19,6 +19,8 @@ below); :func:`flat_params` puts parameters in the shape the layout expects.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -26,7 +28,7 @@ import numpy as np
 from . import jit
 
 __all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "CHUNK",
-           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
+           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
            "ROWS_TOGETHER_FROM", "ROWS_GROUPED_FROM", "together"]
 
 #: elements per unit of parallel work
@@ -41,10 +43,31 @@ SERIAL_BELOW_PASSIVE = 1 << 20
 
 
 def parallel(n: int) -> bool:
-    """Whether ``n`` elements run on the parallel kernels (SERIAL_BELOW, SERIAL_BELOW_PASSIVE)."""
-    if n < SERIAL_BELOW:
+    """Whether ``n`` elements run on the parallel kernels (SERIAL_BELOW, SERIAL_BELOW_PASSIVE; never
+    in a process forked after numba's thread pool had started, :data:`FORKED_AFTER_POOL`)."""
+    if n < SERIAL_BELOW or FORKED_AFTER_POOL:
         return False
     return n >= SERIAL_BELOW_PASSIVE or jit.env("OMP_WAIT_POLICY").strip().upper() != "PASSIVE"
+
+
+#: True in a process made by ``fork()`` (multiprocessing's default start method on Linux) from a
+#: process whose numba thread pool had already started.  GNU OpenMP, numba's pool here, cannot run
+#: in such a child: numba stops the child with SIGTERM at its first parallel kernel ("fork() called
+#: from a process already using GNU OpenMP"), and a ``multiprocessing.Pool`` then waits forever.
+#: The serial kernels use no thread pool, so such a child computes the same bytes on its calling
+#: thread (the spawn and forkserver start methods give each worker its own pool).
+FORKED_AFTER_POOL = False
+
+
+def _after_fork_in_child() -> None:
+    global FORKED_AFTER_POOL
+    pool = sys.modules.get("numba.np.ufunc.parallel")
+    if pool is not None and getattr(pool, "_is_initialized", False):
+        FORKED_AFTER_POOL = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 #: outputs of at least this many bytes (more than the last-level cache keeps alongside the input) are

@@ -14,8 +14,8 @@ import numpy as np
 from numba import prange
 
 from .._core import fastmap
-from .._core.nbprim import (f32_bits, iadd, iand, inline, isub, ixor, kernel, narrow_code, round_bf16, round_f16,
-                            uand, uor, ushr)
+from .._core.nbprim import (f32_bits, iadd, iand, inline, isub, ixor, narrow_code, round_bf16, round_f16,
+                            twin, uand, uor, ushr)
 from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntMlasByte, IntPlain, Quotient
 
 __all__ = ["q_ort_edges"]
@@ -143,8 +143,7 @@ fastmap.register((None, DecInt), _dq_int)      # the value table is an array: no
 fastmap.register((None, DecLut), _dq_lut)
 
 
-@kernel(parallel=True)
-def q_ort_edges(x, y, s, zi, full, dl, bl, cfg):
+def _q_ort_edges(x, y, s, zi, full, dl, bl, cfg):
     """onnxruntime 4-bit: recompute the odd-aligned head and tail element of every slice (rows of
     ``dl`` elements cut into slices of ``bl``) with the plain loop (kernels._ort_plain_mask)."""
     n = x.size
@@ -157,6 +156,9 @@ def q_ort_edges(x, y, s, zi, full, dl, bl, cfg):
             _q_fix(x, y, s, zi, full, start, cfg)
         if end % 2 == 1:
             _q_fix(x, y, s, zi, full, end - 1, cfg)
+
+
+q_ort_edges = twin(_q_ort_edges)
 
 
 @inline

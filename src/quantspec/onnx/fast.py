@@ -246,7 +246,7 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
     core.run(xf, yf, pr.params, pr.lay, pr.op, memo=pr.memo)
     if pr.edges is not None:
         scale, zi, full, dl, bl, rec = pr.edges
-        kernels.q_ort_edges(xf, yf, scale, zi, full, dl, bl, rec)
+        kernels.q_ort_edges(core.parallel(xf.size))(xf, yf, scale, zi, full, dl, bl, rec)
     if fresh:
         np.copyto(result, dest)
     return result
