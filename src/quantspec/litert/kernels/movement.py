@@ -353,7 +353,7 @@ def _slice_bounds(shape: tuple[int, ...], begin, size, op: str) -> tuple[tuple[i
     for d, (dim, b, s) in enumerate(zip(shape, begin, size)):
         if b < 0 or b > dim:
             raise InvalidArgumentError("begin", f"entries must lie in [0, dim] for {op} (dimension {d} has size "
-                                       f"{dim}; LiteRT does not check and reads out of bounds)", begin)
+                                       f"{dim}; LiteRT: Invalid begin)", begin)
         if s < 0:
             if s != -1:
                 raise InvalidArgumentError("size", f"entries must be >= 0 or -1 for {op} (LiteRT: Invalid size)", size)
