@@ -49,6 +49,24 @@ def test_compare_litert_identical_and_output_file(conv_model, tmp_path, capsys):
     assert y.tobytes() == run_ref(conv_model.read_bytes(), [x])[0].tobytes()
 
 
+def test_compare_litert_with_a_scalar_input(tmp_path, capsys):
+    """A 0-d model input (the converter makes one for ``x * s`` with a scalar ``s``) reaches LiteRT 0-d."""
+    data = build("MUL", [T((2, 3), "int8", 0.05, -3, name="x"), T((), "int8", 0.1, 4, name="s")],
+                 [T((2, 3), "int8", 0.2, 1, name="y")], {})
+    path = tmp_path / "mul.tflite"
+    path.write_bytes(data)
+    x = R.integers(-128, 128, (2, 3), dtype=np.int8)
+    s = np.array(-77, np.int8)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "s.npy", s)
+    assert main(["run", str(path), "--input", str(tmp_path / "x.npy"), "--input", str(tmp_path / "s.npy"),
+                 "--compare-litert"]) == 0
+    out = capsys.readouterr().out
+    assert "compared with LiteRT (BUILTIN_REF): identical" in out and "y: identical (6 values)" in out
+    assert main(["run", str(path), "--random", "5", "--compare-litert"]) == 0
+    assert "identical" in capsys.readouterr().out
+
+
 def test_compare_litert_reports_where_and_by_how_much(conv_model, tmp_path, capsys, monkeypatch):
     """A stand-in LiteRT that differs in two places: the report says where and by how much."""
     import quantspec.litert._cli as cli

@@ -174,7 +174,9 @@ def run_litert_reference(model_path: str, inputs: list[np.ndarray]) -> list[np.n
     it = litert.Interpreter(model_content=content, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], np.ascontiguousarray(x))
+        # np.require keeps a 0-d (scalar) input 0-d; np.ascontiguousarray would make it 1-D, which
+        # the interpreter refuses ("Dimension mismatch")
+        it.set_tensor(d["index"], np.require(x, requirements="C"))
     it.invoke()
     return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
 
