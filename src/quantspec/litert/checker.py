@@ -299,6 +299,23 @@ _OTHER_KERNELS = {"float": "LiteRT has float32 kernels: it runs the op unquantiz
                            "(hybrid kernels for some mixes), and rejects other mixes of types",
                   "int16": "LiteRT has 16x8 kernels (int16 activations, outside the 8-bit spec) for some ops; "
                            "other mixes of types fail Prepare"}
+#: an op whose activations are int16 runs LiteRT's 16x8 kernels, which have parameters of their own:
+#: fixed outputs (1/32768, 0) for SOFTMAX, LOGISTIC and TANH, an int64 bias (the converter's default)
+#: for FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D.  The int8 kernels' verdicts on these rules do
+#: not apply there (LiteRT runs such a model, as the converter writes it)
+_SIXTEEN_CHECK = ("the op's activations are int16: LiteRT runs its 16x8 kernels (outside the 8-bit spec), "
+                  "whose fixed output parameters and int64 bias differ from the int8 kernels' rules")
+
+
+def _runs_16x8(rule_op: optable.OpRule, specs_in: list) -> bool:
+    """True when the op's first activation input is int16: LiteRT picks its 16x8 kernel."""
+    for k, spec in enumerate(specs_in):
+        trule = rule_op.input_rule(k)
+        if spec is not None and trule is not None and trule.role == optable.ACTIVATION:
+            return spec.dtype is not None and spec.dtype.name == "int16"
+    return False
+
+
 _UINT8_CHECK = ("LiteRT has legacy uint8 kernels for many ops: it runs the op when its types fit one of them "
                 "and rejects mixes of int8 and uint8")
 _LOAD_CHECK = "InterpreterBuilder::ParseQuantization refuses the tensor when the model is loaded"
@@ -339,6 +356,7 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
             found = optable.findings(op.name, specs_in, specs_out)
     except QuantSpecError:  # pragma: no cover - the table raises only for ops it does not have
         found = []
+    sixteen = _runs_16x8(rule_op, specs_in)
     for f in found:
         indices = op.inputs if f.side == "input" else op.outputs
         t = sg.tensors[indices[f.index]]
@@ -359,6 +377,9 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
             # the table's type check is about types with no kernel path; these have one (int16: the
             # 16x8 kernels, for activations only; an int16 bias or parameter tensor fails Prepare)
             litert, stage, check = None, None, _OTHER_KERNELS[f.found]
+        if sixteen and (rule in ("fixed-scale", "fixed-zero-point") or
+                        rule == "dtype" and trule is not None and trule.role == optable.BIAS and f.found == "int64"):
+            litert, stage, check = None, None, _SIXTEEN_CHECK
         if t.index in refusals and rule in _REFUSAL_RULES:
             # LiteRT does not get as far as the kernel: it refuses the tensor when it loads the model
             litert, stage, check = REJECTS, "load", _LOAD_CHECK
