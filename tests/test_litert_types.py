@@ -161,3 +161,21 @@ def test_a_16x8_model_is_outside_the_spec_not_rejected(case):
     report = check_model(model)
     assert not report.ok and {"dtype"} <= {v.rule for v in report.violations}, report.render()
     assert report.rejected_by_litert == () and report.silently_wrong == (), report.render()
+
+
+# --- DEQUANTIZE of float16 (the converter's float16 quantization) and of int4 / int2 weights -----------
+# LiteRT's DEQUANTIZE takes these types (outside the 8-bit spec): the checker reports the type but must
+# not claim that LiteRT rejects the model.
+@pytest.mark.parametrize("dtype", ["float16", "int4", "int2"])
+def test_dequantize_of_a_wider_type_is_outside_the_spec_not_rejected(dtype):
+    rng = np.random.default_rng(5)
+    if dtype == "float16":
+        x = T((3, 4), "float16", data=rng.standard_normal((3, 4)).astype(np.float16))
+    else:
+        lo = -8 if dtype == "int4" else -2
+        x = T((3, 4), dtype, 0.25, 0, 0, rng.integers(lo, -lo, (3, 4)))
+    model = build("DEQUANTIZE", [x], [T((3, 4), "float")])
+    assert _litert_runs(model, [])
+    report = check_model(model)
+    assert [(v.rule, v.position, v.litert) for v in report.violations] == [("dtype", "input 0 (input)", None)]
+    assert report.rejected_by_litert == (), report.render()

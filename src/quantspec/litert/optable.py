@@ -475,6 +475,10 @@ _INT4_FILTER = Enforcement(None, check="LiteRT has int4 filters (outside the 8-b
                            "filter to int8 values and runs its int8 kernel, the same result as the int8 filter of "
                            "those values", source=K + "fully_connected.cc, conv.cc, depthwise_conv.cc: Prepare")
 
+_DEQUANTIZE_WIDE = Enforcement(None, check="LiteRT's DEQUANTIZE also takes float16 (the converter's float16 "
+                               "quantization) and int4 / uint4 / int2 inputs (weight-only quantization), outside the "
+                               "8-bit spec: it runs them", source=K + "dequantize.cc: Prepare")
+
 #: What LiteRT does with a tensor of one type where the spec wants another, where that is not the
 #: rule's own enforcement (the kernel's type checks reject the other types):
 #: (op, tensor rule name, found type) -> Enforcement.  Measured against the BUILTIN_REF interpreter
@@ -483,6 +487,7 @@ TYPE_VERDICTS: Mapping[tuple[str, str, str], Enforcement] = {
     ("FULLY_CONNECTED", "filter", "int4"): _INT4_FILTER,
     ("CONV_2D", "filter", "int4"): _INT4_FILTER,
     ("DEPTHWISE_CONV_2D", "filter", "int4"): _INT4_FILTER,
+    **{("DEQUANTIZE", "input", t): _DEQUANTIZE_WIDE for t in ("float16", "int4", "uint4", "int2")},
     ("FULLY_CONNECTED", "bias", "int64"): Enforcement(
         SILENT, check="CheckTypes accepts an int32 or an int64 bias, but the int8 kernel reads the bias as int32: "
         "the first outputs get the halves of the int64 values (wrong sums)", source=K + "fully_connected.cc: "
