@@ -276,3 +276,23 @@ def test_damaged_files_give_tensor_file_errors(tmp_path, suffix, monkeypatch):
                 tensorio.read_tensors(path, mapped=mapped)
             except TensorFileError:
                 pass
+
+
+def test_npz_member_that_is_not_npy_is_refused(tmp_path):
+    """np.load hands a member that is not .npy back as raw bytes; quantspec refuses the file with a
+    TensorFileError naming the member (the command used to die of an AttributeError on the bytes)."""
+    import io
+    import zipfile
+
+    from quantspec.cli import main
+    buf = io.BytesIO()
+    np.save(buf, np.ones(3, np.float32))
+    with zipfile.ZipFile(tmp_path / "mixed.npz", "w") as z:
+        z.writestr("readme.txt", "hello")
+        z.writestr("a.npy", buf.getvalue())
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match="member that is not a .npy array.*'readme.txt'"):
+            tensorio.read_tensors(tmp_path / "mixed.npz", mapped=mapped)
+    assert main(["quantize", str(tmp_path / "mixed.npz"), str(tmp_path / "q.npz"), "--spec", "onnx",
+                 "--scale", "0.1"]) == 2
+    assert not (tmp_path / "q.npz").exists()

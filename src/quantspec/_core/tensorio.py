@@ -206,6 +206,9 @@ def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
         out = {}
         for n in names:
             a = maps[n] if n in maps else z[n]
+            if not isinstance(a, np.ndarray):  # np.load gives a member that is not .npy as its raw bytes
+                raise TensorFileError("path", "holds a member that is not a .npy array (an .npz file holds "
+                                      "only .npy members)", str(path), detail=f"member {n!r}")
             if n in types:
                 a = from_storage(a, qtype(types[n], f"{path.name}:{_DTYPES_KEY}[{n}]"), f"{path.name}:{n}")
             out[n] = a
