@@ -92,6 +92,59 @@ def test_malformed_safetensors(tmp_path, content, fragment):
         tensorio.read_tensors(p)
 
 
+def _raw_safetensors(header: bytes, data: bytes) -> bytes:
+    return struct.pack("<Q", len(header)) + header + data
+
+
+def _f32(shape, offsets):
+    return {"dtype": "F32", "shape": shape, "data_offsets": offsets}
+
+
+@pytest.mark.parametrize("content,fragment", [
+    # two tensors over the same bytes (a polyglot file): the safetensors reader refuses it
+    (_safetensors_bytes({"a": _f32([2], [0, 8]), "b": _f32([2], [0, 8])}, b"\0" * 8), "'b'.*overlap"),
+    (_safetensors_bytes({"a": _f32([1], [4, 8])}, b"\0" * 8), "'a'.*leave a gap"),
+    (_safetensors_bytes({"a": _f32([1], [0, 4])}, b"\0" * 8), "data after its last tensor"),
+    # a name given twice: json keeps the last one silently
+    (_raw_safetensors(b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},'
+                      b'"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\0" * 8), "names a key twice.*'a'"),
+    # shapes and offsets that are not lists of non-negative integers: int() used to accept them
+    (_safetensors_bytes({"a": _f32([2.5], [0, 8])}, b"\0" * 8), "malformed header entry"),
+    (_safetensors_bytes({"a": _f32("12", [0, 8])}, b"\0" * 8), "malformed header entry"),
+    (_safetensors_bytes({"a": _f32([True], [0, 4])}, b"\0" * 4), "malformed header entry"),
+    (_safetensors_bytes({"a": _f32([1], ["0", "4"])}, b"\0" * 4), "malformed header entry"),
+    (_safetensors_bytes({"a": {"dtype": ["F32"], "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4),
+     "malformed header entry"),
+    # a shape whose element count overflows int64 to the data's length
+    (_safetensors_bytes({"a": _f32([2 ** 62 + 1, 4], [0, 16])}, b"\0" * 16), "do not fit"),
+    (_safetensors_bytes({"__metadata__": [1], "a": _f32([1], [0, 4])}, b"\0" * 4), "__metadata__ that is not"),
+    (_safetensors_bytes({"__metadata__": {"quantspec.dtype.a": {}}, "a": _f32([1], [0, 4])}, b"\0" * 4),
+     "__metadata__ that is not"),
+], ids=["overlap", "gap", "trailing", "duplicate", "float-shape", "string-shape", "bool-shape", "string-offsets",
+        "list-dtype", "overflowing-shape", "list-metadata", "object-metadata-value"])
+def test_safetensors_header_is_checked_as_the_format_requires(tmp_path, content, fragment):
+    """What the reference safetensors reader refuses, quantspec refuses with a TensorFileError
+    instead of reading a wrong shape, a tensor twice or a raw TypeError."""
+    import safetensors.numpy as safetensors
+    p = tmp_path / "bad.safetensors"
+    p.write_bytes(content)
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match=fragment):
+            tensorio.read_tensors(p, mapped=mapped)
+    with pytest.raises(Exception):
+        safetensors.load(content)
+
+
+def test_safetensors_tensors_in_any_order_and_empty_ones(tmp_path):
+    """Tiling is checked in offset order, not header order; empty tensors take no bytes."""
+    data = np.arange(3, dtype=np.float32).tobytes()
+    p = tmp_path / "ok.safetensors"
+    p.write_bytes(_safetensors_bytes({"b": _f32([2], [4, 12]), "e": _f32([0, 3], [4, 4]), "a": _f32([1], [0, 4])},
+                                     data))
+    got = tensorio.read_tensors(p)
+    assert got["a"].tolist() == [0.0] and got["b"].tolist() == [1.0, 2.0] and got["e"].shape == (0, 3)
+
+
 @pytest.mark.parametrize("suffix,content", [(".npy", b"not numpy"), (".npz", b"PK\x03\x04 broken"),
                                             (".npy", b"\x93NUMPY\x01\x00")])
 def test_malformed_numpy_files(tmp_path, suffix, content):

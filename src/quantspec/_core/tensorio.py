@@ -259,29 +259,23 @@ def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]
             raise TensorFileError("path", "has a safetensors header longer than the file", str(path))
         raw_header = f.read(n)
         try:
-            header = json.loads(raw_header.decode("utf-8"))
+            header = json.loads(raw_header.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+        except _DuplicateKey as e:
+            raise TensorFileError("path", "has a safetensors header that names a key twice", str(path),
+                                  detail=f"key {e.args[0]!r}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise TensorFileError("path", "has a safetensors header that is not JSON", str(path),
                                   detail=str(e)) from None
         if not isinstance(header, dict):
             raise TensorFileError("path", "has a safetensors header that is not a JSON object", str(path))
-        meta = header.pop("__metadata__", None) or {}
+        meta = header.pop("__metadata__", None)
+        meta = {} if meta is None else meta
+        if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+            raise TensorFileError("path", "has a safetensors __metadata__ that is not an object of strings", str(path))
         base, length = 8 + n, size - 8 - n
+        entries = _safetensors_entries(header, length, path)
         out = {}
-        for name, info in header.items():
-            try:
-                code, shape, (start, end) = info["dtype"], info["shape"], info["data_offsets"]
-                shape = tuple(int(s) for s in shape)
-            except Exception:
-                raise TensorFileError("path", f"tensor {name!r} has a malformed header entry", str(path)) from None
-            if code not in _ST_CODES:
-                raise TensorFileError("path", f"tensor {name!r} has a dtype quantspec cannot read", code)
-            t = qtype(_ST_CODES[code])
-            count = int(np.prod(shape, dtype=np.int64))
-            if (not (0 <= start <= end <= length) or end - start != count * t.dtype.itemsize
-                    or any(s < 0 for s in shape)):
-                raise TensorFileError("path", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
-                                      (start, end))
+        for name, t, shape, start, end in entries:
             stored = t.dtype.newbyteorder("<")
             if mapped and end - start >= MAP_FROM and stored == t.dtype:
                 a = np.memmap(path, dtype=t.dtype, mode="r", offset=base + start, shape=shape)
@@ -293,6 +287,64 @@ def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]
                 a = from_storage(a, qtype(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
             out[name] = a
     return out
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    """A JSON object, refusing a key given twice (``json`` would keep the last silently)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _safetensors_entries(header: dict, length: int, path: Path) -> list[tuple[str, QType, tuple, int, int]]:
+    """The tensors of a safetensors header as ``(name, type, shape, start, end)``, checked as the
+    format requires: a known dtype, a shape of non-negative integers, two integer data offsets whose
+    span holds exactly the shape's elements, and spans that together tile the data after the header
+    with no gap and no overlap (the rule of the format and of the ``safetensors`` reader)."""
+    entries = []
+    for name, info in header.items():
+        try:
+            code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        except Exception:
+            raise TensorFileError("path", f"tensor {name!r} has a malformed header entry", str(path)) from None
+        if (not isinstance(code, str) or not isinstance(shape, list) or not all(_is_count(s) for s in shape)
+                or not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(o) for o in offsets)):
+            raise TensorFileError("path", f"tensor {name!r} has a malformed header entry (dtype a string, shape a "
+                                  "list of non-negative integers, data_offsets two non-negative integers)",
+                                  str(path), detail=f"entry {info!r}"[:300])
+        if code not in _ST_CODES:
+            raise TensorFileError("path", f"tensor {name!r} has a dtype quantspec cannot read", code)
+        t = qtype(_ST_CODES[code])
+        start, end = offsets
+        count = 1
+        for s in shape:  # Python integers: no overflow
+            count *= s
+        if not (start <= end <= length) or end - start != count * t.dtype.itemsize:
+            raise TensorFileError("path", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
+                                  (start, end))
+        entries.append((name, t, tuple(shape), start, end))
+    covered = 0
+    for name, _, _, start, end in sorted(entries, key=lambda e: (e[3], e[4])):
+        if start != covered:
+            raise TensorFileError("path", f"tensor {name!r} has data offsets that " + (
+                "overlap another tensor's" if start < covered else "leave a gap before it") +
+                " (a safetensors file's tensors tile its data exactly)", (start, end))
+        covered = end
+    if covered != length:
+        raise TensorFileError("path", "has data after its last tensor (a safetensors file's tensors tile its "
+                              "data exactly)", str(path), detail=f"{length - covered} bytes not covered")
+    return entries
 
 
 def release(a: np.ndarray) -> None:
