@@ -349,3 +349,17 @@ def test_npz_member_that_is_not_npy_is_refused(tmp_path):
     assert main(["quantize", str(tmp_path / "mixed.npz"), str(tmp_path / "q.npz"), "--spec", "onnx",
                  "--scale", "0.1"]) == 2
     assert not (tmp_path / "q.npz").exists()
+
+
+def test_a_tensor_named_like_the_safetensors_metadata_is_refused(tmp_path):
+    """A tensor named __metadata__ written to .safetensors was read back as the file's metadata: the
+    tensor vanished (and the safetensors reader refused the file).  It is refused before anything
+    is written, as .npz refuses quantspec's own type entry."""
+    from quantspec.cli import main
+    with pytest.raises(TensorFileError, match="named like the safetensors metadata entry"):
+        tensorio.write_tensors(tmp_path / "m.safetensors", {"__metadata__": np.zeros(3, np.float32)})
+    assert list(tmp_path.iterdir()) == []
+    tensorio.write_tensors(tmp_path / "m.npz", {"__metadata__": np.zeros(3, np.float32)})
+    assert main(["quantize", str(tmp_path / "m.npz"), str(tmp_path / "q.safetensors"), "--spec", "onnx",
+                 "--scale", "0.1"]) == 2
+    assert not (tmp_path / "q.safetensors").exists()

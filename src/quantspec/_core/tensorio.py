@@ -471,6 +471,9 @@ def write_tensors(path: str | os.PathLike, tensors: Mapping[str, Any]) -> list[s
         _atomic_with(path, npz)
         return notes
     # safetensors
+    if "__metadata__" in streams:  # the header's metadata entry: a tensor of that name would be read as it
+        raise TensorFileError("tensors", "a tensor may not be named like the safetensors metadata entry",
+                              "__metadata__", detail="write it to .npz, or rename it")
     header: dict = {}
     meta: dict = {}
     offset = 0
