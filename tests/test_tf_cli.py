@@ -142,3 +142,20 @@ def test_help_lists_every_attribute(direction, flags, capsys):
     text = capsys.readouterr().out
     for flag in flags:
         assert flag in text, flag
+
+
+@pytest.mark.parametrize("fmt", [".npz", ".safetensors"])
+def test_an_input_tensor_named_like_a_written_range_is_refused(tmp_path, fmt, capsys):
+    """Input tensors 'x' and 'x.output_min': quantize writes x's range as 'x.output_min' and the codes of
+    the second tensor under the same name.  The file used to keep one of them silently (the codes),
+    losing x's range; the call is refused and nothing is written."""
+    np.savez(tmp_path / "clash.npz", **{"x": X, "x.output_min": X})
+    out = tmp_path / f"q{fmt}"
+    assert main(["quantize", str(tmp_path / "clash.npz"), str(out), "--spec", "tf", "--T", "qint8",
+                 "--min-range", "-1", "--max-range", "2"]) == 2
+    assert "two tensors named 'x.output_min'" in capsys.readouterr().err
+    assert not out.exists()
+    # one of them alone is fine
+    assert main(["quantize", str(tmp_path / "clash.npz"), str(out), "--spec", "tf", "--T", "qint8",
+                 "--min-range", "-1", "--max-range", "2", "--tensor", "x"]) == 0
+    assert read_tensors(out)["x.output_min"].tobytes() == qt.quantize(X, -1.0, 2.0, "qint8")[1].tobytes()

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import tensorio
+from ..errors import TensorFileError
 
 __all__ = ["Job", "SLAB", "rows_of", "cutter", "slab_rows", "outputs"]
 
@@ -85,13 +86,23 @@ def outputs(jobs: Sequence[Job]) -> dict[str, Any]:
     """The outputs of ``jobs`` in order: arrays for tensors computed whole, and a
     :class:`tensorio.Stream` for each large one, computed a slab at a time while it is written."""
     out: dict[str, Any] = {}
+    source: dict[str, str] = {}  # output name -> the input tensor whose job made it
+
+    def add(job: Job, items) -> None:
+        for k, v in items:
+            if k in out:  # e.g. TensorFlow's NAME.output_min beside an input tensor of that name
+                raise TensorFileError("output", f"would hold two tensors named {k!r}: from input tensor "
+                                      f"{source[k]!r} and from input tensor {job.name!r}", k,
+                                      detail="rename one, or select tensors with --tensor")
+            out[k], source[k] = v, job.name
+
     for job in jobs:
         shape = tuple(job.x.shape)
         rows = rows_of(shape)
         if job.step is None or job.x.size <= SLAB or rows <= job.step:
-            out.update(job.compute(0, rows))
+            add(job, job.compute(0, rows).items())
             continue
         probe = job.compute(0, job.step)  # the result's type and the side outputs, from the first rows
-        out[job.name] = tensorio.Stream(shape, probe[job.name].dtype, _pieces(job, rows, slab_rows(shape, job.step)))
-        out.update((k, v) for k, v in probe.items() if k != job.name)
+        stream = tensorio.Stream(shape, probe[job.name].dtype, _pieces(job, rows, slab_rows(shape, job.step)))
+        add(job, [(job.name, stream)] + [(k, v) for k, v in probe.items() if k != job.name])
     return out
