@@ -192,6 +192,19 @@ def test_elementwise_needs_parameters(tmp_path, capsys):
                  "--scale", "abc"]) == 2
 
 
+@pytest.mark.parametrize("direction", ["quantize", "dequantize"])
+def test_a_zero_point_beyond_int64_is_a_clear_error(tmp_path, capsys, direction):
+    """--zero-point 99999999999999999999999 died of an OverflowError (a traceback, exit 1) when it
+    became the int64 array QuantParams holds."""
+    np.save(tmp_path / "x.npy", np.zeros(3, np.float32 if direction == "quantize" else np.int8))
+    for zp in ("99999999999999999999999", "0,-9223372036854775809"):
+        assert main([direction, str(tmp_path / "x.npy"), str(tmp_path / "q.npy"), "--spec", "litert",
+                     "--scale", "0.1" if "," not in zp else "0.1,0.2", "--zero-point", zp]) == 2
+        err = capsys.readouterr().err
+        assert "--zero-point: must fit in int64" in err and zp.split(",")[-1] in err
+    assert not (tmp_path / "q.npy").exists()
+
+
 def test_a_small_model_runs_without_loading_numba(tmp_path, monkeypatch):
     """``quantspec run`` on a small model takes the numpy reference kernels (numba's import and the
     cached kernels' load cost more than the whole run), with the fast kernels' bytes."""

@@ -304,6 +304,9 @@ def _given_params(args, x_shape: tuple[int, ...] | None = None):
     if scale is None:
         return None
     zp = _numbers(args.zero_point, "--zero-point", int) or [0]
+    big = [z for z in zp if not -(1 << 63) <= z < (1 << 63)]
+    if big:  # QuantParams holds zero points as int64 (as the model file does) and checks their range
+        raise InvalidArgumentError("--zero-point", "must fit in int64 (LiteRT zero points are int64)", big[0])
     axis = _axis(args)
     if len(scale) > 1 and x_shape is not None and not (0 <= axis < len(x_shape)):
         raise InvalidArgumentError("--axis", f"must name a dimension of the tensor (rank {len(x_shape)})", axis)
