@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core.arrays import native
 from .._core.slabs import Job, cutter, rows_of
 from .._core.tensorio import from_storage, read_tensors
 from ..dtypes import qtype
@@ -72,7 +73,7 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[st
         if not tensors:
             raise InvalidArgumentError(argument, "@FILE must hold an array", "no arrays")
         typed = {n: from_storage(a, t, f"{argument} {n}") if t is not None and a.dtype != t.dtype and t.is_packed
-                 else a for n, a in tensors.items()}
+                 else native(a) for n, a in tensors.items()}  # a big-endian file's values, in this machine's order
         return next(iter(typed.values())) if len(typed) == 1 else typed
     try:
         values = [float(v) for v in text.split(",")]
@@ -126,7 +127,7 @@ def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray
         for name, x in tensors.items():
             if in_t is not None and x.dtype != in_t.dtype:
                 x = from_storage(x, in_t, name)
-            t = qtype(x.dtype, name)
+            t = qtype(x.dtype.newbyteorder("="), name)  # a big-endian file's type is the same type
             if t.name not in zps:
                 zps[t.name] = parse_values(args.zero_point, "--zero-point", t)
             zp = for_tensor(zps[t.name], "--zero-point", name)
@@ -140,7 +141,7 @@ def _job(name: str, x: np.ndarray, scale, zp, op, planner, kw: dict) -> Job:
     slab whole; per-axis parameters along axis 0 and blocked ones (whose axis 0 is x's, in blocks
     when blocked along axis 0) are cut to the slab's rows.  The whole plan is made first, so that
     every rule is checked on the tensor and parameters as given."""
-    plan = planner(x, scale, zp, **kw)
+    plan = planner(_native_probe(x), scale, zp, **kw)
     rows = rows_of(x.shape)
     step, cut = 1, None
     if plan.granularity == "axis" and plan.axis == 0 or plan.granularity == "block":
@@ -155,3 +156,12 @@ def _job(name: str, x: np.ndarray, scale, zp, op, planner, kw: dict) -> Job:
         return {name: op(x[lo:hi], s, z, **kw)}
 
     return Job(name, x, step, compute)
+
+
+def _native_probe(x: np.ndarray) -> np.ndarray:
+    """What the planner reads of ``x`` (its type and shape) in this machine's byte order: a
+    big-endian file's tensor is planned as the same type, without a copy of a mapped file (the op
+    converts each slab it computes, as the public functions do)."""
+    if x.dtype.isnative:
+        return x
+    return np.broadcast_to(np.zeros((), x.dtype.newbyteorder("=")), x.shape)
