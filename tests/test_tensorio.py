@@ -363,3 +363,26 @@ def test_a_tensor_named_like_the_safetensors_metadata_is_refused(tmp_path):
     assert main(["quantize", str(tmp_path / "m.npz"), str(tmp_path / "q.safetensors"), "--spec", "onnx",
                  "--scale", "0.1"]) == 2
     assert not (tmp_path / "q.safetensors").exists()
+
+
+def test_npz_with_one_name_twice_is_refused(tmp_path, monkeypatch):
+    """A zip file may hold two members of one name.  np.load reads the last one and the mapped reader
+    the first large one, so the command's result depended on the member sizes; such a file is refused."""
+    import io
+    import warnings
+    import zipfile
+    monkeypatch.setattr(tensorio, "MAP_FROM", 64)
+
+    def npy(a):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+        with zipfile.ZipFile(tmp_path / "dup.npz", "w") as z:
+            z.writestr("a.npy", npy(np.arange(100, dtype=np.float32)))
+            z.writestr("a.npy", npy(np.arange(3, dtype=np.float32)))
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match="two members of one name.*'a'"):
+            tensorio.read_tensors(tmp_path / "dup.npz", mapped=mapped)

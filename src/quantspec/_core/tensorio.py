@@ -194,6 +194,9 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
 def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as z:
         names = list(z.files)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # a zip may hold one name twice; which member is read would depend on how it is read
+            raise TensorFileError("path", "holds two members of one name", str(path), detail=f"member {twice[0]!r}")
         types: dict[str, str] = {}
         if _DTYPES_KEY in names:
             try:
