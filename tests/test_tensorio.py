@@ -386,3 +386,32 @@ def test_npz_with_one_name_twice_is_refused(tmp_path, monkeypatch):
     for mapped in (False, True):
         with pytest.raises(TensorFileError, match="two members of one name.*'a'"):
             tensorio.read_tensors(tmp_path / "dup.npz", mapped=mapped)
+
+
+def test_names_a_file_cannot_hold_are_refused(tmp_path):
+    """zipfile cuts a member name at its first NUL: {'a\\0b', 'a\\0c'} was written as two members 'a'
+    (rc 0, data mangled).  A name with a lone surrogate (JSON's \\udcff escape) died of a
+    UnicodeEncodeError traceback writing .npz, and was written to .safetensors in a form the
+    safetensors reader refuses; such a header is refused when read."""
+    import safetensors.numpy as safetensors
+
+    from quantspec.cli import main
+    two = {"a\0b": np.ones(2, np.float32), "a\0c": np.zeros(2, np.float32)}
+    with pytest.raises(TensorFileError, match="may not hold a NUL character"):
+        tensorio.write_tensors(tmp_path / "n.npz", two)
+    tensorio.write_tensors(tmp_path / "n.safetensors", two)  # JSON holds it: the names survive
+    assert safetensors.load_file(str(tmp_path / "n.safetensors")).keys() == two.keys()
+    assert tensorio.read_tensors(tmp_path / "n.safetensors").keys() == two.keys()
+    assert main(["quantize", str(tmp_path / "n.safetensors"), str(tmp_path / "q.npz"), "--spec", "onnx",
+                 "--scale", "0.1"]) == 2
+    for suffix in (".npz", ".safetensors"):
+        with pytest.raises(TensorFileError, match="must be UTF-8 text"):
+            tensorio.write_tensors(tmp_path / f"s{suffix}", {"\udcff": np.ones(2, np.float32)})
+    data = np.ones(1, np.float32).tobytes()
+    (tmp_path / "s.safetensors").write_bytes(_raw_safetensors(
+        b'{"\\udcff":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', data))
+    with pytest.raises(TensorFileError, match="not UTF-8 text"):
+        tensorio.read_tensors(tmp_path / "s.safetensors")
+    with pytest.raises(Exception):
+        safetensors.load_file(str(tmp_path / "s.safetensors"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.safetensors", "s.safetensors"]

@@ -275,6 +275,12 @@ def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]
         meta = {} if meta is None else meta
         if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
             raise TensorFileError("path", "has a safetensors __metadata__ that is not an object of strings", str(path))
+        for key in list(header) + list(meta) + list(meta.values()):
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate from a \u escape: not JSON text (RFC 8259 §8.2)
+                raise TensorFileError("path", "has a safetensors header with a string that is not UTF-8 text "
+                                      "(a lone surrogate escape)", str(path), detail=f"string {key!r}") from None
         base, length = 8 + n, size - 8 - n
         entries = _safetensors_entries(header, length, path)
         out = {}
@@ -424,6 +430,19 @@ def _npy_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
     return buf.getvalue()
 
 
+def _check_name(name: str, suffix: str) -> None:
+    """A tensor name the file can hold as it is: UTF-8 text (a JSON header or zip member name; a lone
+    surrogate, which JSON's \\u escapes can carry in, has no UTF-8 form), and for .npz no NUL character
+    (zipfile cuts a member's name at the first NUL, so 'a\\0b' and 'a\\0c' would both be written as 'a')."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TensorFileError("tensors", f"a tensor name must be UTF-8 text to be written to {suffix}", name) from None
+    if suffix == ".npz" and "\0" in name:
+        raise TensorFileError("tensors", "a tensor name written to .npz may not hold a NUL character (a zip member "
+                              "name ends at the first NUL)", name, detail="use .safetensors")
+
+
 def write_tensors(path: str | os.PathLike, tensors: Mapping[str, Any]) -> list[str]:
     """Write ``tensors`` (arrays, or :class:`Stream` objects written a piece at a time) atomically;
     return notes for the user (e.g. how a .npy stored a type)."""
@@ -433,6 +452,9 @@ def write_tensors(path: str | os.PathLike, tensors: Mapping[str, Any]) -> list[s
     if suffix not in SUFFIXES:
         raise TensorFileError("output", f"must end in one of {', '.join(SUFFIXES)}", str(path))
     streams = {n: _as_stream(a) for n, a in tensors.items()}
+    if suffix != ".npy":
+        for n in streams:
+            _check_name(n, suffix)
     if suffix == ".npy":
         if len(streams) != 1:
             raise TensorFileError("output", "a .npy file holds exactly one tensor; use .npz or .safetensors",
