@@ -130,3 +130,23 @@ def test_a_scale_beyond_float32_is_a_clear_error_without_warnings(tmp_path, caps
     err = capsys.readouterr().err
     assert "--scale" in err or "scale" in err
     assert "1e+50" in err and "Warning" not in err and "Traceback" not in err
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("value", ["1e39", "0", "1e-50", "0.5,1e39"])
+def test_a_float8e8m0_scale_it_cannot_hold_is_a_clear_error(tmp_path, capsys, value):
+    """float8e8m0 has no infinity and no zero: 1e39 (beyond 2^127) and 0 became a NaN scale silently,
+    where a value beyond another scale type's range is refused."""
+    np.save(tmp_path / "a.npy", np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4))
+    flags = ["--axis", "0"] if "," in value else []
+    assert main(["quantize", str(tmp_path / "a.npy"), str(tmp_path / "o.npy"), "--spec", "onnx", "--scale", value,
+                 "--scale-dtype", "float8e8m0", *flags]) == 2
+    err = capsys.readouterr().err
+    assert "--scale: must lie within the float8e8m0 range (a finite value that becomes NaN)" in err
+    assert not (tmp_path / "o.npy").exists()
+    # a power of two within range is exact
+    assert main(["quantize", str(tmp_path / "a.npy"), str(tmp_path / "o.npy"), "--spec", "onnx", "--scale", "0.25",
+                 "--scale-dtype", "float8e8m0"]) == 0
+    x = np.load(tmp_path / "a.npy")
+    assert np.load(tmp_path / "o.npy").tobytes() == quantspec.onnx.quantize_linear(
+        x, np.array(0.25, ml_dtypes.float8_e8m0fnu)).tobytes()

@@ -89,12 +89,14 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[st
         if np.any(a < t.qmin) or np.any(a > t.qmax):
             raise InvalidArgumentError(argument, f"must lie in [{t.qmin}, {t.qmax}] for {t.name}", text)
         return a.astype(np.int64).astype(t.storage).astype(t.dtype)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         narrow = a.astype(np.float32).astype(t.dtype)
-    beyond = np.isinf(np.asarray(narrow, np.float32)) & np.isfinite(a)
+    # float8e8m0 has no infinity and no zero: what it cannot hold becomes NaN
+    beyond = ~np.isfinite(np.asarray(narrow, np.float32)) & np.isfinite(a)
     if np.any(beyond):
         raise InvalidArgumentError(argument, f"must lie within the {t.name} range (a finite value that becomes "
-                                   "infinite)", float(a[beyond].flat[0]) if a.ndim else float(a))
+                                   + ("NaN" if t.name == "float8e8m0" else "infinite") + ")",
+                                   float(a[beyond].flat[0]) if a.ndim else float(a))
     return narrow
 
 
