@@ -150,3 +150,29 @@ def test_a_float8e8m0_scale_it_cannot_hold_is_a_clear_error(tmp_path, capsys, va
     x = np.load(tmp_path / "a.npy")
     assert np.load(tmp_path / "o.npy").tobytes() == quantspec.onnx.quantize_linear(
         x, np.array(0.25, ml_dtypes.float8_e8m0fnu)).tobytes()
+
+
+def test_at_file_parameters_in_the_npy_form_quantspec_writes(tmp_path):
+    """quantspec writes a float8 or bfloat16 array to .npy as its uint8 / uint16 bit patterns.  As an
+    @FILE zero point or scale of that type it is read back as that type (as float4 / float6 / int4
+    ones already were); a float8 zero point was refused as 'uint8'."""
+    from quantspec._core.tensorio import write_tensors
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    np.save(tmp_path / "x.npy", x)
+    zp = np.zeros(3, ml_dtypes.float8_e4m3fn)
+    scale = np.array([0.5, 0.25, 1.5], ml_dtypes.bfloat16)
+    write_tensors(tmp_path / "z.npy", {"z": zp})
+    write_tensors(tmp_path / "s.npy", {"s": scale})
+    assert np.load(tmp_path / "z.npy").dtype == np.uint8 and np.load(tmp_path / "s.npy").dtype == np.uint16
+    assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "q.npz"), "--spec", "onnx", "--scale",
+                 f"@{tmp_path / 's.npy'}", "--scale-dtype", "bfloat16", "--zero-point", f"@{tmp_path / 'z.npy'}",
+                 "--output-dtype", "float8e4m3fn", "--axis", "0"]) == 0
+    want = quantspec.onnx.quantize_linear(x, scale, zp, axis=0)
+    got = read_tensors(tmp_path / "q.npz")["x"]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    write_tensors(tmp_path / "q.npy", {"q": want})
+    assert main(["dequantize", str(tmp_path / "q.npy"), str(tmp_path / "d.npz"), "--spec", "onnx", "--scale",
+                 f"@{tmp_path / 's.npy'}", "--scale-dtype", "bfloat16", "--zero-point", f"@{tmp_path / 'z.npy'}",
+                 "--input-dtype", "float8e4m3fn", "--axis", "0", "--output-dtype", "float"]) == 0
+    back = read_tensors(tmp_path / "d.npz")["q"]
+    assert back.tobytes() == quantspec.onnx.dequantize_linear(want, scale, zp, axis=0, output_dtype="float").tobytes()

@@ -72,8 +72,7 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[st
         tensors = read_tensors(Path(text[1:]))
         if not tensors:
             raise InvalidArgumentError(argument, "@FILE must hold an array", "no arrays")
-        typed = {n: from_storage(a, t, f"{argument} {n}") if t is not None and a.dtype != t.dtype and t.is_packed
-                 else native(a) for n, a in tensors.items()}  # a big-endian file's values, in this machine's order
+        typed = {n: _typed(native(a), t, f"{argument} {n}") for n, a in tensors.items()}
         return next(iter(typed.values())) if len(typed) == 1 else typed
     try:
         values = [float(v) for v in text.split(",")]
@@ -98,6 +97,15 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[st
                                    + ("NaN" if t.name == "float8e8m0" else "infinite") + ")",
                                    float(a[beyond].flat[0]) if a.ndim else float(a))
     return narrow
+
+
+def _typed(a: np.ndarray, t, argument: str) -> np.ndarray:
+    """An @FILE array (in this machine's byte order) as the type ``t`` where the file holds it in the
+    form .npy stores a type it cannot record (:mod:`quantspec._core.tensorio`): sub-byte integers as
+    int8/uint8 values, 8/6/4-bit floats as uint8 and bfloat16 as uint16 bit patterns."""
+    if t is not None and a.dtype != t.dtype and (t.is_packed or a.dtype == t.storage):
+        return from_storage(a, t, argument)
+    return a
 
 
 def for_tensor(value, argument: str, name: str):
