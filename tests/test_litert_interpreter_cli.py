@@ -102,6 +102,14 @@ def test_bad_inputs_exit_2(conv_model, tmp_path, capsys):
     assert main(["run", str(tmp_path / "missing.tflite"), "--random", "1"]) == 2
 
 
+def test_an_output_file_type_it_cannot_write_is_refused_before_the_model_runs(conv_model, tmp_path, capsys):
+    """--output out.txt was refused only after the whole model had run and its summary was printed."""
+    assert main(["run", str(conv_model), "--random", "3", "--output", str(tmp_path / "out.txt")]) == 2
+    captured = capsys.readouterr()
+    assert "--output: must end in one of .npy, .npz, .safetensors" in captured.err
+    assert captured.out == "" and not (tmp_path / "out.txt").exists()
+
+
 def test_unsupported_operator_exits_2(tmp_path, capsys):
     data = build("CONV_2D", [T((1, 2, 2, 1), "int8", 0.5, 0), T((1, 1, 1, 1), "int8", 0.5, 0, 0,
                                                                np.ones((1, 1, 1, 1), np.int8)), None],

@@ -218,6 +218,10 @@ def run_main(argv: Sequence[str]) -> int:
         return code
     from .interpreter import Interpreter
 
+    if args.output:  # before the model runs, not after
+        from .._core.tensorio import check_suffix
+
+        check_suffix(args.output, "--output")
     interp = Interpreter(args.model, sum_semantics=args.sum_semantics)
     inputs = _load_inputs(interp, args.input, args.random)
     # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
