@@ -232,3 +232,19 @@ def test_a_small_model_runs_without_loading_numba(tmp_path, monkeypatch):
     assert main(["run", model, "--random", "3", "--output", str(tmp_path / "z.npz")]) == 0
     a, b = np.load(tmp_path / "y.npz"), np.load(tmp_path / "z.npz")
     assert a.files == b.files and all(a[k].tobytes() == b[k].tobytes() for k in a.files)
+
+
+@pytest.mark.filterwarnings("error")
+def test_from_data_on_an_all_nan_tensor_is_a_clear_error(tmp_path, capsys):
+    """--from-data over a tensor of NaNs printed numpy's 'All-NaN slice encountered' warning, then an
+    error about 'min' that named neither the option nor the tensor.  NaNs among other values are
+    left out of the range, as before."""
+    np.save(tmp_path / "n.npy", np.full(3, np.nan, np.float32))
+    assert main(["quantize", str(tmp_path / "n.npy"), str(tmp_path / "q.npy"), "--spec", "litert", "--from-data"]) == 2
+    err = capsys.readouterr().err
+    assert "--from-data: needs a tensor with a value that is not NaN (got 'n')" in err and "Warning" not in err
+    np.save(tmp_path / "m.npy", np.array([np.nan, 1.0, -2.0], np.float32))
+    assert main(["quantize", str(tmp_path / "m.npy"), str(tmp_path / "q.npy"), "--spec", "litert", "--from-data"]) == 0
+    import quantspec.litert as ql
+    want = ql.quantize(np.load(tmp_path / "m.npy"), ql.activation_params(-2.0, 1.0))
+    assert np.load(tmp_path / "q.npy").tobytes() == want.tobytes()

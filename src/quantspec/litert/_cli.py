@@ -21,6 +21,7 @@ import contextlib
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -395,7 +396,12 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
                 a = np.asarray(x, np.float32)
                 if a.size == 0:
                     raise InvalidArgumentError("--from-data", "needs a non-empty tensor", name)
-                p = P.activation_params(float(np.nanmin(a)), float(np.nanmax(a)))
+                with warnings.catch_warnings():  # numpy warns of an all-NaN tensor: refused just below
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+                if math.isnan(lo):
+                    raise InvalidArgumentError("--from-data", "needs a tensor with a value that is not NaN", name)
+                p = P.activation_params(lo, hi)
             else:
                 p = _given_params(args, x.shape)
                 if p is None:
