@@ -320,3 +320,22 @@ def test_quantize_consistent_options_still_work(tmp_path, flags, expected):
 def test_quantize_takes_float64_beyond_float32_as_infinities_without_a_warning():
     got = ql.quantize(np.array([1e300, -1e300, 0.5]), ql.QuantParams(0.5, 0))
     assert got.tolist() == ql.quantize(np.array([np.inf, -np.inf, 0.5], np.float32), ql.QuantParams(0.5, 0)).tolist()
+
+
+@pytest.mark.parametrize("zp", [2**63 - 1, -(2**63), 2**31, -(2**31) - 1])
+def test_dequantize_refuses_a_zero_point_beyond_int32(zp):
+    # q - zero_point wrapped around int64: [-5, 7] with 2^63 - 1 gave [9.2e17, -9.2e17]
+    for shape in ((2,), (1 << 17,)):                       # the numpy path and the fast kernels
+        q = np.resize(np.array([-5, 7], np.int32), shape)
+        with pytest.raises(RangeError, match="params.zero_point.*int32"):
+            ql.dequantize(q, ql.QuantParams([0.1], [zp]))
+    with pytest.raises(RangeError, match="params.zero_point"):
+        ql.dequantize(np.zeros((2, 3), np.int8), ql.QuantParams([0.1, 0.1], [0, zp], 0))
+
+
+def test_dequantize_at_the_int32_zero_point_edges():
+    q = np.array([-(2**31), -5, 0, 7, 2**31 - 1], np.int32)
+    for zp in (2**31 - 1, -(2**31)):
+        got = ql.dequantize(q, ql.QuantParams([0.5], [zp]))
+        want = (np.float64(np.float32(0.5)) * (q.astype(np.float64) - zp)).astype(np.float32)
+        assert got.tobytes() == want.tobytes()

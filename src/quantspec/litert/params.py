@@ -489,6 +489,12 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
     if a.dtype.kind not in "iu" or a.dtype.itemsize > 4 or a.dtype == np.uint32:
         raise DTypeError("q", "must be an int8, uint8, int16, uint16 or int32 array", str(a.dtype))
     _check_params(params, "params", a.shape)
+    lo, hi = params._zp_span
+    if lo < -(1 << 31) or hi >= (1 << 31):
+        # LiteRT keeps a zero point as int32 once the model is loaded (the file's int64 cut to its low
+        # 32 bits); here q - zero_point would wrap around int64 and change sign
+        raise RangeError("params.zero_point", "must fit in int32 (LiteRT holds zero points as int32)",
+                         hi if hi >= (1 << 31) else lo)
     if out is not None:
         _check_out(out, a.shape, np.dtype(np.float32))
     from . import fast
