@@ -107,3 +107,26 @@ def test_big_endian_inputs(n):
 def test_litert_dequantize_reads_big_endian_values():
     got = ql.dequantize(np.array([-100, -1, 0, 1, 100], ">i2"), ql.QuantParams(0.5, 3))
     assert got.tolist() == [-51.5, -2.0, -1.5, -1.0, 48.5]
+
+
+@pytest.mark.parametrize("n", [6, 1 << 17])
+def test_onnx_big_endian_scales_and_zero_points(n):
+    # they were refused as "a dtype no quantization spec uses (got '>f4')" while a big-endian x ran
+    x = _x(n).reshape(2, -1)
+    cases = [(np.array(0.25, ">f4"), np.array(3, ">i2"), {}),
+             (np.array([0.25, 0.75], ">f4"), np.array([-2, 5], ">i2"), {"axis": 0}),
+             (np.array([0.25, 0.75], ">f2"), None, {"axis": 0}),
+             (np.array(0.5, ">f8").astype(">f4"), np.array(7, ">u2"), {})]
+    for scale, zp, attrs in cases:
+        s = scale.astype(scale.dtype.newbyteorder("="))
+        z = None if zp is None else zp.astype(zp.dtype.newbyteorder("="))
+        for _ in range(2):                                  # a planned call, then the cached plan
+            got = qo.quantize_linear(x, scale, zp, **attrs)
+            want = qo.quantize_linear(x, s, z, **attrs)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+            back = qo.dequantize_linear(want, scale, zp, **attrs)
+            assert back.tobytes() == qo.dequantize_linear(want, s, z, **attrs).tobytes()
+        # the cache must not confuse the two byte orders of the same bytes
+        swapped = np.frombuffer(s.tobytes(), scale.dtype).reshape(s.shape)
+        assert qo.quantize_linear(x, swapped, zp, **attrs).tobytes() == \
+            qo.quantize_linear(x, swapped.astype(swapped.dtype.newbyteorder("=")), z, **attrs).tobytes()
