@@ -132,6 +132,21 @@ def test_a_scale_beyond_float32_is_a_clear_error_without_warnings(tmp_path, caps
     assert "1e+50" in err and "Warning" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "0.5,1e999"])
+def test_a_number_beyond_float64_is_refused_not_read_as_infinity(tmp_path, capsys, value):
+    """Python reads 1e400 as inf: it was accepted as an infinite scale, while 1e39 is refused."""
+    np.save(tmp_path / "a.npy", np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4))
+    flags = ["--axis", "0"] if "," in value else []
+    assert main(["quantize", str(tmp_path / "a.npy"), str(tmp_path / "o.npy"), "--spec", "onnx", f"--scale={value}",
+                 *flags]) == 2
+    assert "--scale: must lie within the float64 range" in capsys.readouterr().err
+    assert not (tmp_path / "o.npy").exists()
+    # an infinity written as one is still a value the operator defines (x / inf)
+    assert main(["quantize", str(tmp_path / "a.npy"), str(tmp_path / "o.npy"), "--spec", "onnx", "--scale", "inf"]) == 0
+    x = np.load(tmp_path / "a.npy")
+    assert np.load(tmp_path / "o.npy").tobytes() == quantspec.onnx.quantize_linear(x, np.float32(np.inf)).tobytes()
+
+
 @pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("value", ["1e39", "0", "1e-50", "0.5,1e39"])
 def test_a_float8e8m0_scale_it_cannot_hold_is_a_clear_error(tmp_path, capsys, value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,11 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[st
     except ValueError:
         raise InvalidArgumentError(argument, "must be a number, a comma-separated list of numbers or @FILE",
                                    text) from None
+    for v, f in zip(text.split(","), values):
+        # Python reads 1e400 as inf: a finite number no float type holds, refused as 1e39 is for float32
+        if math.isinf(f) and v.strip().lstrip("+-").lower() not in ("inf", "infinity"):
+            raise InvalidArgumentError(argument, "must lie within the float64 range (a finite number that "
+                                       "becomes infinite)", v.strip())
     a = np.array(values if "," in text else values[0], dtype=np.float64)
     if t is None:
         return a
