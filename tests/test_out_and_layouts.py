@@ -130,3 +130,13 @@ def test_onnx_big_endian_scales_and_zero_points(n):
         swapped = np.frombuffer(s.tobytes(), scale.dtype).reshape(s.shape)
         assert qo.quantize_linear(x, swapped, zp, **attrs).tobytes() == \
             qo.quantize_linear(x, swapped.astype(swapped.dtype.newbyteorder("=")), z, **attrs).tobytes()
+
+
+def test_onnx_plans_read_big_endian_parameters():
+    x = _x(8).reshape(2, 4)
+    for plan, scale, zp in ((qo.plan_quantize, np.array([0.5, 2.0], ">f4"), np.array([1, -1], ">i2")),
+                            (qo.plan_dequantize, np.array([0.5, 2.0], ">f4"), np.array([1, -1], ">i2"))):
+        arg = x if plan is qo.plan_quantize else np.arange(8, dtype=np.int16).reshape(2, 4)
+        p = plan(arg, scale, zp, axis=0)
+        assert p.scale.dtype.isnative and p.scale.tolist() == [0.5, 2.0]
+        assert p.zero_point.dtype.isnative and p.zero_point.tolist() == [1, -1]

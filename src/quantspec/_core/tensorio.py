@@ -18,6 +18,7 @@ Malformed files raise :class:`quantspec.errors.TensorFileError`, naming the file
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import mmap
@@ -194,7 +195,7 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
 def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as z:
         names = list(z.files)
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(n for n, k in collections.Counter(names).items() if k > 1)
         if twice:  # a zip may hold one name twice; which member is read would depend on how it is read
             raise TensorFileError("path", "holds two members of one name", str(path), detail=f"member {twice[0]!r}")
         types: dict[str, str] = {}

@@ -104,10 +104,9 @@ def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: dict):
     if hit is not None:
         return hit
     make = plan_quantize if kind == "q" else plan_dequantize
-    # (a big-endian scale or zero point: its values in native order; the key keeps its dtype apart)
     if key is None:
-        return make(x, _native(scale), _native(zero_point), **attrs), None
-    plan = make(x, own(_native(scale)), own(_native(zero_point)), **attrs)
+        return make(x, scale, zero_point, **attrs), None
+    plan = make(x, own(scale), own(zero_point), **attrs)
     prepared = None
     if fast.covers(plan) and all(plan.shape):
         prepared = fast.prepare_quantize(plan, True) if kind == "q" else fast.prepare_dequantize(plan, True)

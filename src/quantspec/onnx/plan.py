@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import as_array, as_bool, as_int
+from .._core.arrays import as_array, as_bool, as_int, native
 from .._core.granularity import block_count, expand_blocks, normalize_axis, per_axis_view
 from ..dtypes import QType, qtype
 from ..errors import (AxisError, DTypeError, InvalidArgumentError, OpsetError, RangeError,
@@ -142,8 +142,9 @@ def _ort_refuse(argument: str, what: str, value: Any) -> None:
 
 
 def _scalar_to(value: Any, argument: str, t: QType | str) -> np.ndarray:
-    """Arrays keep their type; Python scalars and lists take ``t``."""
-    return as_array(value, argument, None if isinstance(value, (np.ndarray, np.generic)) else t)
+    """Arrays keep their type (a big-endian one its values, in this machine's byte order); Python
+    scalars and lists take ``t``."""
+    return native(as_array(value, argument, None if isinstance(value, (np.ndarray, np.generic)) else t))
 
 
 def _granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | None, axis: Any, block_size: int,
@@ -275,7 +276,8 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
     if y_zero_point is not None:
         if out is None and not isinstance(y_zero_point, (np.ndarray, np.generic)):
             out = qtype("uint8")  # a Python zero point with no output_dtype: ONNX's default type
-        zp = _scalar_to(y_zero_point, "y_zero_point", out) if out is not None else as_array(y_zero_point, "y_zero_point")
+        zp = (_scalar_to(y_zero_point, "y_zero_point", out) if out is not None
+              else native(as_array(y_zero_point, "y_zero_point")))
         zp_type = qtype(zp.dtype, "y_zero_point")
         if out is not None and output_dtype is not None and zp_type != out:
             raise DTypeError("output_dtype", f"must equal the type of y_zero_point ({zp_type.name}) when both are given",
