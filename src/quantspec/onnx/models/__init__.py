@@ -12,17 +12,10 @@ See ``docs/onnx-models.md``.
 
 from __future__ import annotations
 
+from .auditor import AuditReport, NodeAudit, Risk, audit
 from .checker import check_model
 from .io import OnnxModel, load_model, save_model
 from .report import RULES, CheckReport, Violation
 
-__all__ = ["check_model", "CheckReport", "Violation", "RULES", "audit", "AuditReport", "NodeAudit", "load_model",
-           "save_model", "OnnxModel"]
-
-
-def __getattr__(name: str):
-    if name in ("audit", "AuditReport", "NodeAudit"):
-        from . import audit as _audit
-
-        return getattr(_audit, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["check_model", "CheckReport", "Violation", "RULES", "audit", "AuditReport", "NodeAudit", "Risk",
+           "load_model", "save_model", "OnnxModel"]

@@ -281,6 +281,8 @@ class Graph:
 
 def read_graph(model: Any) -> Graph:
     """A :class:`Graph` of a model given as :func:`quantspec.onnx.models.io.load_model` takes it."""
+    if isinstance(model, Graph):
+        return model
     try:
         return Graph(model)
     except QuantSpecError:

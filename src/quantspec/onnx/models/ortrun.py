@@ -1,0 +1,130 @@
+"""Running a model in onnxruntime with chosen intermediate tensors exposed as graph outputs.
+
+The session runs on the CPU with every graph optimization off (``ORT_DISABLE_ALL``): no constant
+folding of DequantizeLinear on initializers and no fusion of Q/DQ pairs, so each QuantizeLinear and
+DequantizeLinear runs as the node it is.  Tensors of types numpy cannot hold natively (the 4- and
+2-bit integers, float8, float4, bfloat16) cross the boundary as their raw bytes
+(``run_with_ort_values``, ``data_ptr``) and are unpacked by :func:`quantspec.onnx.unpack`.  A model
+whose weights are in external data files is passed to onnxruntime without them, with the folder that
+holds them (``session.model_external_initializers_file_folder_path``).  A model whose IR version is
+newer than onnxruntime reads is run with the newest IR version it reads, and the report says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from typing import Any
+
+import numpy as np
+
+from ...dtypes import qtype
+from ...errors import InvalidArgumentError, QuantSpecError, RuntimeUnsupportedError, UnsupportedError
+from ..packing import unpack
+from .graph import Graph
+
+__all__ = ["ort_module", "run_exposed", "PLAIN_NUMPY"]
+
+#: types whose numpy arrays onnxruntime's Python binding takes and returns as they are
+PLAIN_NUMPY = frozenset({"float", "float16", "double", "int8", "uint8", "int16", "uint16", "int32", "int64", "bool"})
+
+
+def ort_module():
+    """The ``onnxruntime`` package, or an error saying how to install it."""
+    try:
+        import onnxruntime
+    except ImportError as e:
+        raise UnsupportedError("onnxruntime", "running the model needs the onnxruntime package (pip install "
+                               "onnxruntime); use the static audit without it", detail=f"{type(e).__name__}: {e}") from None
+    return onnxruntime
+
+
+def _session(ort, payload: bytes, folder: str | None):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    if folder is not None:
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path", folder)
+    return ort.InferenceSession(payload, so, providers=["CPUExecutionProvider"])
+
+
+def _to_numpy(ov: Any) -> np.ndarray:
+    """An OrtValue as a numpy array of its exact type (raw bytes for the types numpy lacks)."""
+    t = qtype(int(ov.element_type()), "output")
+    shape = tuple(int(d) for d in ov.shape())
+    if t.name in PLAIN_NUMPY:
+        return np.asarray(ov.numpy())
+    n = int(np.prod(shape, dtype=np.int64))
+    nbytes = (n * t.bits + 7) // 8 if t.is_packed else n * t.dtype.itemsize
+    raw = ctypes.string_at(ov.data_ptr(), nbytes) if n else b""
+    return unpack(raw, t, shape)
+
+
+def _feed(ort, name: str, a: np.ndarray):
+    t = qtype(a.dtype, f"input {name!r}")
+    if t.name in PLAIN_NUMPY:
+        return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a))
+    if t.is_packed:
+        raise RuntimeUnsupportedError("inputs", f"onnxruntime's Python binding cannot take a {t.name} graph input",
+                                      name)
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(a).view(t.storage), t.onnx)
+
+
+def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Run ``g``'s model in onnxruntime on ``feeds`` and return the values of ``names`` (intermediate
+    tensors included), with notes on what was changed to run it."""
+    ort = ort_module()
+    onnx = g._onnx
+    proto = g.model.proto
+    notes: list[str] = []
+    graph_outputs = {o.name for o in proto.graph.output}
+    added = [n for n in dict.fromkeys(names) if n not in graph_outputs]
+    n_outputs = len(proto.graph.output)
+    ir_version = proto.ir_version
+    folder = str(g.model.base_dir.resolve()) if g.model.base_dir is not None else None
+    try:
+        for name in added:
+            info = g.info(name)
+            vi = onnx.ValueInfoProto(name=name)
+            if info.elem_type is not None:
+                vi = onnx.helper.make_tensor_value_info(name, info.elem_type, None)
+            proto.graph.output.append(vi)
+        try:
+            sess = _session(ort, proto.SerializeToString(), folder)
+        except Exception as e:
+            m = re.search(r"max supported IR version: (\d+)", str(e))
+            if m is None or int(m.group(1)) >= ir_version:
+                raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
+                                              detail=_short(e)) from None
+            proto.ir_version = int(m.group(1))
+            notes.append(f"the model's IR version {ir_version} is newer than onnxruntime {ort.__version__} reads: "
+                         f"it ran with IR version {proto.ir_version}")
+            try:
+                sess = _session(ort, proto.SerializeToString(), folder)
+            except Exception as e2:
+                raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
+                                              detail=_short(e2)) from None
+        ort_feeds = {k: _feed(ort, k, v) for k, v in feeds.items()}
+        try:
+            values = sess.run_with_ort_values(list(dict.fromkeys(names)), ort_feeds)
+        except Exception as e:
+            raise InvalidArgumentError("inputs", f"onnxruntime {ort.__version__} could not run the model on them",
+                                       detail=_short(e)) from None
+        out = {}
+        for name, ov in zip(dict.fromkeys(names), values):
+            try:
+                out[name] = _to_numpy(ov)
+            except QuantSpecError:
+                raise
+            except Exception as e:  # pragma: no cover - a type onnxruntime returns that quantspec has no row for
+                raise RuntimeUnsupportedError("model", "returned a tensor quantspec cannot read", name,
+                                              detail=_short(e)) from None
+        return out, notes
+    finally:
+        del proto.graph.output[n_outputs:]
+        proto.ir_version = ir_version
+
+
+def _short(e: Exception, limit: int = 400) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
