@@ -21,6 +21,7 @@ only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._core import jit
 from ...dtypes import qtype
 from ...errors import InvalidArgumentError, QuantSpecError
 from .. import opsets
@@ -601,21 +603,28 @@ def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int
         if any(n.graph for n in nodes):
             notes.append("nodes inside subgraphs are audited statically only")
     audits = []
-    for n in nodes:
-        q = _describe(g, n, values)
-        risks = _risks(q)
-        counts: dict[str, Any] = {}
-        out_name = n.outputs[0] if n.outputs else ""
-        x = values.get(n.input(0)) if n.input(0) in values else (g.value(n.input(0)) if ran and not n.graph else None)
-        if ran and not n.graph and x is not None and out_name in values and q.scale is not None \
-                and not (q.has_zero_point and q.zero_point is None):
-            counts = _recompute(q, np.asarray(x), values[out_name])
-        audits.append(NodeAudit(node_index=n.index, op_type=n.op_type, output=out_name, node_name=n.name or None,
-                                domain=n.domain, graph=n.graph, risks=risks, elements=counts.get("elements"),
-                                onnxruntime_vs_spec=counts.get("onnxruntime_vs_spec"),
-                                reference_vs_spec=counts.get("reference_vs_spec"),
-                                onnxruntime_vs_compat=counts.get("onnxruntime_vs_compat"),
-                                errors=counts.get("errors", {}), first=counts.get("first")))
+    elements = sum(int(values[n.outputs[0]].size) for n in nodes if n.outputs and n.outputs[0] in values)
+    # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
+    with jit.reference_only() if jit.prefer_reference(elements) else contextlib.nullcontext():
+        audits = [_audit_node(g, n, values, ran) for n in nodes]
     path = None if g.model.path is None else str(g.model.path)
     return AuditReport(nodes=tuple(audits), model=path, opset=g.opset, ran=ran, inputs=described,
                        onnxruntime=version, notes=tuple(notes))
+
+
+def _audit_node(g: Graph, n: Node, values: dict[str, np.ndarray], ran: bool) -> NodeAudit:
+    """One node: its risks, and its counts when the model ran."""
+    q = _describe(g, n, values)
+    risks = _risks(q)
+    counts: dict[str, Any] = {}
+    out_name = n.outputs[0] if n.outputs else ""
+    x = values.get(n.input(0)) if n.input(0) in values else (g.value(n.input(0)) if ran and not n.graph else None)
+    if ran and not n.graph and x is not None and out_name in values and q.scale is not None \
+            and not (q.has_zero_point and q.zero_point is None):
+        counts = _recompute(q, np.asarray(x), values[out_name])
+    return NodeAudit(node_index=n.index, op_type=n.op_type, output=out_name, node_name=n.name or None,
+                     domain=n.domain, graph=n.graph, risks=risks, elements=counts.get("elements"),
+                     onnxruntime_vs_spec=counts.get("onnxruntime_vs_spec"),
+                     reference_vs_spec=counts.get("reference_vs_spec"),
+                     onnxruntime_vs_compat=counts.get("onnxruntime_vs_compat"),
+                     errors=counts.get("errors", {}), first=counts.get("first"))
