@@ -27,8 +27,8 @@ import numpy as np
 from ...dtypes import qtype
 from ...errors import ModelError, QuantSpecError, UnsupportedError
 
-__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "looks_like_onnx", "PROTOBUF_LIMIT",
-           "type_name"]
+__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx",
+           "PROTOBUF_LIMIT", "type_name"]
 
 #: protobuf refuses to serialize or parse one message of 2 GiB or more
 PROTOBUF_LIMIT = (1 << 31) - 1
@@ -239,8 +239,6 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
     file.  Returns the files written (the model, then the data file if any).  The model passed in is
     not modified."""
     onnx = onnx_module()
-    from onnx.external_data_helper import set_external_data
-
     source = model if isinstance(model, OnnxModel) else None
     proto = model.proto if isinstance(model, OnnxModel) else model
     if not isinstance(proto, onnx.ModelProto):
@@ -283,8 +281,7 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
                     stub.dims.extend(t.dims)
                     if t.doc_string:
                         stub.doc_string = t.doc_string
-                    set_external_data(stub, location, offset, written_bytes)
-                    stub.data_location = onnx.TensorProto.EXTERNAL
+                    set_external(stub, location, offset, written_bytes)
                     out.graph.initializer.append(stub)
                 f.flush()
                 os.fsync(f.fileno())
@@ -328,11 +325,16 @@ def _without_initializers(proto: Any) -> Any:
     return out
 
 
+def _repeated(fd: Any) -> bool:
+    flag = getattr(fd, "is_repeated", None)
+    return bool(flag) if flag is not None else fd.label == fd.LABEL_REPEATED
+
+
 def _copy_fields(src: Any, dst: Any, skip: str) -> None:
     for fd, value in src.ListFields():
         if fd.name == skip:
             continue
-        if fd.label == fd.LABEL_REPEATED:
+        if _repeated(fd):
             getattr(dst, fd.name).extend(value)
         elif fd.message_type is not None:
             getattr(dst, fd.name).CopyFrom(value)
@@ -367,6 +369,17 @@ def _write_tensor(f, t: Any, source: OnnxModel | None) -> int:
     data = numpy_helper.from_array(numpy_helper.to_array(t)).raw_data
     f.write(data)
     return len(data)
+
+
+def set_external(tensor: Any, location: str, offset: int, length: int) -> None:
+    """Mark a ``TensorProto`` (holding no data) as stored in the external file ``location`` (relative
+    to the model's directory) at ``offset``, ``length`` bytes long."""
+    onnx = onnx_module()
+    del tensor.external_data[:]
+    for key, value in (("location", location), ("offset", int(offset)), ("length", int(length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, str(value)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
 
 
 def _unlink(path: str) -> None:

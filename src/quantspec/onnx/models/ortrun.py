@@ -6,7 +6,8 @@ DequantizeLinear runs as the node it is.  Tensors of types numpy cannot hold nat
 2-bit integers, float8, float4, bfloat16) cross the boundary as their raw bytes
 (``run_with_ort_values``, ``data_ptr``) and are unpacked by :func:`quantspec.onnx.unpack`.  A model
 whose weights are in external data files is passed to onnxruntime without them, with the folder that
-holds them (``session.model_external_initializers_file_folder_path``).  A model whose IR version is
+holds them (``session.model_external_initializers_file_folder_path``); its small external tensors are inlined
+for the run, since onnxruntime's shape inference cannot read them from a model given as bytes.  A model whose IR version is
 newer than onnxruntime reads is run with the newest IR version it reads, and the report says so.
 """
 
@@ -26,6 +27,9 @@ from .graph import Graph
 __all__ = ["ort_module", "run_exposed", "PLAIN_NUMPY"]
 
 #: types whose numpy arrays onnxruntime's Python binding takes and returns as they are
+#: external tensors up to this size are inlined for onnxruntime (see run_exposed)
+_INLINE_UP_TO = 1 << 16
+
 PLAIN_NUMPY = frozenset({"float", "float16", "double", "int8", "uint8", "int16", "uint16", "int32", "int64", "bool"})
 
 
@@ -82,7 +86,17 @@ def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray]) -> tup
     n_outputs = len(proto.graph.output)
     ir_version = proto.ir_version
     folder = str(g.model.base_dir.resolve()) if g.model.base_dir is not None else None
+    restore = []          # (index, the initializer as it was)
     try:
+        # onnxruntime's shape inference cannot read a small external tensor (a Reshape's shape) when the
+        # model comes as bytes: those are inlined for the run, large weights stay in their files
+        for i, t in enumerate(proto.graph.initializer):
+            if t.data_location == onnx.TensorProto.EXTERNAL and g.model.external_span(t)[2] <= _INLINE_UP_TO:
+                kept = onnx.TensorProto()
+                kept.CopyFrom(t)
+                restore.append((i, kept))
+                inline = onnx.numpy_helper.from_array(np.asarray(g.model.values(t, mapped=False)), t.name)
+                t.CopyFrom(inline)
         for name in added:
             info = g.info(name)
             vi = onnx.ValueInfoProto(name=name)
@@ -123,6 +137,8 @@ def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray]) -> tup
     finally:
         del proto.graph.output[n_outputs:]
         proto.ir_version = ir_version
+        for i, kept in restore:
+            proto.graph.initializer[i].CopyFrom(kept)
 
 
 def _short(e: Exception, limit: int = 400) -> str:
