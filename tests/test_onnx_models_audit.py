@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onnx_models import differing, model, node, onnx_api, run_exposing, static_quantized, tensor
+from onnx_models import differing, model, nbits_model, node, onnx_api, run_exposing, static_quantized, tensor
 from refs import require
 
 from quantspec import onnx as qo
@@ -212,3 +212,17 @@ def test_checker_and_audit_agree_on_what_is_refused(tmp_path):
     assert v.rule == "zero-point-shape"
     (q,) = audit(m, run=False).nodes
     assert "per-axis-scalar-zp" in {r.key for r in q.risks}
+
+
+@pytest.mark.parametrize("symmetric", [True, False], ids=["symmetric", "asymmetric"])
+def test_matmul_nbits_qdq_model(tmp_path, symmetric):
+    """A weight-only model: its DequantizeLinear (int4 blocks, some scales negative or zero) runs
+    alone in onnxruntime, and equals the node's output inside the whole model."""
+    path = nbits_model(tmp_path, symmetric)
+    feeds = {"x": np.random.default_rng(6).standard_normal((2, 64)).astype(np.float32)}
+    report = audit(path)                      # no inputs needed
+    assert report.inputs == "the nodes' constant inputs" and report.ok
+    want = direct(path, feeds, opset=21)
+    (n,) = report.nodes
+    assert (n.elements, n.onnxruntime_vs_spec, n.onnxruntime_vs_compat, n.reference_vs_spec) == \
+        (want[n.node_index][0], want[n.node_index][1], 0, 0) == (2560, 0, 0, 0)

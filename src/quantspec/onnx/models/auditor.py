@@ -564,62 +564,81 @@ def _given_feeds(g: Graph, inputs: Any) -> dict[str, np.ndarray]:
     return out
 
 
+def _constant_node(g: Graph, n: Node) -> bool:
+    """All the node's inputs are constants (a DequantizeLinear of a weight)."""
+    return all(g.constant(i) is not None for i in n.inputs if i)
+
+
 def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int = 0) -> AuditReport:
     """Audit every QuantizeLinear / DequantizeLinear node of an ONNX model (a path, its bytes, an
     ``onnx.ModelProto``).
 
     ``inputs``: the model's inputs (a dict by name, a list in model order, or one array); None runs
     it on seeded random inputs (``seed``): standard normal floats, integers over their range.
-    ``run=False`` gives the static audit alone (no onnxruntime needed).  See :class:`AuditReport`.
+    ``run=False`` gives the static audit alone (no onnxruntime needed).  A node whose inputs are all
+    constants (a weight's DequantizeLinear) is run alone in onnxruntime, one at a time, so a
+    weight-only quantized model needs no inputs and never holds more than one dequantized weight.
+    See :class:`AuditReport`.
     """
     g = read_graph(path_or_model)
     nodes = _qdq_nodes(g)
     values: dict[str, np.ndarray] = {}
     notes: list[str] = []
     ran, described, version = False, "none", None
+    dynamic = [n for n in nodes if not n.graph and not _constant_node(g, n)]
     if run:
         from .ortrun import ort_module, run_exposed
 
-        ort = ort_module()
-        version = ort.__version__
-        if inputs is None:
-            feeds, feed_notes = _random_feeds(g, seed)
-            notes += feed_notes
-            described = f"random inputs (seed {seed})"
-        else:
-            feeds = _given_feeds(g, inputs)
-            described = "the given inputs"
-        wanted = []
-        for n in nodes:
-            if n.graph:
-                continue
-            wanted += [i for i in n.inputs[:3] if i and g.constant(i) is None]
-            wanted += [o for o in n.outputs[:1] if o]
-        wanted = [w for w in dict.fromkeys(wanted) if w not in feeds]
-        exposed, run_notes = run_exposed(g, wanted, feeds)
-        values = {**feeds, **exposed}
-        notes += run_notes
+        version = ort_module().__version__
         ran = True
+        if dynamic:
+            if inputs is None:
+                feeds, feed_notes = _random_feeds(g, seed)
+                notes += feed_notes
+                described = f"random inputs (seed {seed})"
+            else:
+                feeds = _given_feeds(g, inputs)
+                described = "the given inputs"
+            wanted = []
+            for n in dynamic:
+                wanted += [i for i in n.inputs[:3] if i and g.constant(i) is None]
+                wanted += [o for o in n.outputs[:1] if o]
+            wanted = [w for w in dict.fromkeys(wanted) if w not in feeds]
+            values = {**feeds, **run_exposed(g, wanted, feeds, notes)}
+        else:
+            if inputs is not None:
+                _given_feeds(g, inputs)
+            described = "the nodes' constant inputs"
+        if any(not n.graph and n not in dynamic for n in nodes):
+            notes.append("the nodes whose inputs are all constants (weights) ran alone in onnxruntime, one at a time")
         if any(n.graph for n in nodes):
             notes.append("nodes inside subgraphs are audited statically only")
-    audits = []
-    elements = sum(int(values[n.outputs[0]].size) for n in nodes if n.outputs and n.outputs[0] in values)
+    elements = sum(int(values[n.outputs[0]].size) for n in dynamic if n.outputs[0] in values) + \
+        sum(math.prod(g.info(n.input(0)).shape or (1 << 30,)) for n in nodes if n not in dynamic and not n.graph)
     # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
     with jit.reference_only() if jit.prefer_reference(elements) else contextlib.nullcontext():
-        audits = [_audit_node(g, n, values, ran) for n in nodes]
+        audits = [_audit_node(g, n, values, ran and not n.graph, notes) for n in nodes]
     path = None if g.model.path is None else str(g.model.path)
     return AuditReport(nodes=tuple(audits), model=path, opset=g.opset, ran=ran, inputs=described,
                        onnxruntime=version, notes=tuple(notes))
 
 
-def _audit_node(g: Graph, n: Node, values: dict[str, np.ndarray], ran: bool) -> NodeAudit:
-    """One node: its risks, and its counts when the model ran."""
+def _audit_node(g: Graph, n: Node, values: dict[str, np.ndarray], run: bool, notes: list[str]) -> NodeAudit:
+    """One node: its risks, and, when it runs, its counts."""
+    out_name = n.outputs[0] if n.outputs else ""
+    counts: dict[str, Any] = {}
+    if run and out_name and _constant_node(g, n):
+        from .ortrun import run_node
+
+        try:
+            values = {out_name: run_node(g, n, notes)}
+        except QuantSpecError as e:
+            counts["errors"] = {"onnxruntime (run alone)": f"{type(e).__name__}: {e}"}
+            values = {}
     q = _describe(g, n, values)
     risks = _risks(q)
-    counts: dict[str, Any] = {}
-    out_name = n.outputs[0] if n.outputs else ""
-    x = values.get(n.input(0)) if n.input(0) in values else (g.value(n.input(0)) if ran and not n.graph else None)
-    if ran and not n.graph and x is not None and out_name in values and q.scale is not None \
+    x = values.get(n.input(0)) if n.input(0) in values else (g.value(n.input(0)) if g.constant(n.input(0)) else None)
+    if run and x is not None and out_name in values and q.scale is not None \
             and not (q.has_zero_point and q.zero_point is None):
         counts = _recompute(q, np.asarray(x), values[out_name])
     return NodeAudit(node_index=n.index, op_type=n.op_type, output=out_name, node_name=n.name or None,

@@ -22,9 +22,9 @@ import numpy as np
 from ...dtypes import qtype
 from ...errors import InvalidArgumentError, QuantSpecError, RuntimeUnsupportedError, UnsupportedError
 from ..packing import unpack
-from .graph import Graph
+from .graph import Graph, Node
 
-__all__ = ["ort_module", "run_exposed", "PLAIN_NUMPY"]
+__all__ = ["ort_module", "run_exposed", "run_node", "PLAIN_NUMPY"]
 
 #: types whose numpy arrays onnxruntime's Python binding takes and returns as they are
 #: external tensors up to this size are inlined for onnxruntime (see run_exposed)
@@ -74,15 +74,57 @@ def _feed(ort, name: str, a: np.ndarray):
     return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(a).view(t.storage), t.onnx)
 
 
-def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+def _load(ort, proto: Any, folder: str | None, notes: list[str]):
+    """A session of ``proto``; a model whose IR version onnxruntime does not read yet is loaded with
+    the newest it reads (``proto.ir_version`` is changed: the caller restores it)."""
+    try:
+        return _session(ort, proto.SerializeToString(), folder)
+    except Exception as e:
+        m = re.search(r"max supported IR version: (\d+)", str(e))
+        if m is None or int(m.group(1)) >= proto.ir_version:
+            raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
+                                          detail=_short(e)) from None
+        note = (f"the model's IR version {proto.ir_version} is newer than onnxruntime {ort.__version__} reads: it "
+                f"ran with IR version {m.group(1)}")
+        proto.ir_version = int(m.group(1))
+    try:
+        sess = _session(ort, proto.SerializeToString(), folder)
+    except Exception as e:
+        raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
+                                      detail=_short(e)) from None
+    if note not in notes:
+        notes.append(note)
+    return sess
+
+
+def _fetch(ort, sess, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    ort_feeds = {k: _feed(ort, k, v) for k, v in feeds.items()}
+    try:
+        values = sess.run_with_ort_values(names, ort_feeds)
+    except Exception as e:
+        raise InvalidArgumentError("inputs", f"onnxruntime {ort.__version__} could not run the model on them",
+                                   detail=_short(e)) from None
+    out = {}
+    for name, ov in zip(names, values):
+        try:
+            out[name] = _to_numpy(ov)
+        except QuantSpecError:
+            raise
+        except Exception as e:  # pragma: no cover - a type onnxruntime returns that quantspec has no row for
+            raise RuntimeUnsupportedError("model", "returned a tensor quantspec cannot read", name,
+                                          detail=_short(e)) from None
+    return out
+
+
+def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray], notes: list[str]) -> dict[str, np.ndarray]:
     """Run ``g``'s model in onnxruntime on ``feeds`` and return the values of ``names`` (intermediate
-    tensors included), with notes on what was changed to run it."""
+    tensors included); what had to change to run it is added to ``notes``.  The model is left as it
+    was."""
     ort = ort_module()
     onnx = g._onnx
     proto = g.model.proto
-    notes: list[str] = []
+    names = list(dict.fromkeys(names))
     graph_outputs = {o.name for o in proto.graph.output}
-    added = [n for n in dict.fromkeys(names) if n not in graph_outputs]
     n_outputs = len(proto.graph.output)
     ir_version = proto.ir_version
     folder = str(g.model.base_dir.resolve()) if g.model.base_dir is not None else None
@@ -95,50 +137,49 @@ def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray]) -> tup
                 kept = onnx.TensorProto()
                 kept.CopyFrom(t)
                 restore.append((i, kept))
-                inline = onnx.numpy_helper.from_array(np.asarray(g.model.values(t, mapped=False)), t.name)
-                t.CopyFrom(inline)
-        for name in added:
-            info = g.info(name)
-            vi = onnx.ValueInfoProto(name=name)
-            if info.elem_type is not None:
-                vi = onnx.helper.make_tensor_value_info(name, info.elem_type, None)
-            proto.graph.output.append(vi)
-        try:
-            sess = _session(ort, proto.SerializeToString(), folder)
-        except Exception as e:
-            m = re.search(r"max supported IR version: (\d+)", str(e))
-            if m is None or int(m.group(1)) >= ir_version:
-                raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
-                                              detail=_short(e)) from None
-            proto.ir_version = int(m.group(1))
-            notes.append(f"the model's IR version {ir_version} is newer than onnxruntime {ort.__version__} reads: "
-                         f"it ran with IR version {proto.ir_version}")
-            try:
-                sess = _session(ort, proto.SerializeToString(), folder)
-            except Exception as e2:
-                raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
-                                              detail=_short(e2)) from None
-        ort_feeds = {k: _feed(ort, k, v) for k, v in feeds.items()}
-        try:
-            values = sess.run_with_ort_values(list(dict.fromkeys(names)), ort_feeds)
-        except Exception as e:
-            raise InvalidArgumentError("inputs", f"onnxruntime {ort.__version__} could not run the model on them",
-                                       detail=_short(e)) from None
-        out = {}
-        for name, ov in zip(dict.fromkeys(names), values):
-            try:
-                out[name] = _to_numpy(ov)
-            except QuantSpecError:
-                raise
-            except Exception as e:  # pragma: no cover - a type onnxruntime returns that quantspec has no row for
-                raise RuntimeUnsupportedError("model", "returned a tensor quantspec cannot read", name,
-                                              detail=_short(e)) from None
-        return out, notes
+                t.CopyFrom(onnx.numpy_helper.from_array(np.asarray(g.model.values(t, mapped=False)), t.name))
+        for name in names:
+            if name not in graph_outputs:
+                proto.graph.output.append(_value_info(g, name))
+        return _fetch(ort, _load(ort, proto, folder, notes), names, feeds)
     finally:
         del proto.graph.output[n_outputs:]
         proto.ir_version = ir_version
         for i, kept in restore:
             proto.graph.initializer[i].CopyFrom(kept)
+
+
+def run_node(g: Graph, node: Node, notes: list[str]) -> np.ndarray:
+    """Run one node whose inputs are all constants (a DequantizeLinear of a weight) alone in
+    onnxruntime, and return its output: the same kernel as in the model, without running the model
+    (no inputs needed, one weight in memory at a time)."""
+    ort = ort_module()
+    onnx = g._onnx
+    proto = g.model.proto
+    inits = []
+    for name in node.inputs:
+        if not name or any(t.name == name for t in inits):
+            continue
+        t = g.constant(name)
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            t = onnx.numpy_helper.from_array(np.asarray(g.model.values(t, mapped=False)), name)
+        inits.append(t)
+    out = node.outputs[0]
+    graph = onnx.helper.make_graph([node.proto], "node", [], [_value_info(g, out)], initializer=inits)
+    one = onnx.helper.make_model(graph, opset_imports=list(proto.opset_import))
+    one.ir_version = proto.ir_version
+    if one.ByteSize() > (1 << 31) - 1:
+        raise RuntimeUnsupportedError("node", "has constant inputs over protobuf's 2 GB limit: it is not run alone",
+                                      node.label)
+    return _fetch(ort, _load(ort, one, None, notes), [out], {})[out]
+
+
+def _value_info(g: Graph, name: str):
+    onnx = g._onnx
+    info = g.info(name)
+    if info.elem_type is None:
+        return onnx.ValueInfoProto(name=name)
+    return onnx.helper.make_tensor_value_info(name, info.elem_type, None)
 
 
 def _short(e: Exception, limit: int = 400) -> str:
