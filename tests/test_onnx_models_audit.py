@@ -226,3 +226,72 @@ def test_matmul_nbits_qdq_model(tmp_path, symmetric):
     (n,) = report.nodes
     assert (n.elements, n.onnxruntime_vs_spec, n.onnxruntime_vs_compat, n.reference_vs_spec) == \
         (want[n.node_index][0], want[n.node_index][1], 0, 0) == (2560, 0, 0, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# the static audit is sound: every departure a run shows was announced by a risk naming that runtime
+# ------------------------------------------------------------------------------------------------
+
+def one_q(path, x_type, scale, zp=None, opset=21, shape=(4, 9), **attrs):
+    onnx, _, _ = onnx_api()
+    inits = [tensor("s", scale)] + ([tensor("z", zp)] if zp is not None else [])
+    ins = ["x", "s"] + (["z"] if zp is not None else [])
+    m = model([node("QuantizeLinear", ins, ["y"], **attrs)], [("x", x_type, list(shape))], [("y", None, None)], inits,
+              opset=opset, ir=10)
+    onnx.save(m, str(path))
+    return path
+
+
+NODES = {
+    "int8": dict(x_type="float", scale=np.float32(0.5), zp=np.int8(0)),
+    "int8-negative-zp": dict(x_type="float", scale=np.float32(0.5), zp=np.int8(-3)),
+    "f16-uint8": dict(x_type="float16", scale=np.float16(0.0371), zp=np.uint8(128)),
+    "int4-axis0-odd": dict(x_type="float", scale=np.full(4, 0.5, np.float32), zp=np.zeros(4, ml_dtypes.int4), axis=0),
+    "int4-axis1": dict(x_type="float", scale=np.full(9, 0.5, np.float32), zp=np.zeros(9, ml_dtypes.int4), axis=1),
+    "uint4-even-tensor": dict(x_type="float", scale=np.float32(0.5), zp=np.asarray(3, ml_dtypes.uint4), shape=(4, 8)),
+    "int2": dict(x_type="float", scale=np.float32(0.5), zp=np.asarray(0, ml_dtypes.int2), opset=25),
+    "int8-blocked-axis0": dict(x_type="float", scale=np.full((2, 9), 0.5, np.float32), zp=np.zeros((2, 9), np.int8),
+                               axis=0, block_size=2),
+    "int8-blocked-last": dict(x_type="float", scale=np.full((4, 3), 0.5, np.float32), zp=np.zeros((4, 3), np.int8),
+                              axis=1, block_size=3),
+    "e4m3fn-sat0": dict(x_type="float", scale=np.float32(1), zp=np.zeros((), ml_dtypes.float8_e4m3fn), saturate=0),
+    "e5m2-sat0": dict(x_type="float", scale=np.float32(1), zp=np.zeros((), ml_dtypes.float8_e5m2), saturate=0),
+    "e5m2": dict(x_type="float", scale=np.float32(1), zp=np.zeros((), ml_dtypes.float8_e5m2)),
+    "f16-e4m3fn": dict(x_type="float16", scale=np.float16(1.548828125), zp=np.zeros((), ml_dtypes.float8_e4m3fn)),
+    "precision-f16": dict(x_type="float", scale=np.float32(1.6666924953460693), zp=np.uint8(0), opset=23,
+                          precision=10),
+}
+
+
+def adversarial(shape, x_type):
+    rng = np.random.default_rng(11)
+    fills = [np.inf, -np.inf, np.nan, 3e9, -3e9, 485.0, -490.0, 62000.0, 117.6875]
+    dtype = np.float16 if x_type == "float16" else np.float32
+    with np.errstate(over="ignore"):       # 3e9 and 62000 are inf in float16
+        out = [np.full(shape, v).astype(dtype) for v in fills]
+    out.append((rng.standard_normal(shape) * 60).astype(dtype))
+    out.append(rng.uniform(0, 255 * 1.67, shape).astype(dtype))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_static_risks_name_the_runtimes_that_depart(tmp_path, name):
+    spec = dict(NODES[name])
+    shape = spec.pop("shape", (4, 9))
+    path = one_q(tmp_path / f"{name}.onnx", shape=shape, **spec)
+    totals = {"onnxruntime_vs_spec": 0, "reference_vs_spec": 0}
+    risks = None
+    for x in adversarial(shape, spec["x_type"]):
+        (n,) = audit(path, {"x": x}).nodes
+        assert n.onnxruntime_vs_compat == 0 and not n.errors, n
+        for k in totals:
+            totals[k] += getattr(n, k)
+        risks = n.risks
+    who = {r for risk in risks for r in risk.runtimes}
+    # the corpus meets every risk's condition: the runtimes the risks name are exactly those that departed
+    assert who == {k.split("_")[0] for k, v in totals.items() if v}, (name, totals, risks)
+    plain = [r for r in risks if r.key == "int4-position"]
+    if name == "int4-axis0-odd":       # 4 channels of 9: each has one odd head or tail element
+        assert "4 position(s)" in plain[0].when and totals["onnxruntime_vs_spec"] > 0
+    if name in ("uint4-even-tensor", "int8", "int8-blocked-last"):   # MLAS only: +inf, huge and NaN as the spec
+        assert totals["onnxruntime_vs_spec"] == 0 and "onnxruntime" not in who

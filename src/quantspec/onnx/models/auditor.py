@@ -346,14 +346,16 @@ def _q_risks(q: _QDQ) -> list[Risk]:
                          f"precision={prec} and divides in float32"))
     if t.is_int and xt in _FLOATS:
         plain = _plain_positions(q)
-        ort_plain = xt == "float16" or plain is None or plain > 0
+        # float16 input: onnxruntime's departure is the table's own row, f16-inf, below
+        ort_plain = xt != "float16" and (plain is None or plain > 0)
         who = ("reference", "onnxruntime") if ort_plain else ("reference",)
         note = "" if not ort_plain else (
             " (onnxruntime: on its plain path" + ("" if plain is None else f", {plain} element(s)") + ")")
         out.append(_risk("inf-to-int", who, f"for ±inf inputs{note}"))
         out.append(_risk("huge-to-int", who, f"for |x / scale| >= 2^31{note}"))
         if _negative(q.zero_point) or (q.has_zero_point and q.zero_point is None and t.signed):
-            out.append(_risk("nan-negative-zp", who, "for NaN inputs (a negative zero point)"))
+            nan_who = ("reference", "onnxruntime") if ort_plain or xt == "float16" else ("reference",)
+            out.append(_risk("nan-negative-zp", nan_who, "for NaN inputs (a negative zero point)"))
         if xt == "float16":
             out.append(_risk("f16-inf", ("reference", "onnxruntime"), "for ±inf and huge float16 inputs"))
         elif t.bits == 4 and (plain is None or plain > 0):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RULES", "Violation", "CheckReport"]
+__all__ = ["RULES", "Violation", "CheckReport", "markdown"]
 
 #: rule id -> what it requires (ids are stable)
 RULES: dict[str, str] = {
@@ -175,3 +175,10 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
+
+
+def markdown() -> str:
+    """The rule table (docs/onnx-models.md)."""
+    lines = ["| rule | requires |", "|---|---|"]
+    lines += [f"| `{rule}` | {text} |" for rule, text in RULES.items()]
+    return "\n".join(lines) + "\n"
