@@ -134,7 +134,15 @@ CASES = [
     ("float8-dq-zero-point", lambda o: qdq(o, "dq", zp=np.asarray(1.0, F8)), 21, None,
      ("zero-point-range", 1, "z"), False),
     ("missing-scale", lambda o: qdq(o, q_inputs=["r"]), 21, None, ("inputs", 1, None), True),
+    ("no-output", lambda o: without_output(qdq(o)), 21, None, ("inputs", 1, None), True),
 ]
+
+
+def without_output(m):
+    del m.graph.node[1].output[:]
+    del m.graph.output[:]
+    m.graph.output.extend([onnx_api()[1].make_tensor_value_info("r", 1, [2, 6])])
+    return m
 
 
 @pytest.mark.parametrize("name, build, bad, good, where, onnx_refuses", CASES, ids=[c[0] for c in CASES])

@@ -218,3 +218,29 @@ def test_a_model_over_2_gb(tmp_path):
     assert peak < 64 << 20, peak
     (v,) = check_model(big_model(tmp_path, [0.1, np.inf, 0.3])).violations
     assert (v.rule, v.node_index, v.tensor) == ("scale", 0, "s")
+
+
+def test_damaged_models_give_a_report_or_a_model_error(tmp_path):
+    """Bytes of tool-made models changed at random: the checker and the static audit answer with a
+    report or a quantspec error, never another exception (QUANTSPEC_SEED, QUANTSPEC_SWEEP_SIZE)."""
+    from quantspec.errors import QuantSpecError
+
+    from onnx_models import nbits_model
+
+    seed = int(os.environ.get("QUANTSPEC_SEED", "20261126"))
+    count = 150 * max(1, int(os.environ.get("QUANTSPEC_SWEEP_SIZE", "1")))
+    sources = [static_quantized(tmp_path, "QDQ", True).read_bytes(),
+               static_quantized(tmp_path, "QOperator", True).read_bytes(), nbits_model(tmp_path, True).read_bytes()]
+    rng = np.random.default_rng(seed)
+    outcomes = {"report": 0, "error": 0}
+    for i in range(count):
+        data = bytearray(sources[i % len(sources)])
+        for _ in range(int(rng.integers(1, 4))):
+            data[int(rng.integers(0, len(data)))] = int(rng.integers(0, 256))
+        try:
+            check_model(bytes(data))
+            audit(bytes(data), run=False)
+            outcomes["report"] += 1
+        except QuantSpecError:
+            outcomes["error"] += 1
+    assert outcomes["report"] and outcomes["error"], outcomes

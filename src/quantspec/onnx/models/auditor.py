@@ -255,7 +255,11 @@ def _describe(g: Graph, node: Node, values: dict[str, np.ndarray]) -> _QDQ:
     def get(name):
         if not name:
             return None
-        return g.value(name) if g.constant(name) is not None else values.get(name)
+        if g.constant(name) is None:
+            return values.get(name)
+        if type_name_unknown(g.info(name).type_name or ""):
+            return None             # not a type any quantization parameter has: the checker reports it
+        return g.value(name)
 
     xi = g.info(x)
     x_shape = xi.static_shape
@@ -610,13 +614,13 @@ def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int
         else:
             if inputs is not None:
                 _given_feeds(g, inputs)
-            described = "the nodes' constant inputs"
+            described = "the nodes' constant inputs" if nodes else "nothing (no QuantizeLinear / DequantizeLinear node)"
         if any(not n.graph and n not in dynamic for n in nodes):
             notes.append("the nodes whose inputs are all constants (weights) ran alone in onnxruntime, one at a time")
         if any(n.graph for n in nodes):
             notes.append("nodes inside subgraphs are audited statically only")
-    elements = sum(int(values[n.outputs[0]].size) for n in dynamic if n.outputs[0] in values) + \
-        sum(math.prod(g.info(n.input(0)).shape or (1 << 30,)) for n in nodes if n not in dynamic and not n.graph)
+    elements = sum(int(values[o].size) for n in dynamic for o in n.outputs[:1] if o in values) + \
+        sum(math.prod(g.info(n.input(0)).static_shape or (1 << 30,)) for n in nodes if n not in dynamic and not n.graph)
     # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
     with jit.reference_only() if jit.prefer_reference(elements) else contextlib.nullcontext():
         audits = [_audit_node(g, n, values, ran and not n.graph, notes) for n in nodes]
@@ -639,7 +643,9 @@ def _audit_node(g: Graph, n: Node, values: dict[str, np.ndarray], run: bool, not
             values = {}
     q = _describe(g, n, values)
     risks = _risks(q)
-    x = values.get(n.input(0)) if n.input(0) in values else (g.value(n.input(0)) if g.constant(n.input(0)) else None)
+    x = values.get(n.input(0))
+    if x is None and g.constant(n.input(0)) is not None and not type_name_unknown(g.info(n.input(0)).type_name or ""):
+        x = g.value(n.input(0))
     if run and x is not None and out_name in values and q.scale is not None \
             and not (q.has_zero_point and q.zero_point is None):
         counts = _recompute(q, np.asarray(x), values[out_name])

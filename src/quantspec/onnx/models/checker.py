@@ -45,6 +45,8 @@ _OPNAMES = {"q": "QuantizeLinear", "dq": "DequantizeLinear"}
 _INPUT_NAMES = {"q": ("x", "y_scale", "y_zero_point"), "dq": ("x", "x_scale", "x_zero_point")}
 _VALUE_RULES = frozenset({"scale", "zero-point-range"})
 _FLOAT8 = frozenset({"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"})
+#: every type any quantization operator takes as a scale (values of another type are not read)
+_SCALES = frozenset({"float", "float16", "bfloat16", "int32", "float8e8m0"})
 
 
 class _Collector:
@@ -138,6 +140,7 @@ def _check_qdq(c: _Collector, g: Graph, node: Node, op: str, contrib: bool) -> N
         return
     if len(node.inputs) > 3:
         c.add("inputs", node, None, f"{label} takes at most 3 inputs", expected=3, found=len(node.inputs))
+    _output(c, node, label)
 
     attrs = _attributes(c, g, node, label, row.q_attrs if op == "q" else row.dq_attrs, op, contrib)
     axis, block = attrs.get("axis", 1), attrs.get("block_size", 0)
@@ -192,11 +195,17 @@ def _check_qdq(c: _Collector, g: Graph, node: Node, op: str, contrib: bool) -> N
     elif si.shape is not None:
         _shapes(c, node, xi.shape, si.shape, zi.shape if zi else None, axis, block, version, names, s, z)
 
-    sv = g.value(s)
+    sv = g.value(s) if st in (row.q_scale if op == "q" else row.dq_scale) else None   # a scale of a valid type
     if sv is not None:
         _scale_values(c, node, s, _position(1, names), sv, divides=op == "q")
     if z:
         _zero_point_values(c, g, node, z, _position(2, names), op)
+
+
+def _output(c: _Collector, node: Node, label: str) -> None:
+    if len(node.outputs) != 1 or not node.outputs[0]:
+        c.add("inputs", node, None, f"{label} has one output", position="outputs", expected=1,
+              found=len([o for o in node.outputs if o]))
 
 
 def _attributes(c: _Collector, g: Graph, node: Node, label: str, allowed: tuple[str, ...], op: str,
@@ -333,6 +342,8 @@ def _zero_point_values(c: _Collector, g: Graph, node: Node, z: str, position: st
         t = None
     if t is None:
         return
+    if t.kind == "bool" or t.bits > 32:      # not a zero point type at all: the type rule reports it
+        return
     stored = g.stored_ints(z)
     if stored is not None and t.is_int and t.bits in (8, 16):
         bad = (stored < t.qmin) | (stored > t.qmax)
@@ -382,6 +393,7 @@ def _check_qop(c: _Collector, g: Graph, node: Node, row: qops.QOp) -> None:
     if len(node.inputs) > len(row.inputs):
         c.add("inputs", node, None, f"{label} takes at most {len(row.inputs)} inputs", expected=len(row.inputs),
               found=len(node.inputs))
+    _output(c, node, label)
     _bind_types(c, g, node, label, types, row.inputs, row.output)
     for qz in row.quantized:
         tensor = node.input(qz.tensor) if qz.tensor >= 0 else (node.outputs[0] if node.outputs else "")
@@ -405,7 +417,7 @@ def _check_qop(c: _Collector, g: Graph, node: Node, row: qops.QOp) -> None:
             c.add("zero-point-shape", node, node.input(qz.zero_point), f"{names[qz.zero_point]} must have the shape "
                   f"of {names[qz.scale]}", position=_position(qz.zero_point, names), expected=shapes["scale"],
                   found=shapes["zero point"])
-        if qz.scale is not None and node.input(qz.scale):
+        if qz.scale is not None and node.input(qz.scale) and g.info(node.input(qz.scale)).type_name in _SCALES:
             sv = g.value(node.input(qz.scale))
             if sv is not None:
                 _scale_values(c, node, node.input(qz.scale), _position(qz.scale, names), sv, qz.divides)
@@ -491,6 +503,7 @@ def _check_nbits(c: _Collector, g: Graph, node: Node) -> None:
             c.add("inputs", node, None, f"{label} needs its input {name}", position=f"input {k}",
                   expected="A, B and scales", found=f"{len(node.inputs)} inputs")
             return
+    _output(c, node, label)
     attrs = {}
     for a in node.proto.attribute:
         if a.name not in rule.attrs:
@@ -539,7 +552,7 @@ def _check_nbits(c: _Collector, g: Graph, node: Node) -> None:
                 what = "packed uint8 (N, ceil(k_blocks * bits / 8))" if packed else "(N, k_blocks) of A's type"
                 c.add("zero-point-shape", node, z, f"zero_points must be {what}", position=_position(3, names),
                       expected=(N, cols), found=zi.shape)
-    sv = g.value(node.input(2))
+    sv = g.value(node.input(2)) if g.info(node.input(2)).type_name in _SCALES else None
     if sv is not None:
         _scale_values(c, node, node.input(2), _position(2, names), sv, divides=False)
 
@@ -555,6 +568,8 @@ def _is(node: Node | None, op: str) -> bool:
 def _params(g: Graph, node: Node) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
     """(scale values, zero point values, quantized type) of a Q or DQ node; None where not constant."""
     s, z = node.input(1), node.input(2)
+    if g.info(s).type_name not in _SCALES or (z and g.info(z).type_name is None):
+        return None, None, None
     scale = g.value(s) if s else None
     if z:
         zp = g.value(z)

@@ -18,7 +18,7 @@ RULES: dict[str, str] = {
     "opset": "the model imports a default-domain opset",
     "op-version": "the operator exists in the model's opset (QuantizeLinear and DequantizeLinear from opset 10, "
                   "QLinearMatMul's float8 types from opset 21, ...)",
-    "inputs": "the operator has each input it needs (x and the scale) and no more than it takes",
+    "inputs": "the operator has each input it needs (x and the scale), no more than it takes, and its one output",
     "attribute": "only attributes the operator version has, of the right kind and value",
     "dtype": "inputs and outputs of types the operator version accepts (for QuantizeLinear before opset 23 "
              "the scale has x's type)",
