@@ -244,3 +244,29 @@ def test_damaged_models_give_a_report_or_a_model_error(tmp_path):
         except QuantSpecError:
             outcomes["error"] += 1
     assert outcomes["report"] and outcomes["error"], outcomes
+
+
+@pytest.mark.parametrize("external", [True, False], ids=["external", "inline"])
+def test_save_initializers_given_as_arrays(tmp_path, external):
+    """A model whose large initializers come as arrays (the tensor in the model holds only name, type
+    and dims): the arrays are written straight to the file, as onnx and onnxruntime then read them."""
+    import ml_dtypes
+
+    onnx, _, numpy_helper = onnx_api()
+    codes = np.random.default_rng(2).integers(-8, 8, (64, 40)).astype(ml_dtypes.int4)
+    stub = onnx.TensorProto(name="w", data_type=onnx.TensorProto.INT4, dims=[64, 40])
+    scales = np.random.default_rng(3).uniform(0.01, 0.1, (2, 40)).astype(np.float32)
+    m = model([node("DequantizeLinear", ["w", "s"], ["y"], axis=0, block_size=32)], [], [("y", "float", [64, 40])],
+              [stub, onnx.TensorProto(name="s", data_type=onnx.TensorProto.FLOAT, dims=[2, 40])], opset=21, ir=10)
+    path = tmp_path / "w.onnx"
+    written = save_model(m, path, external_data=external, arrays={"w": codes, "s": scales})
+    assert len(written) == (2 if external else 1)
+    reread = onnx.load(str(path))
+    values = {t.name: numpy_helper.to_array(t) for t in reread.graph.initializer}
+    assert values["w"].astype(int).tolist() == codes.astype(int).tolist() and values["s"].tobytes() == scales.tobytes()
+    report = audit(path)
+    assert report.ok and report.nodes[0].elements == 64 * 40
+    with pytest.raises(ModelError, match="must match its initializer"):
+        save_model(m, tmp_path / "bad.onnx", arrays={"w": codes.astype(np.int8), "s": scales})
+    with pytest.raises(ModelError, match="not an initializer"):
+        save_model(m, tmp_path / "bad.onnx", arrays={"nope": scales})

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -228,16 +229,23 @@ def _data_bytes(tensor: Any) -> int:
 
 
 def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | None = None,
-               location: str | None = None, size_threshold: int = 1024) -> list[Path]:
+               location: str | None = None, size_threshold: int = 1024,
+               arrays: Mapping[str, np.ndarray] | None = None) -> list[Path]:
     """Write ``model`` (an ``onnx.ModelProto`` or :class:`OnnxModel`) to ``path`` atomically.
 
     ``external_data``: True moves the main graph's initializers of at least ``size_threshold`` bytes
     to one data file beside the model (``location``, default ``<file name>.data``), as ONNX's external
     data format lays them out (each tensor at a 4 KiB-aligned offset); None does so only when the model
-    would exceed protobuf's 2 GB limit otherwise; False never (a model over the limit is then an
-    error).  Tensors already external in an :class:`OnnxModel` read from a file are copied from their
-    file.  Returns the files written (the model, then the data file if any).  The model passed in is
-    not modified."""
+    would exceed protobuf's 2 GB limit otherwise; False never.  Tensors already external in an
+    :class:`OnnxModel` read from a file are copied from their file.
+
+    ``arrays``: the data of initializers given by name rather than in the model — the model holds
+    each as a tensor without data (name, type, dims), and the array, of that type and shape (an
+    ml_dtypes array for the sub-byte and narrow float types), is written straight to the file: a
+    model built from large arrays never holds their bytes in protobuf messages.
+
+    Returns the files written (the model, then the data file if any).  The model passed in is not
+    modified."""
     onnx = onnx_module()
     source = model if isinstance(model, OnnxModel) else None
     proto = model.proto if isinstance(model, OnnxModel) else model
@@ -245,48 +253,48 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
         raise ModelError("model", "must be an onnx.ModelProto or an OnnxModel", type(model).__name__)
     path = Path(path)
     inits = list(proto.graph.initializer)
+    arrays = _checked_arrays(arrays or {}, inits)
     has_external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in inits)
+    size = proto.ByteSize() + sum(_array_bytes(a) for a in arrays.values())
     if external_data is None:
-        external_data = has_external or proto.ByteSize() > PROTOBUF_LIMIT
+        external_data = has_external or size > PROTOBUF_LIMIT
     if has_external and not external_data:
         raise ModelError("external_data", "must be true for a model whose tensors are in external data files", False)
+    if not external_data and size > PROTOBUF_LIMIT:
+        raise ModelError("external_data", "must be true (or None) for a model over protobuf's 2 GB limit",
+                         f"{size} bytes")
     location = location or f"{path.name}.data"
     if external_data and (Path(location).name != location or location in ("", ".", "..")):
         raise ModelError("location", "must be a file name in the model's directory", location)
 
     directory = path.parent if str(path.parent) else Path(".")
-    moved: list[tuple[Any, bool]] = []   # (tensor, whether it goes to the data file)
-    for t in inits:
-        external = t.data_location == onnx.TensorProto.EXTERNAL
-        moved.append((t, bool(external_data and (external or _data_bytes(t) >= size_threshold))))
-
-    out = onnx.ModelProto()
-    out.CopyFrom(_without_initializers(proto))
+    out = _without_initializers(proto)
     written: list[Path] = []
     tmp_data = None
     try:
         if external_data:
             fd, tmp_data = tempfile.mkstemp(prefix=f".{location}.", suffix=".tmp", dir=directory)
             with os.fdopen(fd, "wb") as f:
-                for t, goes in moved:
-                    if not goes:
-                        out.graph.initializer.append(t)
+                for t in inits:
+                    nbytes = _array_bytes(arrays[t.name]) if t.name in arrays else (
+                        None if t.data_location == onnx.TensorProto.EXTERNAL else _data_bytes(t))
+                    if nbytes is not None and nbytes < size_threshold:
+                        out.graph.initializer.append(_inline(t, arrays.get(t.name)))
                         continue
-                    pad = (-f.tell()) % 4096
-                    f.write(b"\0" * pad)
+                    f.write(b"\0" * ((-f.tell()) % 4096))
                     offset = f.tell()
-                    written_bytes = _write_tensor(f, t, source)
+                    length = _write_array(f, arrays[t.name]) if t.name in arrays else _write_tensor(f, t, source)
                     stub = onnx.TensorProto()
                     stub.name, stub.data_type = t.name, t.data_type
                     stub.dims.extend(t.dims)
                     if t.doc_string:
                         stub.doc_string = t.doc_string
-                    set_external(stub, location, offset, written_bytes)
+                    set_external(stub, location, offset, length)
                     out.graph.initializer.append(stub)
                 f.flush()
                 os.fsync(f.fileno())
         else:
-            out.graph.initializer.extend(t for t, _ in moved)
+            out.graph.initializer.extend(_inline(t, arrays.get(t.name)) for t in inits)
         if out.ByteSize() > PROTOBUF_LIMIT:
             raise ModelError("model", "is over protobuf's 2 GB limit even without its large initializers",
                              f"{out.ByteSize()} bytes")
@@ -313,6 +321,59 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
     finally:
         if tmp_data is not None:
             _unlink(tmp_data)
+
+
+def _checked_arrays(arrays: Mapping[str, Any], inits: list) -> dict[str, np.ndarray]:
+    by_name = {t.name: t for t in inits}
+    out = {}
+    for name, a in arrays.items():
+        t = by_name.get(name)
+        if t is None:
+            raise ModelError("arrays", "names a tensor that is not an initializer of the main graph", name)
+        a = np.asarray(a)
+        want = type_name(t.data_type)
+        try:
+            got = qtype(a.dtype).name
+        except QuantSpecError:
+            got = str(a.dtype)
+        if got != want or tuple(a.shape) != tuple(int(d) for d in t.dims):
+            raise ModelError("arrays", f"must match its initializer ({want} of shape {tuple(t.dims)})",
+                             f"{got} of shape {a.shape}", detail=f"tensor {name!r}")
+        out[name] = a
+    return out
+
+
+def _array_bytes(a: np.ndarray) -> int:
+    t = qtype(a.dtype)
+    return (a.size * t.bits + 7) // 8 if t.is_packed else a.size * t.dtype.itemsize
+
+
+def _write_array(f, a: np.ndarray) -> int:
+    """Write an array in raw_data layout to ``f``; returns the number of bytes."""
+    from ..packing import pack
+
+    t = qtype(a.dtype)
+    if t.is_packed or sys.byteorder != "little" or a.dtype.byteorder == ">":
+        data = pack(a)
+        f.write(data)
+        return len(data)
+    flat = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    for start in range(0, flat.size, 1 << 26):
+        f.write(memoryview(flat[start:start + (1 << 26)]))
+    return int(flat.size)
+
+
+def _inline(t: Any, a: np.ndarray | None) -> Any:
+    """The initializer with its data inline (from ``a`` when given)."""
+    if a is None:
+        return t
+    onnx = onnx_module()
+    from ..packing import pack
+
+    out = onnx.TensorProto()
+    out.CopyFrom(t)
+    out.raw_data = pack(a)
+    return out
 
 
 def _without_initializers(proto: Any) -> Any:
