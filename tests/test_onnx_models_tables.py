@@ -74,3 +74,19 @@ def test_rule_ids_are_documented():
     text = (Path(__file__).resolve().parents[1] / "docs" / "onnx-models.md").read_text()
     for rule in RULES:
         assert f"| `{rule}` |" in text
+
+
+def test_the_model_half_loads_onnx_only_when_used():
+    """``quantspec check model.tflite`` and ``import quantspec.onnx`` do not import the onnx package."""
+    import subprocess
+    import sys
+
+    code = ("import sys, quantspec.onnx, quantspec.onnx.models, quantspec.onnx.models._cli; "
+            "assert quantspec.onnx.check_model is quantspec.onnx.models.check_model; "
+            "assert quantspec.onnx.audit is quantspec.onnx.models.audit; "
+            "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    import quantspec.onnx
+
+    with pytest.raises(AttributeError):
+        quantspec.onnx.no_such_name
