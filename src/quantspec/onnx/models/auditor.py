@@ -35,7 +35,6 @@ from ...errors import InvalidArgumentError, QuantSpecError
 from .. import opsets
 from ..divergences import DIVERGENCES
 from ..plan import _granularity, plan_dequantize, plan_quantize
-from . import qops
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name
 
