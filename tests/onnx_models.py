@@ -97,16 +97,18 @@ def calibration(seed: int = 1, count: int = 4):
     return Reader()
 
 
-def static_quantized(directory: Path, fmt: str, per_channel: bool) -> Path:
+def static_quantized(directory: Path, fmt: str, per_channel: bool, contrib_int16: bool = False) -> Path:
     """:func:`float_cnn` quantized by ``onnxruntime.quantization.quantize_static`` (uint8 activations,
-    int8 weights) in the ``fmt`` format ("QDQ" or "QOperator")."""
+    int8 weights) in the ``fmt`` format ("QDQ" or "QOperator"); ``contrib_int16``: int16 activations
+    with onnxruntime's com.microsoft QuantizeLinear / DequantizeLinear."""
     require("onnxruntime")
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     src = float_cnn(directory / "float.onnx")
-    out = directory / f"static_{fmt}_{'channel' if per_channel else 'tensor'}.onnx"
+    out = directory / f"static_{fmt}_{'channel' if per_channel else 'tensor'}{'_ms16' if contrib_int16 else ''}.onnx"
     quantize_static(str(src), str(out), calibration(), quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+                    activation_type=QuantType.QInt16 if contrib_int16 else QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, extra_options={"UseQDQContribOps": contrib_int16})
     return out
 
 

@@ -295,3 +295,17 @@ def test_static_risks_name_the_runtimes_that_depart(tmp_path, name):
         assert "4 position(s)" in plain[0].when and totals["onnxruntime_vs_spec"] > 0
     if name in ("uint4-even-tensor", "int8", "int8-blocked-last"):   # MLAS only: +inf, huge and NaN as the spec
         assert totals["onnxruntime_vs_spec"] == 0 and "onnxruntime" not in who
+
+
+def test_contrib_int16_qdq_model(tmp_path):
+    """quantize_static with int16 activations in onnxruntime's com.microsoft QuantizeLinear /
+    DequantizeLinear: checked, and audited node by node like the default domain's."""
+    path = static_quantized(tmp_path, "QDQ", per_channel=True, contrib_int16=True)
+    assert check_model(path).ok
+    feeds = {"x": specials((1, 3, 8, 8), np.random.default_rng(8))}
+    report = audit(path, feeds)
+    assert {n.domain for n in report.nodes} == {"com.microsoft"} and report.ok
+    want = direct(path, feeds, opset=21)
+    assert {n.node_index: (n.elements, n.onnxruntime_vs_spec, n.onnxruntime_vs_compat) for n in report.nodes} == \
+        {k: (v[0], v[1], v[2]) for k, v in want.items()}
+    assert any(n.reference_vs_spec for n in report.nodes)       # the ±inf and huge inputs, in onnx.reference
