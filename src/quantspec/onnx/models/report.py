@@ -76,7 +76,9 @@ class Violation:
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "graph": self.graph, "node_index": self.node_index, "node_name": self.node_name,
                 "op_type": self.op_type, "domain": self.domain, "tensor": self.tensor, "position": self.position,
-                "expected": _jsonable(self.expected), "found": _jsonable(self.found), "message": self.message}
+                "expected": _jsonable(self.expected), "found": _jsonable(self.found), "message": self.message,
+                # the LiteRT report's keys for the same facts
+                "op_index": self.node_index, "op_name": self.op_type, "tensor_name": self.tensor}
 
     @property
     def where(self) -> str:
