@@ -4,7 +4,8 @@
 
     quantspec quantize INPUT OUTPUT --spec {onnx,tf,litert} [options]   # .npy / .npz / .safetensors
     quantspec dequantize INPUT OUTPUT --spec ... [options]
-    quantspec check MODEL.tflite [--json]
+    quantspec check MODEL.tflite|MODEL.onnx [--json]
+    quantspec audit MODEL.onnx [--input FILE] [--json]
     quantspec run MODEL.tflite --input FILE.npy [--compare-litert]
     quantspec bench [--quick]
     quantspec demo
@@ -100,8 +101,10 @@ def _delegate(module: str, func: str, argv: Sequence[str]) -> int:
 COMMANDS = {
     "quantize": ("quantize tensors (see quantize --spec SPEC --help)", lambda a: _elementwise("quantize", a)),
     "dequantize": ("dequantize tensors (see dequantize --spec SPEC --help)", lambda a: _elementwise("dequantize", a)),
-    "check": ("check a .tflite model against the LiteRT int8 spec",
-              lambda a: _delegate("quantspec.litert._cli", "check_main", a)),
+    "check": ("check a .tflite model against the LiteRT int8 spec, or an ONNX model's quantization nodes",
+              lambda a: _delegate("quantspec.onnx.models._cli", "check_main", a)),
+    "audit": ("where onnxruntime and onnx.reference depart from the ONNX spec, node by node in a model",
+              lambda a: _delegate("quantspec.onnx.models._cli", "audit_main", a)),
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",

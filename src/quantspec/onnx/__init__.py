@@ -22,7 +22,18 @@ from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
 __all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
-           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets"]
+           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "check_model", "audit", "CheckReport", "AuditReport"]
+
+#: names of the model-level half (quantspec.onnx.models), imported when first used: it needs the onnx package
+_MODEL_NAMES = ("check_model", "audit", "CheckReport", "AuditReport")
+
+
+def __getattr__(name: str):
+    if name in _MODEL_NAMES:
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
