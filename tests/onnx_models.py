@@ -2,17 +2,13 @@
 onnxruntime's quantization tools (``quantize_static`` in the QDQ and QOperator formats, per tensor
 and per channel; ``MatMulNBitsQuantizer``).
 
-``MatMulNBitsQuantizer`` imports ``onnx_ir`` (only to convert between TensorProto and numpy arrays);
-where that package is not installed, :func:`nbits_model` gives it a stand-in made of
-``onnx.numpy_helper.to_array`` / ``from_array``, which do the same conversions — the quantization
-itself is onnxruntime's (MLAS's blockwise quantizer), untouched.
+``MatMulNBitsQuantizer`` imports ``onnx_ir`` (a test dependency): a missing one is a skip, or a
+failure under ``QUANTSPEC_REQUIRE_REFERENCES=1``, like any missing reference runtime.
 """
 
 from __future__ import annotations
 
 import ctypes
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -112,34 +108,12 @@ def static_quantized(directory: Path, fmt: str, per_channel: bool, contrib_int16
     return out
 
 
-def _onnx_ir_stand_in() -> None:
-    try:
-        import onnx_ir  # noqa: F401
-        return
-    except ImportError:
-        pass
-    _, _, numpy_helper = onnx_api()
-    mod = types.ModuleType("onnx_ir")
-
-    class Tensor:
-        def __init__(self, value, name=None):
-            self.value, self.name = np.asarray(value), name
-
-        def numpy(self):
-            return self.value
-
-    mod.Tensor = Tensor
-    mod.from_proto = lambda t: Tensor(numpy_helper.to_array(t), t.name)
-    mod.serde = types.SimpleNamespace(serialize_tensor=lambda t: numpy_helper.from_array(t.value, t.name))
-    sys.modules["onnx_ir"] = mod
-
-
 def nbits_model(directory: Path, symmetric: bool, fmt: str = "QDQ", seed: int = 0) -> Path:
     """A MatMul (x (2, 64) @ W (64, 40)) quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits,
     blocks of 32, default RTN)."""
     onnx, _, _ = onnx_api()
     require("onnxruntime")
-    _onnx_ir_stand_in()
+    require("onnx_ir")                  # MatMulNBitsQuantizer imports it
     from onnxruntime.quantization import QuantFormat
     from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
