@@ -126,6 +126,11 @@ def _nbits(s: Scheme, x: np.ndarray):
     """onnxruntime MatMulNBits (QDQ, RTN), for rows x (blocks along axis 1): MLAS's float32 steps."""
     mn = _blocks(x, s.block, np.minimum)
     mx = _blocks(x, s.block, np.maximum)
+    # MLAS scans a block in order with std::min / std::max, which keep the first of equal values: in
+    # an all-zero block both are its first element (the sign of that zero reaches the scale)
+    zeros = (mn == 0) & (mx == 0)
+    first = x[:, ::s.block]
+    mn, mx = np.where(zeros, first, mn), np.where(zeros, first, mx)
     f0 = np.float32(0)
     if s.zero_point:
         mn = np.where(f0 < mn, f0, mn)
