@@ -13,7 +13,7 @@ reference), :mod:`.backend` (where slabs run), :mod:`.writer` (the output files)
 
 from __future__ import annotations
 
-from .convert import convert
+from .converter import convert
 from .progress import ProgressEvent
 from .reader import QuantizedCheckpoint, open
 from .report import ConversionReport, TensorReport

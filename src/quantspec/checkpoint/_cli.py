@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    from .convert import convert
+    from .converter import convert
 
     progress = False if args.quiet else None
     try:

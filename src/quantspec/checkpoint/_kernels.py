@@ -331,14 +331,19 @@ def tensor(src, kind, rows, cols, mode, s, fmt, lut, codes, stats, buf, dq):
 
 
 @kernel
-def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, cbuf):
+def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, cbuf, pmn, pmx, ps, pinv, pz):
     """onnxruntime's MatMulNBitsQuantizer, 4 bits, QDQ format (MLAS ``BlockwiseQDQQuantizer``), for a
     weight ``[out, in]`` with blocks along ``in``: per block the scale (and zero point), and codes
-    ``clamp(int(roundf(x * (1 / scale))) + zp)``; codes and zero points packed two a byte."""
+    ``clamp(int(roundf(x * (1 / scale))) + zp)``; codes and zero points packed two a byte.  A row at a
+    time: the blocks' ranges, then their parameters (``pmn`` ... ``pz``: one entry per block, a loop
+    that vectorises across blocks), then the codes."""
     acc = (0.0, 0.0, 0.0)
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
+    lo = -8 if sym else 0
+    hi = 7 if sym else 15
+    f0 = np.float32(0.0)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
             stats[3] = r
@@ -350,33 +355,41 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             mn, mx = _minmax(buf, j0, j1)
             if mn == 0 and mx == 0:              # all zeros: the signs of the zeros MLAS's scan keeps
                 mn, mx = _scan(buf, j0, j1)
-            z = 0
-            if sym:
+            pmn[b] = mn
+            pmx[b] = mx
+        if sym:
+            for b in range(nb):
+                mn, mx = pmn[b], pmx[b]
                 m = mx if abs(mx) > abs(mn) else mn
                 s = -m / np.float32(8.0)
-                lo, hi = -8, 7
-            else:
-                mn = np.float32(0.0) if np.float32(0.0) < mn else mn
-                mx = np.float32(0.0) if mx < np.float32(0.0) else mx
+                ps[b] = s
+                pinv[b] = np.float32(1.0) / s if s != 0 else f0
+                pz[b] = 0
+        else:
+            for b in range(nb):
+                mn = f0 if f0 < pmn[b] else pmn[b]
+                mx = f0 if pmx[b] < f0 else pmx[b]
                 s = (mx - mn) / np.float32(15.0)
-                zf = mn
-                if s != 0:
-                    zf = np.float32(0.0) - mn / s
-                if zf < 0:
-                    z = 0
-                elif zf > 15:
-                    z = 15
-                else:
-                    z = np.int32(round_half_away(zf))
-                lo, hi = 0, 15
-                _put(zp, np.uint64(r) * nb + b, z, 4)
-            scale[np.uint64(r) * nb + b] = s
-            inv = np.float32(1.0) / s if s != 0 else np.float32(0.0)
+                zf = f0 - mn / s if s != 0 else mn
+                z = np.int32(round_half_away(zf))
+                pz[b] = 0 if zf < 0 else (15 if zf > 15 else z)
+                ps[b] = s
+                pinv[b] = np.float32(1.0) / s if s != 0 else f0
+        for b in range(nb):
+            j0 = b * B
+            j1 = min(j0 + B, n)
+            inv, z, s = pinv[b], pz[b], ps[b]
             for j in range(j0, j1):
                 c = cvtt_int32(round_half_away(np.float32(buf[j] * inv))) + z
                 c = min(max(c, lo), hi)
                 cbuf[j] = np.uint8(c & 0xF)
                 dq[j] = np.float32(c - z) * s
+        o = np.uint64(r) * nb
+        for b in range(nb):
+            scale[o + b] = ps[b]
+        if not sym:
+            for b in range(nb):
+                _put(zp, o + b, pz[b], 4)
         _pack(cbuf, codes, base, n, 4)
         acc = _err(buf, dq, _U0, n, acc)
     _stats(stats, acc)

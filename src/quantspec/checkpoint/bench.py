@@ -119,11 +119,15 @@ def read_rate(root: Path, reuse: bool) -> tuple[float, int]:
     return time.perf_counter() - t0, total
 
 
-def _ort_nbits(tensors, raw_reader):
-    """Seconds onnxruntime's blocked int4 routine takes on every 2-D weight (and a checked sample)."""
+def _ort_nbits(tensors, raw_reader, converted: Path | None):
+    """Seconds onnxruntime's blocked int4 routine takes on every 2-D weight; whether its codes and
+    scales equal quantspec's int4-b32 output (``converted``) on every weight."""
     from onnxruntime.capi._pybind_state import quantize_qdq_matmul_4bits
 
-    spent, elems = 0.0, 0
+    from . import open as open_checkpoint
+
+    ck = open_checkpoint(converted) if converted is not None else None
+    spent, elems, equal = 0.0, 0, True
     for t in tensors:
         if len(t.shape) != 2:
             continue
@@ -138,7 +142,13 @@ def _ort_nbits(tensors, raw_reader):
         quantize_qdq_matmul_4bits(packed, b, sc, zp, 32, cols, rows, True)
         spent += time.perf_counter() - t0
         elems += w.size
-    return spent, elems
+        if ck is not None:
+            codes = np.empty(packed.size * 2, np.uint8)
+            codes[0::2], codes[1::2] = packed & 15, packed >> 4
+            ours = ck.codes(t.name).view(np.uint8) & 15
+            equal &= bool((codes[:rows * cols].reshape(rows, cols).T == ours).all())
+            equal &= np.ascontiguousarray(sc.T).tobytes() == ck.params(t.name)[0].tobytes()
+    return spent, elems, equal
 
 
 def _ort_quantize_data(tensors, raw_reader, limit_elems: int):
@@ -161,15 +171,13 @@ def _ort_quantize_data(tensors, raw_reader, limit_elems: int):
 
 
 def run(size: int, rounds: int, schemes: tuple[str, ...] = ("int4-b32", "int8", "fp8-e4m3", "mxfp4"),
-        keep: str | None = None) -> list[str]:
-    """Run the benchmark; returns the lines printed."""
+        keep: str | None = None) -> bool:
+    """Run the benchmark (``size``: the checkpoint's bytes); True when quantspec's int4 codes and
+    scales equal onnxruntime's on every weight."""
     from . import convert, sources
-
-    lines: list[str] = []
 
     def say(text=""):
         print(text, flush=True)
-        lines.append(text)
 
     hidden = 2048 if size >= (512 << 20) else 256
     inter, vocab = hidden * 11 // 4, 32000 if hidden >= 1024 else 2048
@@ -208,10 +216,11 @@ def run(size: int, rounds: int, schemes: tuple[str, ...] = ("int4-b32", "int8", 
             return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
 
         tensors = _tensors(src)
-        secs, elems = _ort_nbits(tensors, reader)
-        say(f"{'onnxruntime MatMulNBits int4 b32 routine':<44} {elems / secs / 1e9:7.2f} Gelem/s (compute only; "
-            f"quantspec int4-b32 end to end: {total / 2 / best['int4-b32'] / 1e9:.2f} Gelem/s)"
-            if "int4-b32" in best else f"onnxruntime MatMulNBits: {elems / secs / 1e9:.2f} Gelem/s")
+        secs, elems, equal = _ort_nbits(tensors, reader, base / "out-int4-b32" if "int4-b32" in schemes else None)
+        ours = f"; quantspec int4-b32 end to end: {total / 2 / best['int4-b32'] / 1e9:.2f} Gelem/s" \
+            if "int4-b32" in best else ""
+        say(f"{'onnxruntime MatMulNBits int4 b32 routine':<44} {elems / secs / 1e9:7.2f} Gelem/s (compute only{ours}); "
+            f"codes and scales {'byte-identical' if equal else 'DIFFERENT'}")
         secs, elems = _ort_quantize_data(tensors, reader, 1 << 24)
         say(f"{'onnxruntime quantize_data, int8 per channel':<44} {elems / secs / 1e9:7.3f} Gelem/s (compute only, "
             f"{elems} elements)")
@@ -219,4 +228,4 @@ def run(size: int, rounds: int, schemes: tuple[str, ...] = ("int4-b32", "int8", 
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
-    return lines
+    return equal

@@ -262,7 +262,9 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
             scale = _scratch("scale", rows * nb, np.float32)
             zp = _scratch("zp", packed_size(rows * nb, 4) if s.zero_point else 0)
             zp[:] = 0
-            k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf)
+            blocks = [_scratch(f"blk{i}", nb, np.float32) for i in range(4)]
+            k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf, *blocks,
+                    _scratch("blkz", nb, np.int32))
             if s.zero_point:
                 outputs["zero_point"] = zp
         outputs["scale"] = scale

@@ -74,12 +74,11 @@ class Output:
             raise TensorFileError("dst", "is being written by another conversion (its lock is held)",
                                   str(self.dir)) from None
 
-    def close(self, finished: bool = False) -> None:
-        """Release the lock (``finished``: and remove the lock file, leaving only the checkpoint)."""
-        if finished:
+    def close(self) -> None:
+        """Remove the lock file and release the lock (held: nobody else wrote it meanwhile)."""
+        if self._lock is not None:
             with contextlib.suppress(OSError):
                 (self.dir / LOCK).unlink()
-        if self._lock is not None:
             with contextlib.suppress(OSError):
                 self._lock.close()
             self._lock = None

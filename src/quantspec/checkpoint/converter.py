@@ -73,7 +73,6 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
     out = Output(dst, plan)
     prog = progress_for(progress)
     made: list[Path] = []
-    finished = False
     try:
         out.open()
         out.clean(keep_done=resume)
@@ -88,7 +87,6 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
         run.convert(todo, made)
         manifest = run.manifest(src)
         out.commit(manifest)
-        finished = True
     except BaseException as e:
         out.clean(keep_done=True)
         if isinstance(e, QuantSpecError):     # bad input: nothing this run wrote stays
@@ -97,7 +95,7 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
         raise
     finally:
         prog.close()
-        out.close(finished)
+        out.close()
         be.close()
         encode.close_all()
         sources.close_all()
