@@ -460,3 +460,13 @@ def test_quantspec_convert_in_a_subprocess_prints_a_summary(corpus, tmp_path):
                         "fp8-e4m3-channel"], capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("quantspec convert: ") and p.stderr == ""
+
+
+def test_bench_only_convert_runs_and_its_int4_codes_equal_onnxruntimes(capsys):
+    from refs import require
+
+    require("onnxruntime")
+    assert main(["bench", "--only", "convert", "--size", str(1 << 20), "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "of the f.read rate" in out and "convert int4-b32" in out and "byte-identical" in out
+    assert "quantize_data" in out and "all timed outputs equal the peers'" in out

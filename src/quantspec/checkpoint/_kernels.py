@@ -237,7 +237,7 @@ def minmax(src, kind, rows, cols, out, buf):
 
 
 @kernel
-def channel(src, kind, rows, cols, mode, fmt, maxv, lut, codes, scale, zp, stats, buf, dq):
+def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf, dq):
     """Per-channel (axis 0) parameters and codes, a row at a time:
 
     - CH_ORT_SYM: onnxruntime.quantization int8 symmetric; CH_ORT_ASYM: uint8 asymmetric (codes:
@@ -306,7 +306,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, lut, codes, scale, zp, stats
 
 
 @kernel
-def tensor(src, kind, rows, cols, mode, s, fmt, lut, codes, stats, buf, dq):
+def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     """Codes of a per-tensor scale ``s`` (zero point 0): T_INT8 (QuantizeLinear int8) or T_FP8
     (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
     acc = (0.0, 0.0, 0.0)
@@ -396,7 +396,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
 
 
 @kernel
-def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, lut, codes, scale, stats, buf, dq, cbuf):
+def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stats, buf, dq, cbuf):
     """The OCP MX rule, blocks of 32 along axis 1: per block the shared exponent
     ``floor(log2(amax)) - emax`` (clamped to [-127, 127]; all zeros: -127) stored as float8e8m0
     (plus ``shift``, clamped too), and codes QuantizeLinear(x, 2^e) to the element type (saturating

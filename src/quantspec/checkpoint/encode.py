@@ -233,19 +233,18 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
     codes = _scratch("codes", nbytes)
     if t.bits < 8:
         codes[:] = 0
-    fmt, lut = _float_format(t)
+    fmt = _float_format(t)
     outputs = {"codes": codes}
     if s.granularity == "tensor":
         scale, _ = task.params
-        k.tensor(raw, kind, rows, cols, k.T_INT8 if t.is_int else k.T_FP8, np.float32(scale), fmt, lut, codes, stats,
-                 buf, dq)
+        k.tensor(raw, kind, rows, cols, k.T_INT8 if t.is_int else k.T_FP8, np.float32(scale), fmt, codes, stats, buf, dq)
         outputs["scale"] = np.array([scale], np.float32)
     elif s.granularity == "channel":
         scale = _scratch("scale", rows, np.float32)
         zp = _scratch("zp", rows if s.zero_point else 0)
         mode = {"litert": k.CH_LITERT, "amax": k.CH_FP8}.get(s.params, k.CH_ORT_ASYM if s.zero_point else k.CH_ORT_SYM)
-        k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), lut, codes, scale, zp,
-                  stats, buf, dq)
+        k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), codes, scale, zp, stats,
+                  buf, dq)
         outputs["scale"] = scale
         if s.zero_point:
             outputs["zero_point"] = zp
@@ -256,8 +255,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
         nb = -(-cols // s.block)
         if s.params == "mx":
             scale = _scratch("scale8", rows * nb)
-            k.mx(raw, kind, rows, cols, s.emax, s.scale_shift, t.is_int, fmt, t.bits, lut, codes, scale, stats, buf, dq,
-                 cbuf)
+            k.mx(raw, kind, rows, cols, s.emax, s.scale_shift, t.is_int, fmt, t.bits, codes, scale, stats, buf, dq, cbuf)
         else:
             scale = _scratch("scale", rows * nb, np.float32)
             zp = _scratch("zp", packed_size(rows * nb, 4) if s.zero_point else 0)
@@ -273,22 +271,17 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
     return stats
 
 
-_FORMATS: dict[str, tuple] = {}
+_FORMATS: dict = {}
 
 
-def _float_format(t) -> tuple:
-    """(narrow-float record, value table) of a codes type (a placeholder pair for integer codes)."""
+def _float_format(t):
+    """The narrow-float record of a codes type: saturating, as ONNX QuantizeLinear (a placeholder for
+    integer codes, which do not read it)."""
     hit = _FORMATS.get(t.name)
     if hit is None:
         from ..onnx.fast import float_format
 
-        if t.is_float:
-            fmt = float_format(t, True, "spec")
-            lut = np.arange(1 << t.bits, dtype=np.uint8).view(t.dtype).astype(np.float32)
-        else:
-            fmt = float_format(qtype("float8e4m3fn"), True, "spec")
-            lut = np.zeros(1, np.float32)
-        hit = _FORMATS[t.name] = (fmt, lut)
+        hit = _FORMATS[t.name] = float_format(t if t.is_float else qtype("float8e4m3fn"), True, "spec")
     return hit
 
 

@@ -322,6 +322,7 @@ def _retyped(t: SourceTensor, name: str | None) -> SourceTensor:
 
 
 # -- reading ----------------------------------------------------------------------------------------
+_PREADV = hasattr(os, "preadv")
 _FDS: dict[str, int] = {}
 _FDS_LOCK = threading.Lock()
 _ARRAYS: dict[tuple[str, str], np.ndarray] = {}
@@ -384,7 +385,12 @@ def read_rows(t: SourceTensor, r0: int, r1: int, out: np.ndarray | None = None) 
         done, pos = 0, t.offset + r0 * rb
         while done < n:
             try:
-                got = os.preadv(fd, [view[done:]], pos + done)
+                if _PREADV:
+                    got = os.preadv(fd, [view[done:]], pos + done)
+                else:  # pragma: no cover - systems without preadv: a read, then a copy
+                    chunk = os.pread(fd, min(n - done, 1 << 26), pos + done)
+                    view[done:done + len(chunk)] = chunk
+                    got = len(chunk)
             except OSError as e:
                 raise TensorFileError("src", f"tensor {t.name!r} could not be read", t.path,
                                       detail=e.strerror or str(e)) from None
