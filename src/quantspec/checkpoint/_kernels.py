@@ -165,21 +165,37 @@ def _amax(buf, j0, j1):
 
 
 @njit(fastmath={"reassoc", "nsz"}, error_model="numpy", nogil=True)
-def _err(buf, dq, j0, j1, acc):
-    """Add the error of the dequantized values ``dq[j0:j1]`` against ``buf[j0:j1]`` to ``acc`` =
-    (sum (x-dq)^2, sum x^2, max |x-dq|).  Statistics for the report, not codes: the sums may be
-    reassociated (vectorised), and the largest error is taken on float32 differences."""
+def _err64(buf, dq, j0, j1):
     e = 0.0
     x = 0.0
-    m = np.uint32(0)
     for j in range(j0, j1):
         v = np.float64(buf[j])
         d = v - np.float64(dq[j])
         e += d * d
         x += v * v
-        a = uand(f32_bits(buf[j] - dq[j]), 0x7FFFFFFF)
+    return e, x
+
+
+@njit(fastmath={"reassoc", "nsz"}, error_model="numpy", nogil=True)
+def _err(buf, dq, j0, j1, acc):
+    """Add the error of the dequantized values ``dq[j0:j1]`` against ``buf[j0:j1]`` to ``acc`` =
+    (sum (x-dq)^2, sum x^2, max |x-dq|).  Statistics for the report, not codes: the sums of a row are
+    reassociated (vectorised) and taken in float32 (in float64 when a square overflows it), then
+    added in float64; the largest error is taken on float32 differences."""
+    e = np.float32(0.0)
+    x = np.float32(0.0)
+    m = np.uint32(0)
+    for j in range(j0, j1):
+        v = buf[j]
+        d = v - dq[j]
+        e += d * d
+        x += v * v
+        a = uand(f32_bits(d), 0x7FFFFFFF)
         m = a if a > m else m
-    return acc[0] + e, acc[1] + x, max(acc[2], np.float64(f32_from_bits(m)))
+    e64, x64 = np.float64(e), np.float64(x)
+    if not (abs(e64) < np.inf and abs(x64) < np.inf):
+        e64, x64 = _err64(buf, dq, j0, j1)
+    return acc[0] + e64, acc[1] + x64, max(acc[2], np.float64(f32_from_bits(m)))
 
 
 @inline
