@@ -90,6 +90,18 @@ def test_every_form_of_src_gives_the_same_codes(tmp_path):
     assert ck.source("b.weight")["file"] == "y.safetensors" and ck.source("b.weight")["dtype"] == "float"
 
 
+def test_empty_and_scalar_tensors_are_kept(tmp_path):
+    tensors = {"w": np.ones((4, 32), np.float32), "empty": np.zeros((0, 32), np.float32),
+               "scalar": np.array(3.5, np.float32), "flags": np.array([True, False])}
+    tensorio.write_tensors(tmp_path / "m.safetensors", tensors)
+    rep = checkpoint.convert(tmp_path / "m.safetensors", tmp_path / "out", "int8", progress=False)
+    assert {t.name: t.scheme for t in rep.tensors} == {"w": "int8", "empty": "keep", "scalar": "keep", "flags": "keep"}
+    ck = checkpoint.open(tmp_path / "out")
+    for name in ("empty", "scalar", "flags"):
+        assert ck.codes(name).shape == tensors[name].shape and (ck.codes(name) == tensors[name]).all()
+    assert ck.dequantize("scalar") == np.float32(3.5)
+
+
 def test_float16_and_bfloat16_sources_quantize_their_exact_values(tmp_path):
     rng = np.random.default_rng(2)
     w = _w(rng, 32, 64).astype(np.float16)
@@ -328,8 +340,10 @@ def test_ctrl_c_keeps_finished_shards_and_a_rerun_completes(corpus, tmp_path, sm
         checkpoint.convert(src, dst, "mxfp4", max_shard_size="20KB", progress=interrupt)
     assert _final_files(dst) == [] and not list(dst.glob("*.partial"))
     assert len(list(dst.glob(".*.done"))) == 1
-    rep = checkpoint.convert(src, dst, "mxfp4", max_shard_size="20KB", progress=False)
+    events = []
+    rep = checkpoint.convert(src, dst, "mxfp4", max_shard_size="20KB", progress=events.append)
     assert len(rep.resumed) == 1 and _all_bytes(dst) == _all_bytes(whole)
+    assert events[-1].done == events[-1].total == rep.bytes_in    # the kept shard's bytes were hashed
     # a rerun over the finished checkpoint keeps every shard and changes nothing
     rep = checkpoint.convert(src, dst, "mxfp4", max_shard_size="20KB", progress=False)
     assert rep.resumed == rep.shards and _all_bytes(dst) == _all_bytes(whole)
@@ -438,6 +452,8 @@ def test_cli_convert(corpus, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "must name a scheme" in err
     assert main(["convert", str(src), str(tmp_path / "d")]) == 2
+    assert main(["convert", str(src), str(tmp_path / "d"), "--scheme", "int8", "--format", "compressed-tensors"]) == 2
+    assert "format" in capsys.readouterr().err
 
 
 def test_cli_interrupted_message(corpus, tmp_path, capsys, monkeypatch):

@@ -34,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
                    "(repeatable); the others are kept")
     p.add_argument("--exclude", metavar="GLOB", action="append", help="keep tensors matching this glob (repeatable)")
     p.add_argument("--max-shard-size", metavar="SIZE", help="largest shard: 2GB, 500MiB or bytes (default 5GB)")
-    p.add_argument("--format", default="quantspec", choices=["quantspec"], help="the output layout")
+    p.add_argument("--format", default="quantspec", metavar="LAYOUT", help="the output layout: quantspec (the only "
+                   "one written so far)")
     p.add_argument("--dask", metavar="local:N|ADDRESS", help=argparse.SUPPRESS)
     p.add_argument("--no-resume", action="store_true", help="recompute every shard, even those an interrupted run "
                    "finished")

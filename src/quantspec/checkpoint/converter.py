@@ -73,22 +73,31 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
     out = Output(dst, plan)
     prog = progress_for(progress)
     made: list[Path] = []
+    opened = False
     try:
         out.open()
+        opened = True
         out.clean(keep_done=resume)
         run = _Run(plan, out, be, prog)
-        if resume:
-            run.resume()
+        candidates = run.candidates() if resume else []
+        checked = {sh.index for sh, _ in candidates}
+
+        def volume(shards):       # source bytes read: once per shard (hashed, or converted), and a scan
+            return sum(plan.entries[i].source.nbytes for sh in shards for i in sh.entries) + run.scan_bytes(shards)
+
+        prog.start(volume([sh for sh in plan.shards if sh.index not in checked])
+                   + sum(plan.entries[i].source.nbytes for sh, _ in candidates for i in sh.entries), len(plan.shards))
+        run.verify(candidates)
         todo = [sh for sh in plan.shards if sh.index not in run.kept]
+        prog.grow(volume([sh for sh in todo if sh.index in checked]))
         out.check_space(todo)
-        prog.start(sum(plan.entries[i].source.nbytes for sh in todo for i in sh.entries) + run.scan_bytes(todo),
-                   len(todo))
         run.scan(todo)
         run.convert(todo, made)
         manifest = run.manifest(src)
         out.commit(manifest)
     except BaseException as e:
-        out.clean(keep_done=True)
+        if opened:
+            out.clean(keep_done=True)
         if isinstance(e, QuantSpecError):     # bad input: nothing this run wrote stays
             for p in made:
                 p.unlink(missing_ok=True)
@@ -116,7 +125,9 @@ class _Run:
         self.records: dict[str, dict] = {}        # source name -> manifest record, for kept shards
 
     # -- step 2 ------------------------------------------------------------------------------------
-    def resume(self) -> None:
+    def candidates(self) -> list:
+        """The finished shards of an earlier run of this plan (``.done``, or under their final names):
+        (shard, its manifest records); others of theirs are removed."""
         plan, out = self.plan, self.out
         candidates = []
         for sh in plan.shards:
@@ -136,6 +147,11 @@ class _Run:
                     path.unlink(missing_ok=True)
                 continue
             candidates.append((sh, records))
+        return candidates
+
+    def verify(self, candidates) -> None:
+        """Keep each candidate whose recorded source digests equal the source's now."""
+        plan, out = self.plan, self.out
         if not candidates:
             return
         digests: dict[int, list[bytes]] = {}
@@ -146,7 +162,11 @@ class _Run:
                     for r0, r1 in plan.entries[i].slabs():
                         yield Task(plan.entries[i], r0, r1, "hash")
 
-        self.be.map(encode.run, tasks(), lambda task, res: digests.setdefault(task.entry.index, []).append(res.digest))
+        def done(task, res):
+            digests.setdefault(task.entry.index, []).append(res.digest)
+            self.prog.advance(task.nbytes, task.entry.source.name, scan=True)
+
+        self.be.map(encode.run, tasks(), done)
         for sh, records in candidates:
             same = all(records.get(plan.entries[i].source.name, {}).get("source", {}).get("digest")
                        == encode.digest(digests[i]) for i in sh.entries)

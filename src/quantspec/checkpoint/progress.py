@@ -17,8 +17,9 @@ __all__ = ["ProgressEvent", "Progress", "progress_for"]
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """``kind``: "start", "scan" (a slab read for a per-tensor scheme's range), "slab", "shard" (a
-    shard finished), "done".  Byte counts are of the source data."""
+    """``kind``: "start", "scan" (a slab read for a per-tensor scheme's range, or hashed to check a
+    shard an earlier run finished), "slab", "shard" (a shard finished), "done".  Byte counts are of
+    the source data; ``total`` may grow once, when a finished shard turns out to need converting."""
 
     kind: str
     done: int
@@ -33,6 +34,7 @@ class Progress:
     """Receives the conversion's steps; this base class ignores them."""
 
     def start(self, total: int, shards: int) -> None: ...
+    def grow(self, nbytes: int) -> None: ...
     def shard(self, name: str, total: int) -> None: ...
     def advance(self, nbytes: int, tensor: str, scan: bool = False) -> None: ...
     def shard_done(self) -> None: ...
@@ -48,6 +50,9 @@ class _Callback(Progress):
     def start(self, total, shards):
         self.total = total
         self.fn(ProgressEvent("start", 0, total))
+
+    def grow(self, nbytes):
+        self.total += nbytes
 
     def shard(self, name, total):
         self.name, self.sdone, self.stotal = name, 0, total
@@ -76,6 +81,11 @@ class _Bars(Progress):
     def start(self, total, shards):
         self.run = self.tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="convert", position=0,
                              dynamic_ncols=True, leave=True, file=sys.stderr)
+
+    def grow(self, nbytes):
+        if self.run is not None and nbytes:
+            self.run.total += nbytes
+            self.run.refresh()
 
     def shard(self, name, total):
         if self.sh is not None:
