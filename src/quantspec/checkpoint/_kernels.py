@@ -412,11 +412,13 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
 
 
 @kernel
-def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stats, buf, dq, cbuf):
+def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stats, buf, dq, cbuf, pe):
     """The OCP MX rule, blocks of 32 along axis 1: per block the shared exponent
     ``floor(log2(amax)) - emax`` (clamped to [-127, 127]; all zeros: -127) stored as float8e8m0
     (plus ``shift``, clamped too), and codes QuantizeLinear(x, 2^e) to the element type (saturating
-    floats; for ``is_int``, int8)."""
+    floats; for ``is_int``, int8).  ``x / 2^e`` is computed as ``x * 2^-e``: both are the exact
+    quotient rounded once, since ``2^-e`` is a float32 for every e in [-127, 127].  A row at a
+    time: the blocks' exponents (``pe``), then the codes."""
     acc = (0.0, 0.0, 0.0)
     n = np.uint64(cols)
     B = np.uint64(32)
@@ -426,24 +428,33 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
             stats[3] = r
             return
         base = np.uint64(r) * n
+        o = np.uint64(r) * nb
+        for b in range(nb):
+            j0 = b * B
+            pe[b] = np.int32(ushr(f32_bits(_amax(buf, j0, min(j0 + B, n))), 23))
+        for b in range(nb):
+            ebits = pe[b]
+            e = ebits - 127 - emax if ebits > 0 else -127
+            e = max(max(e, -127) + shift, -127)
+            pe[b] = e
+            scale[o + b] = np.uint8(e + 127)
         for b in range(nb):
             j0 = b * B
             j1 = min(j0 + B, n)
-            amax = _amax(buf, j0, j1)
-            ebits = np.int32(ushr(f32_bits(amax), 23))
-            e = ebits - 127 - emax if ebits > 0 else -127
-            e = max(e, -127)
-            e = max(e + shift, -127)
-            scale[np.uint64(r) * nb + b] = np.uint8(e + 127)
+            e = pe[b]
             s = f32_from_bits(ushl(e + 127, 23)) if e >= -126 else f32_from_bits(0x00400000)
+            inv = f32_from_bits(ushl(127 - e, 23)) if e <= 126 else f32_from_bits(0x00400000)
             if is_int:
                 for j in range(j0, j1):
-                    c = _q_int(buf[j], s, np.float32(-128.0), np.float32(127.0))
+                    q = buf[j] * inv
+                    q = q if q > np.float32(-128.0) else np.float32(-128.0)
+                    q = np.float32(127.0) if q > np.float32(127.0) else q
+                    c = np.int32(np.rint(q))
                     cbuf[j] = np.uint8(c & 0xFF)
                     dq[j] = np.float32(c) * s
             else:
                 for j in range(j0, j1):
-                    code = _narrow(buf[j] / s, fmt)
+                    code = _narrow(buf[j] * inv, fmt)
                     cbuf[j] = np.uint8(code)
                     dq[j] = _value(code, fmt) * s
         _pack(cbuf, codes, base, n, bits)

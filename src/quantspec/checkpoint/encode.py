@@ -255,7 +255,8 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
         nb = -(-cols // s.block)
         if s.params == "mx":
             scale = _scratch("scale8", rows * nb)
-            k.mx(raw, kind, rows, cols, s.emax, s.scale_shift, t.is_int, fmt, t.bits, codes, scale, stats, buf, dq, cbuf)
+            k.mx(raw, kind, rows, cols, s.emax, s.scale_shift, t.is_int, fmt, t.bits, codes, scale, stats, buf, dq, cbuf,
+                 _scratch("blkz", nb, np.int32))
         else:
             scale = _scratch("scale", rows * nb, np.float32)
             zp = _scratch("zp", packed_size(rows * nb, 4) if s.zero_point else 0)
