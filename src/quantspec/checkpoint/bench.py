@@ -194,22 +194,32 @@ def run(size: int, rounds: int, schemes: tuple[str, ...] = ("int4-b32", "int8", 
             f"{total / 1e9:.2f} GB in {len(list(src.glob('*.safetensors')))} shards; {os.cpu_count()} cores; "
             f"best of {rounds}; timings on a shared machine are noisy")
         read_rate(src, False)                            # into the page cache
-        best = {}
+        best, cpu = {}, {}
+
+        def timed(key, fn):
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall, used = time.perf_counter() - t0, time.process_time() - c0
+            if wall < best.get(key, math.inf):
+                best[key], cpu[key] = wall, used
+
         for _ in range(rounds):
-            for key, fn in [("read", lambda: read_rate(src, False)[0]), ("readinto", lambda: read_rate(src, True)[0])]:
-                best[key] = min(best.get(key, math.inf), fn())
+            timed("read", lambda: read_rate(src, False))
+            timed("readinto", lambda: read_rate(src, True))
             for s in schemes:
                 dst = base / f"out-{s}"
                 shutil.rmtree(dst, ignore_errors=True)
-                t0 = time.perf_counter()
-                convert(src, dst, s, progress=False, resume=False)
-                best[s] = min(best.get(s, math.inf), time.perf_counter() - t0)
+                timed(s, lambda: convert(src, dst, s, progress=False, resume=False))
         rate = total / best["read"]
-        say(f"{'read (f.read per tensor, fresh buffers)':<44} {rate / 1e9:7.2f} GB/s")
-        say(f"{'read (readinto one reused buffer)':<44} {total / best['readinto'] / 1e9:7.2f} GB/s")
+
+        def line(label, key, extra=""):
+            say(f"{label:<44} {total / best[key] / 1e9:7.2f} GB/s  {extra}(CPU {cpu[key] / total * 1e9:.2f} s/GB)")
+
+        say("rates: best wall time; CPU: the process's CPU seconds per GB in that round (all threads)")
+        line("read (f.read per tensor, fresh buffers)", "read")
+        line("read (readinto one reused buffer)", "readinto")
         for s in schemes:
-            r = total / best[s]
-            say(f"{'convert ' + s:<44} {r / 1e9:7.2f} GB/s  {100 * r / rate:5.0f}% of the f.read rate")
+            line("convert " + s, s, f"{100 * total / best[s] / rate:5.0f}% of the f.read rate ")
 
         def reader(t):
             raw = sources.read_rows(t, 0, t.rows)
