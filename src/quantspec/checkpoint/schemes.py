@@ -142,6 +142,26 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
 )}
 
 
+_PARAMS_TEXT = {"ort-int": "onnxruntime", "ort-nbits": "MatMulNBits", "amax": "amax", "mx": "OCP MX",
+                "litert": "TFLite converter"}
+_CODES_TEXT = {"onnx": "QuantizeLinear", "ort-nbits": "MatMulNBits (`x * (1/scale)`, ties away)",
+               "litert": "TFLite converter (`x * (1/scale)`, ties away)"}
+
+
+def table_markdown() -> str:
+    """The docs' table of schemes (docs/checkpoints.md), from :data:`SCHEMES`."""
+    rows = ["| scheme | codes | granularity | parameters | codes rule | matches | opset |", "|---|---|---|---|---|---|---|"]
+    for s in SCHEMES.values():
+        codes = s.codes + (" + zero point" if s.zero_point else "")
+        gran = {"tensor": "per tensor", "channel": "per channel (axis 0)"}.get(
+            s.granularity, f"blocks of {s.block} along axis 1")
+        sym = "" if s.params not in ("ort-int", "ort-nbits") else (", asymmetric" if s.zero_point else ", symmetric")
+        scale = ", float8e8m0 scale" if s.scale_type == "float8e8m0" else ""
+        rows.append(f"| `{s.name}` | {codes} | {gran} | {_PARAMS_TEXT[s.params]}{sym}{scale} | "
+                    f"{_CODES_TEXT[s.codes_rule]} | {s.tool} | {s.opset} |")
+    return "\n".join(rows) + "\n"
+
+
 def scheme(name: Any, argument: str = "scheme") -> Scheme:
     """The scheme called ``name``."""
     if isinstance(name, Scheme):
