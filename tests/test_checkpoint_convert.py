@@ -260,6 +260,44 @@ def test_dst_must_not_hold_other_files_or_the_source(corpus, tmp_path):
         checkpoint.convert(src, src, "int8", progress=False)
 
 
+def test_a_device_without_room_is_refused_before_anything_is_computed(corpus, tmp_path, monkeypatch):
+    src, _ = corpus
+
+    class Tiny:
+        f_bavail, f_frsize = 10, 4096
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Tiny())
+    with pytest.raises(TensorFileError, match="without room for the conversion"):
+        checkpoint.convert(src, tmp_path / "out", "int8", progress=False)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_full_disk_while_allocating_stops_cleanly(corpus, tmp_path, monkeypatch):
+    import errno
+
+    src, _ = corpus
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(TensorFileError, match="ran out of space"):
+        checkpoint.convert(src, tmp_path / "out", "int8", max_shard_size="20KB", progress=False)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_directory_being_written_by_another_conversion_is_refused(corpus, tmp_path):
+    import fcntl
+
+    src, _ = corpus
+    (tmp_path / "out").mkdir()
+    with open(tmp_path / "out" / ".quantspec.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(TensorFileError, match="being written by another conversion"):
+            checkpoint.convert(src, tmp_path / "out", "int8", progress=False)
+        assert (tmp_path / "out" / ".quantspec.lock").exists()
+
+
 # -- shards ---------------------------------------------------------------------------------------------
 def test_shards_respect_max_shard_size_and_keep_each_tensor_with_its_parameters(corpus, tmp_path):
     src, _ = corpus

@@ -22,7 +22,7 @@ import numpy as np
 from .._core import jit
 from .._core.packing import pack_codes, packed_size
 from ..dtypes import qtype
-from ..errors import RangeError
+from ..errors import RangeError, TensorFileError
 from . import reference, sources
 from .layout import Entry
 from .schemes import SCHEMES
@@ -101,11 +101,14 @@ def close_all() -> None:
 
 def write_at(path: str, offset: int, data: np.ndarray) -> None:
     """Write ``data``'s bytes at ``offset`` of ``path`` (opened once per process)."""
-    fd = _out_fd(path)
     view = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
     done = 0
-    while done < len(view):
-        done += os.pwrite(fd, view[done:], offset + done)
+    try:
+        fd = _out_fd(path)
+        while done < len(view):
+            done += os.pwrite(fd, view[done:], offset + done)
+    except OSError as e:   # a full disk, a quota, an I/O error
+        raise TensorFileError("dst", "could not be written", path, detail=e.strerror or str(e)) from None
 
 
 # -- per-thread scratch buffers ---------------------------------------------------------------------

@@ -66,13 +66,16 @@ class Output:
                                       "directory", str(self.dir), detail=f"for example {p.name!r}")
         try:
             import fcntl
-            self._lock = open(self.dir / LOCK, "a+")
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - not POSIX
-            pass
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return
+        handle = open(self.dir / LOCK, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            handle.close()
             raise TensorFileError("dst", "is being written by another conversion (its lock is held)",
                                   str(self.dir)) from None
+        self._lock = handle
 
     def close(self) -> None:
         """Remove the lock file and release the lock (held: nobody else wrote it meanwhile)."""
@@ -155,23 +158,29 @@ class Output:
         flush it to the disk and rename it ``.NAME.done``."""
         path = self.partial(sh)
         header = self.plan.header(sh, done)
-        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         try:
-            os.pwrite(fd, struct.pack("<Q", len(header)) + header, 0)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(path, self.done(sh))
+            fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.pwrite(fd, struct.pack("<Q", len(header)) + header, 0)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(path, self.done(sh))
+        except OSError as e:
+            raise TensorFileError("dst", "could not be written", str(path), detail=e.strerror or str(e)) from None
 
     def commit(self, manifest: dict) -> None:
         """Every shard is done: final names, then the index and the manifest, then stale files away."""
         fmt = self.plan.format
         old = self._ours()
-        for sh in self.plan.shards:
-            if self.done(sh).exists() or not self.final(sh).exists():   # else: kept where it was
-                os.replace(self.done(sh), self.final(sh))
-        _atomic_json(self.dir / fmt.index_name, fmt.index(self.plan))
-        _atomic_json(self.dir / fmt.manifest_name, manifest)
+        try:
+            for sh in self.plan.shards:
+                if self.done(sh).exists() or not self.final(sh).exists():   # else: kept where it was
+                    os.replace(self.done(sh), self.final(sh))
+            _atomic_json(self.dir / fmt.index_name, fmt.index(self.plan))
+            _atomic_json(self.dir / fmt.manifest_name, manifest)
+        except OSError as e:
+            raise TensorFileError("dst", "could not be written", str(self.dir), detail=e.strerror or str(e)) from None
         keep = {fmt.index_name, fmt.manifest_name} | {sh.name for sh in self.plan.shards}
         for name in old - keep:
             with contextlib.suppress(OSError):
