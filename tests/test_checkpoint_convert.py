@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import checkpoint_corpus
-from refs import require_fast
+from refs import require, require_fast
 
 from quantspec import checkpoint
 from quantspec._core import tensorio
@@ -449,7 +449,7 @@ def test_progress_callback_and_bars(corpus, tmp_path, capsys):
     assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("shard") == len(rep.shards)
     assert "scan" in kinds and events[-1].done == events[-1].total == events[0].total
     assert all(e.shard_done <= e.shard_total for e in events if e.kind == "slab")
-    pytest.importorskip("tqdm")
+    require("tqdm")
     checkpoint.convert(src, tmp_path / "b", "int8", progress=True)
     err = capsys.readouterr().err
     assert "convert" in err and "B/s" in err
@@ -517,8 +517,6 @@ def test_quantspec_convert_in_a_subprocess_prints_a_summary(corpus, tmp_path):
 
 
 def test_bench_only_convert_runs_and_its_int4_codes_equal_onnxruntimes(capsys):
-    from refs import require
-
     require("onnxruntime")
     assert main(["bench", "--only", "convert", "--size", str(1 << 20), "--rounds", "1"]) == 0
     out = capsys.readouterr().out
