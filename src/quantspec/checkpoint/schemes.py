@@ -38,7 +38,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +196,6 @@ class Recipe:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     source: str = "arguments"
-    unused: list = field(default_factory=list, compare=False)
 
     def assign(self, name: str, dtype: str, shape: tuple[int, ...]) -> Assignment:
         if self.include and not any(fnmatch.fnmatchcase(name, g) for g in self.include):
