@@ -529,7 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
     parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 256 Ki)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
-    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert"), help="run only these groups")
+    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "convert"),
+                        help="run only these groups (convert: whole checkpoints, only when asked)")
     parser.add_argument("--tf-worker", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tf_worker:
@@ -560,6 +561,11 @@ def main(argv: list[str] | None = None) -> int:
         ok &= run_cases(_tf_cases(n, rounds), rounds, bandwidth, lines)
     if "litert" in groups:
         ok &= run_cases(_litert_cases(rounds), max(rounds, 10), bandwidth, lines)
+    if "convert" in groups:   # a bfloat16 checkpoint of 2 bytes per element (default 1 GiB, --quick 32 MiB)
+        from .checkpoint import bench as convert_bench
+
+        print()
+        ok &= convert_bench.run(2 * args.size if args.size else (32 << 20) if args.quick else (1 << 30), rounds)
     print("\nall timed outputs equal the peers'" if ok else "\nSOME OUTPUTS DIFFER FROM THE PEER'S")
     return 0 if ok else 1
 

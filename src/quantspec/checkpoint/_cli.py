@@ -1,0 +1,66 @@
+"""``quantspec convert SRC DST --scheme NAME``: the command line of :func:`quantspec.checkpoint.convert`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import QuantSpecError
+
+__all__ = ["main", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    from .schemes import SCHEMES
+
+    p = argparse.ArgumentParser(
+        prog="quantspec convert",
+        description="Quantize a whole checkpoint: SRC (a .safetensors file, a directory of them, a "
+        "*.safetensors.index.json, an .npz or an .npy; float32, float16 and bfloat16 tensors) into DST, a "
+        "directory of safetensors shards holding each tensor's codes, scale and zero point, with its own "
+        "index (model.safetensors.index.json) and a manifest (quantspec.json). Tensors no rule names and "
+        "tensors a scheme cannot take (1-D norms and biases, integer tensors) are kept as they were. "
+        "Nothing is written under a final name until the whole checkpoint is done; an interrupted run "
+        "resumes when the same command is run again. See docs/checkpoints.md.",
+    )
+    p.add_argument("src", metavar="SRC", help="the checkpoint to convert")
+    p.add_argument("dst", metavar="DST", help="the directory to write (created; empty, or an earlier conversion)")
+    p.add_argument("--scheme", metavar="NAME", help="the scheme of every tensor no recipe rule names: "
+                   + ", ".join(SCHEMES))
+    p.add_argument("--recipe", metavar="FILE", help="a TOML file: default = SCHEME and [[rules]] tables "
+                   "{match = GLOB, scheme = SCHEME or \"keep\"}, first match wins")
+    p.add_argument("--include", metavar="GLOB", action="append", help="quantize only tensors matching a glob "
+                   "(repeatable); the others are kept")
+    p.add_argument("--exclude", metavar="GLOB", action="append", help="keep tensors matching this glob (repeatable)")
+    p.add_argument("--max-shard-size", metavar="SIZE", help="largest shard: 2GB, 500MiB or bytes (default 5GB)")
+    p.add_argument("--format", default="quantspec", metavar="LAYOUT", help="the output layout: quantspec (the only "
+                   "one written so far)")
+    p.add_argument("--dask", metavar="local:N|ADDRESS", help=argparse.SUPPRESS)
+    p.add_argument("--no-resume", action="store_true", help="recompute every shard, even those an interrupted run "
+                   "finished")
+    p.add_argument("--report", action="store_true", help="print a line per tensor (scheme, bytes, error)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from .converter import convert
+
+    progress = False if args.quiet else None
+    try:
+        report = convert(args.src, args.dst, args.scheme, recipe=args.recipe, include=args.include,
+                         exclude=args.exclude, max_shard_size=args.max_shard_size, format=args.format,
+                         dask=args.dask, progress=progress, resume=not args.no_resume)
+    except KeyboardInterrupt:
+        print("quantspec convert: interrupted; nothing was written under a final name. Run the same command "
+              "again to resume (finished shards are kept).", file=sys.stderr)
+        return 130
+    except QuantSpecError:
+        raise
+    if not args.quiet:
+        if args.report:
+            print(report.table())
+        print(f"quantspec convert: {report.summary()}; wrote {args.dst}")
+    return 0
