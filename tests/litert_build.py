@@ -38,6 +38,11 @@ OPTIONS_TABLE = {
     "LESS_EQUAL": "LessEqualOptions", "EQUAL": "EqualOptions", "NOT_EQUAL": "NotEqualOptions",
     "SLICE": "SliceOptions", "SHAPE": "ShapeOptions", "TANH": None, "LOGISTIC": None,
     "QUANTIZE": None, "DEQUANTIZE": None,
+    "HARD_SWISH": None, "RSQRT": None, "RELU": None, "RELU6": None, "RELU_N1_TO_1": None, "RELU_0_TO_1": None,
+    "PRELU": None, "GELU": "GeluOptions", "LEAKY_RELU": "LeakyReluOptions", "BATCH_MATMUL": "BatchMatMulOptions",
+    "SQUARED_DIFFERENCE": "SquaredDifferenceOptions", "STRIDED_SLICE": "StridedSliceOptions",
+    "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions", "PACK": "PackOptions", "UNPACK": "UnpackOptions",
+    "TRANSPOSE_CONV": "TransposeConvOptions",
 }
 
 # option field (snake_case) -> schema enum class name, for string values
