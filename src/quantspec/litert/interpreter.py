@@ -288,8 +288,8 @@ class Interpreter:
         if not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.model.subgraphs):
             raise ModelError("subgraph index", f"must lie in [0, {len(self.model.subgraphs)})", index)
         if index in self._preparing:
-            raise ModelError(f"subgraph {index}", "calls itself through control-flow operators (LiteRT rejects "
-                             "recursive subgraphs)", list(self._preparing))
+            raise ModelError(f"subgraph {index}", "calls itself through control-flow operators (a recursion "
+                             "quantspec refuses)", list(self._preparing))
         self._preparing.append(int(index))
         try:
             graph = _Graph(self, self.model.subgraphs[index])
