@@ -51,6 +51,7 @@ ENUM_FIELDS = {
     "fused_activation_function": "ActivationFunctionType",
     "output_type": "TensorType",
     "out_type": "TensorType",
+    "quantized_bias_type": "TensorType",
     "weights_format": "FullyConnectedOptionsWeightsFormat",
 }
 
