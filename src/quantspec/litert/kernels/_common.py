@@ -174,21 +174,26 @@ def same_legacy_params(a: TensorSpec, b: TensorSpec, argument: str, op: str, *, 
 
 
 def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec], *,
-                    output_type: str = "int8", quantized: bool = True):
+                    output_type: str | None = "int8", quantized: bool = True, types: tuple[str, ...] = ("int8",)):
     """The start every binary int8 kernel's prepare shares (ADD, SUB, MUL, MAXIMUM, MINIMUM and the
-    comparisons): two int8 inputs and one ``output_type`` output (None: any, the op sets its type, as
-    LiteRT's comparisons make theirs bool); where ``quantized``, the :func:`activation` parameters of
-    the inputs and of an int8 output; then the op table's rules.
+    comparisons): two inputs of one of ``types`` (int8, and int16 for the kernels with a 16-bit path),
+    the same for both, and one ``output_type`` output (``"same"``: the inputs' type; None: any, the op
+    sets its type, as LiteRT's comparisons make theirs bool); where ``quantized``, the
+    :func:`activation` parameters of the inputs and of a quantized output; then the op table's rules.
 
     Returns ``(x, y, output, params)``, ``params`` the list of ``(scale, zero point)`` read."""
     x, y = count(op, inputs, outputs, 2, names=("input 0", "input 1"))
     o = outputs[0]
-    require_type(op, [("input 0", x), ("input 1", y)], ("int8",))
+    require_type(op, [("input 0", x)], types)
+    require_same_type(x, y, "input 1", op)
+    if output_type == "same":
+        output_type = x.dtype.name
+        require_same_type(x, o, "output", op)
     if output_type is not None:
         require_type(op, [("output", o)], (output_type,))
     params = []
     if quantized:
-        named = [("input 0", x), ("input 1", y)] + ([("output", o)] if output_type == "int8" else [])
+        named = [("input 0", x), ("input 1", y)] + ([("output", o)] if output_type in ("int8", "int16") else [])
         params = [activation(op, name, t) for name, t in named]
     enforce(op, inputs, outputs)
     return x, y, o, params
