@@ -42,7 +42,9 @@ OPTIONS_TABLE = {
     "PRELU": None, "GELU": "GeluOptions", "LEAKY_RELU": "LeakyReluOptions", "BATCH_MATMUL": "BatchMatMulOptions",
     "SQUARED_DIFFERENCE": "SquaredDifferenceOptions", "STRIDED_SLICE": "StridedSliceOptions",
     "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions", "PACK": "PackOptions", "UNPACK": "UnpackOptions",
-    "TRANSPOSE_CONV": "TransposeConvOptions",
+    "TRANSPOSE_CONV": "TransposeConvOptions", "IF": "IfOptions", "WHILE": "WhileOptions",
+    "CALL_ONCE": "CallOnceOptions", "VAR_HANDLE": "VarHandleOptions", "READ_VARIABLE": "ReadVariableOptions",
+    "ASSIGN_VARIABLE": "AssignVariableOptions",
 }
 
 # option field (snake_case) -> schema enum class name, for string values

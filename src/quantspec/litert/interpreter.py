@@ -54,6 +54,8 @@ def _with_context(e: QuantSpecError, where: str) -> QuantSpecError:
         new = type(e)(arg, e.rule, e.value if e.value is not None else ...)
     except Exception:  # pragma: no cover - every quantspec error takes (argument, rule, value)
         return e
+    if getattr(e, "limit", None) is not None:     # the LiteRT limit the error reports (optable.LIMITS)
+        new.limit = e.limit
     return new
 
 

@@ -143,8 +143,8 @@ class _LutKernel(Kernel):
 
         op = self.name
         if (z_in, z_out) != (0, 0):
-            raise InvalidArgumentError(f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at "
-                                       "prepare)", (z_in, z_out))
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
         pot, log2 = checked_log2(s_in)
         shift = 12 + log2
         multiplier = 0
@@ -160,8 +160,9 @@ class _LutKernel(Kernel):
             multiplier = int(real)
         ok, out_log2 = checked_log2(s_out)
         if not ok or out_log2 != -15 or (op == "LOGISTIC" and np.float32(s_out) != np.float32(1 / 32768)):
-            raise InvalidArgumentError(f"{op} output scale", "must be 1/32768 for int16 (LiteRT rejects the model "
-                                       "at prepare)", float(s_out))
+            raise c.limit("int16-output-scale", InvalidArgumentError(
+                f"{op} output scale", "must be 1/32768 for int16 (LiteRT rejects the model at prepare)",
+                float(s_out)))
         codes = np.arange(1 << 16, dtype=np.int64)
         codes = np.where(codes >= 1 << 15, codes - (1 << 16), codes)
         fn = logistic16 if op == "LOGISTIC" else tanh16
@@ -208,8 +209,9 @@ def _input_beta_multiplier(op: str, beta: float, input_scale: np.float32) -> tup
     try:
         return fp.quantize_multiplier_greater_than_one(real)
     except RangeError:
-        raise UnsupportedError(f"{op} input", "beta * input scale * 2^26 <= 1 makes LiteRT abort "
-                               "(QuantizeMultiplierGreaterThanOne CHECK)", float(real)) from None
+        raise c.limit("softmax-input-multiplier", UnsupportedError(
+            f"{op} input", "beta * input scale * 2^26 <= 1 makes LiteRT abort (QuantizeMultiplierGreaterThanOne "
+            "CHECK)", float(real))) from None
 
 
 @dataclass(frozen=True)
@@ -284,12 +286,13 @@ def _softmax16_prepare(x, o, s_in, beta) -> Softmax16Params:
     s_out, z_out = c.legacy(o)
     z_in = c.legacy(x)[1]
     if z_out != 0 or z_in != 0:
-        raise InvalidArgumentError("SOFTMAX zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)",
-                                   (z_in, z_out))
+        raise c.limit("int16-zero-point", InvalidArgumentError(
+            "SOFTMAX zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
     tol = np.float32(0.001) * np.float32(1) / np.float32(32768)
     if not abs(np.float32(s_out) - np.float32(1) / np.float32(32768)) <= tol:
-        raise InvalidArgumentError("SOFTMAX output scale", "must be 1/32768 (+-0.001/32768) for int16 (LiteRT rejects "
-                                   "the model at prepare)", float(s_out))
+        raise c.limit("int16-output-scale", InvalidArgumentError(
+            "SOFTMAX output scale", "must be 1/32768 (+-0.001/32768) for int16 (LiteRT rejects the model at prepare)",
+            float(s_out)))
     span = float(32767 - (-32768))
     exp_lut = f16.lut_int16(10.0 / span, 32767, 2.0 / span, 0, np.exp, precision=np.float64)
     recip_lut = f16.lut_int16(1.0 / span, -32768, 2.0 / span, 0, lambda v: 1.0 / (1.0 + v), precision=np.float64)
@@ -299,8 +302,9 @@ def _softmax16_prepare(x, o, s_in, beta) -> Softmax16Params:
         raise UnsupportedError("SOFTMAX input", "input scale * beta gives a non-finite multiplier", real)
     m, e = fp.quantize_multiplier(real)
     if e > 30:
-        raise UnsupportedError("SOFTMAX input", "input scale * beta is too large: LiteRT's "
-                               "MultiplyByQuantizedMultiplier shift leaves int32 (undefined behaviour)", real)
+        raise c.limit("multiplier-shift", UnsupportedError(
+            "SOFTMAX input", "input scale * beta is too large: LiteRT's MultiplyByQuantizedMultiplier shift leaves "
+            "int32 (undefined behaviour)", real))
     diffs = np.arange(-65535, 1, dtype=np.int64)
     scaled = wrap_int32(_mbqm(diffs, m, e) + 32767)
     exps = f16.lut_lookup16(np.clip(scaled, -32768, 32767), exp_lut)
@@ -356,9 +360,9 @@ class Softmax(Kernel):
         reciprocal, bits_over_unit = fp.get_reciprocal(total, ACCUMULATION_INTEGER_BITS)
         exponent = bits_over_unit + 31 - 8
         if np.any((exponent < 0) | (exponent > 31)):
-            raise UnsupportedError("SOFTMAX", "a row's sum of exponentials reaches 512 (512 or more values "
-                                   "near the row maximum): GetReciprocal's exponent leaves [0, 31] and LiteRT "
-                                   "aborts (TFLITE_CHECK)", x.shape[-1])
+            raise c.limit("softmax-sum", UnsupportedError(
+                "SOFTMAX", "a row's sum of exponentials reaches 512 (512 or more values near the row maximum): "
+                "GetReciprocal's exponent leaves [0, 31] and LiteRT aborts (TFLITE_CHECK)", x.shape[-1]))
         out = _rdbpot(_srdhm(reciprocal[:, None], exps), exponent[:, None]) - 128
         out = np.where(inside, np.clip(out, -128, 127), -128)
         return [out.astype(np.int8).reshape(x.shape)]
@@ -390,8 +394,9 @@ class LogSoftmax(Kernel):
         try:
             rm, rls = fp.quantize_multiplier_smaller_than_one_exp(real_reverse)
         except RangeError:
-            raise UnsupportedError("LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT "
-                                   "aborts (QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in)) from None
+            raise c.limit("log-softmax-reverse-multiplier", UnsupportedError(
+                "LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT aborts "
+                "(QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in))) from None
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
         diffs_q5 = _mbqm(_DIFFS, m, ls)
         return LogSoftmaxParams(tuple(x.shape), m, ls, rm, -rls, diff_min, diffs_q5, _exp_tables(diffs_q5)[1])
@@ -439,8 +444,9 @@ class L2Normalization(Kernel):
         c.enforce(self.name, inputs, outputs)
         fused = c.option(options, "fused_activation_function", "NONE")
         if fused != "NONE":
-            raise InvalidArgumentError("fused_activation_function", "must be NONE for L2_NORMALIZATION (LiteRT "
-                                       "rejects others at prepare)", fused)
+            raise c.limit("l2norm-activation", InvalidArgumentError(
+                "fused_activation_function", "must be NONE for L2_NORMALIZATION (LiteRT rejects others at prepare)",
+                fused))
         return L2Params(tuple(x.shape), z)
 
     def compute(self, p: L2Params, arrays):

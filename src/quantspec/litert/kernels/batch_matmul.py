@@ -58,14 +58,15 @@ def _output_shape(op: str, a: tuple[int, ...], b: tuple[int, ...], adj_x: bool, 
     for i in range(rank - 2):
         da, db = ea[i], eb[i]
         if da != db and da != 1 and db != 1:
-            raise ShapeError(f"{op} inputs", "batch dimensions do not broadcast (LiteRT rejects the model at prepare)",
-                             (tuple(a), tuple(b)))
+            raise c.limit("batch-matmul-shape", ShapeError(
+                f"{op} inputs", "batch dimensions do not broadcast (LiteRT rejects the model at prepare)",
+                (tuple(a), tuple(b))))
         batch.append(db if da == 1 else da)
     k_a = ea[-2] if adj_x else ea[-1]
     k_b = eb[-1] if adj_y else eb[-2]
     if k_a != k_b:
-        raise ShapeError(f"{op} inputs", "accumulation depths differ (LiteRT rejects the model at prepare)",
-                         (k_a, k_b))
+        raise c.limit("batch-matmul-shape", ShapeError(
+            f"{op} inputs", "accumulation depths differ (LiteRT rejects the model at prepare)", (k_a, k_b)))
     rows = ea[-1] if adj_x else ea[-2]
     cols = eb[-2] if adj_y else eb[-1]
     return tuple(batch) + (rows, cols)
@@ -88,8 +89,8 @@ class BatchMatMul(Kernel):
         c.require_type(op, [("output", o)], ("int16",) if wide else ("int8", "int32"))
         for name, t in (("lhs", lhs), ("rhs", rhs)):
             if not 2 <= len(t.shape) <= 5:
-                raise ShapeError(f"{op} {name}", "must have rank 2 to 5 (LiteRT rejects the model at prepare)",
-                                 tuple(t.shape))
+                raise c.limit("batch-matmul-shape", ShapeError(
+                    f"{op} {name}", "must have rank 2 to 5 (LiteRT rejects the model at prepare)", tuple(t.shape)))
         adj_x = c.option(options, "adj_x", False, kind=bool)
         adj_y = c.option(options, "adj_y", False, kind=bool)
         shape = _output_shape(op, tuple(lhs.shape), tuple(rhs.shape), adj_x, adj_y)
@@ -106,11 +107,12 @@ class BatchMatMul(Kernel):
                 raise UnsupportedError(f"{op} scales", "give a non-finite multiplier s_lhs * s_rhs / s_out", real)
             multiplier, shift = fp.quantize_multiplier(real)
             if shift > (7 if wide else 30):
-                raise UnsupportedError(f"{op} scales", "a multiplier this large needs a left shift LiteRT's "
-                                       "MultiplyByQuantizedMultiplier does not define", real)
+                raise c.limit("multiplier-shift", UnsupportedError(
+                    f"{op} scales", "a multiplier this large needs a left shift LiteRT's MultiplyByQuantizedMultiplier "
+                    "does not define", real))
         if wide and (z_l, z_r, z_o) != (0, 0, 0):
-            raise InvalidArgumentError(f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at "
-                                       "prepare)", (z_l, z_r, z_o))
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_l, z_r, z_o)))
         bounds = (int(o.dtype.qmin), int(o.dtype.qmax)) if quantized_output else (-(1 << 31), (1 << 31) - 1)
         return BatchMatMulParams((tuple(lhs.shape), tuple(rhs.shape)),
                                  (np.dtype(lhs.dtype.name), np.dtype(rhs.dtype.name)), shape,

@@ -67,11 +67,16 @@ class SquaredDifference(Kernel):
     name = "SQUARED_DIFFERENCE"
 
     def prepare(self, inputs, outputs, options):
+        first = inputs[0] if inputs else None
+        if first is not None and first.dtype.name == "int16":
+            raise c.limit("no-int16-kernel", UnsupportedError(
+                f"{self.name} input 0", "LiteRT has no int16 SQUARED_DIFFERENCE kernel (it fails at eval)", "int16"))
         x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(self.name, inputs, outputs)
         for name, z in (("input 0", z1), ("input 1", z2), ("output", zo)):
             if not -128 <= z <= 127:
-                raise RangeError(f"{self.name} {name} zero point", "must lie in [-128, 127] (LiteRT rejects the "
-                                 "model at prepare)", z)
+                raise c.limit("zero-point-range", RangeError(
+                    f"{self.name} {name} zero point", "must lie in [-128, 127] (LiteRT rejects the model at "
+                    "prepare)", z))
         shape = c.broadcast_shape(self.name, x.shape, y.shape)
         f = np.float32
         twice = np.float64(f(2) * max(f(s1), f(s2)))
@@ -84,9 +89,9 @@ class SquaredDifference(Kernel):
         try:
             mo, eo = fp.quantize_multiplier_smaller_than_one_exp(float(ro))
         except RangeError:
-            raise UnsupportedError(f"{self.name} output", "an output multiplier (2*max(s1, s2))^2 / (2^14 * s_out) "
-                                   ">= 1 (an output scale this small) makes LiteRT abort (TFLITE_CHECK)",
-                                   float(so)) from None
+            raise c.limit("add-output-multiplier", UnsupportedError(
+                f"{self.name} output", "an output multiplier (2*max(s1, s2))^2 / (2^14 * s_out) >= 1 (an output "
+                "scale this small) makes LiteRT abort (TFLITE_CHECK)", float(so))) from None
         a = _rdbpot(_srdhm(wrap_int32((_X8 - z1) << 7), m1), -e1)
         b = _rdbpot(_srdhm(wrap_int32((_Y8 - z2) << 7), m2), -e2)
         d = wrap_int32(a - b)
@@ -136,8 +141,9 @@ class Prelu(Kernel):
                                                     (("input", x), ("alpha", alpha), ("output", o)))
         shape = c.broadcast_shape(self.name, x.shape, alpha.shape)
         if tuple(shape) != tuple(x.shape):
-            raise ShapeError(f"{self.name} alpha", "must broadcast to the input's shape (LiteRT rejects the model "
-                             "at prepare)", (tuple(x.shape), tuple(alpha.shape)))
+            raise c.limit("prelu-shape", ShapeError(
+                f"{self.name} alpha", "must broadcast to the input's shape (LiteRT rejects the model at prepare)",
+                (tuple(x.shape), tuple(alpha.shape))))
         f = np.float32
         with np.errstate(all="ignore"):
             r1 = float(f(s_in) / f(s_out))
@@ -148,8 +154,9 @@ class Prelu(Kernel):
                 raise UnsupportedError(f"{self.name} scales", "give a non-finite multiplier", real)
             m, e = fp.quantize_multiplier(real)
             if e > 30:
-                raise UnsupportedError(f"{self.name} scales", "a multiplier >= 2^30 needs a left shift of 31 or "
-                                       "more, undefined in LiteRT's C++", real)
+                raise c.limit("multiplier-shift", UnsupportedError(
+                    f"{self.name} scales", "a multiplier >= 2^30 needs a left shift of 31 or more, undefined in "
+                    "LiteRT's C++", real))
             ms += [m, e]
         dtype = np.dtype(x.dtype.name)
         bounds = (int(x.dtype.qmin), int(x.dtype.qmax))

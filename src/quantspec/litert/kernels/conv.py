@@ -41,7 +41,7 @@ import numpy as np
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .. import _gemm, fast, fixedpoint
 from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
-from ._common import (constants, count, enforce, int8_filter, fused_range, legacy,
+from ._common import (constants, count, enforce, int8_filter, fused_range, legacy, limit,
                       option, require_quantized, require_rank, require_type, value, window_geometry)
 from .base import Kernel, TensorSpec, register
 
@@ -95,8 +95,8 @@ def _types(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec) -> bool:
     if wide:
         for name, t in (("input", x), ("output", out)):
             if legacy(t)[1] != 0:
-                raise InvalidArgumentError(f"{name}.zero_point", f"must be 0 for int16 {op} (LiteRT Prepare)",
-                                           legacy(t)[1])
+                raise limit("int16-zero-point", InvalidArgumentError(
+                    f"{name}.zero_point", f"must be 0 for int16 {op} (LiteRT Prepare)", legacy(t)[1]))
     return wide
 
 
@@ -122,8 +122,9 @@ def _conv_quantization(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec, c
                                    float(s_out))
     mult, shift = fixedpoint.quantize_multiplier(eff)
     if shift.size and (int(shift.max()) > 30):
-        raise UnsupportedError("output.scale", f"{op}: an effective scale s_in*s_w/s_out >= 2^30 makes LiteRT's "
-                               "MultiplyByQuantizedMultiplier shift past int32 (undefined behaviour)", float(s_out))
+        raise limit("multiplier-shift", UnsupportedError(
+            "output.scale", f"{op}: an effective scale s_in*s_w/s_out >= 2^30 makes LiteRT's "
+            "MultiplyByQuantizedMultiplier shift past int32 (undefined behaviour)", float(s_out)))
     act_min, act_max = fused_range(op, options, out)
     return z_in, z_out, np.asarray(mult, np.int32), np.asarray(shift, np.int32), act_min, act_max
 
@@ -132,15 +133,16 @@ def _bias(op: str, b: TensorSpec | None, channels: int, *, check_rank: bool, dty
     if b is None:
         return None
     if b.dtype.name != dtype:
-        raise DTypeError("bias.dtype", f"must be {dtype} for {op} with these activations", b.dtype.name)
+        raise limit("int16-bias-type" if dtype == "int64" else "dtype", DTypeError(
+            "bias.dtype", f"must be {dtype} for {op} with these activations", b.dtype.name))
     zb = legacy(b)[1]
     if zb != 0:
         raise InvalidArgumentError("bias.zero_point", f"must be 0 for {op} (LiteRT Prepare)", zb)
     if check_rank and len(b.shape) != 1:
         raise ShapeError("bias.shape", f"must be 1-D for {op}", tuple(b.shape))
     if int(np.prod(b.shape, dtype=np.int64)) != channels:
-        raise ShapeError("bias.shape", f"must have one element per output channel ({channels}) for {op}",
-                         tuple(b.shape))
+        raise limit("conv-bias", ShapeError("bias.shape", f"must have one element per output channel ({channels}) "
+                                            f"for {op}", tuple(b.shape)))
     return None if b.data is None else np.asarray(b.data).astype(np.dtype(dtype), copy=False).reshape(channels)
 
 
@@ -212,7 +214,8 @@ class Conv2D(Kernel):
         stride, dilation = _spatial_options(op, options, None)
         b = inputs[2] if len(inputs) == 3 else None
         if b is None:
-            raise InvalidArgumentError("bias", f"is required by LiteRT's {op} (Prepare: has_bias)", None)
+            raise limit("conv-bias", InvalidArgumentError("bias", f"is required by LiteRT's {op} (Prepare: has_bias)",
+                                                          None))
         bias_type = _conv16_bias_type(op, b, options) if wide else "int32"
         bias = _bias(op, b, o, check_rank=False, dtype=bias_type)
         padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
@@ -255,18 +258,20 @@ def _conv16_bias_type(op: str, b: TensorSpec, options) -> str:
     have it), else LiteRT's int64 path."""
     wanted = option(options, "quantized_bias_type", "FLOAT32")
     if b.dtype.name not in ("int32", "int64"):
-        raise DTypeError("bias.dtype", f"must be int32 or int64 for int16 {op} (LiteRT Prepare)", b.dtype.name)
+        raise limit("int16-bias-type", DTypeError("bias.dtype", f"must be int32 or int64 for int16 {op} (LiteRT "
+                                                  "Prepare)", b.dtype.name))
     if wanted == "FLOAT32":                  # not set: LiteRT's kernel reads the bias as int64
         if b.dtype.name != "int64":
-            raise UnsupportedError("bias.dtype", f"int16 {op} without quantized_bias_type reads its bias as int64: "
-                                   "LiteRT reads an int32 bias past its end (undefined behaviour)", b.dtype.name)
+            raise limit("int16-bias-read-as-int64", UnsupportedError(
+                "bias.dtype", f"int16 {op} without quantized_bias_type reads its bias as int64: LiteRT reads an int32 "
+                "bias past its end (undefined behaviour)", b.dtype.name))
         return "int64"
     if wanted not in ("INT32", "INT64"):
-        raise InvalidArgumentError("options['quantized_bias_type']", f"must be INT32 or INT64 for int16 {op} "
-                                   "(LiteRT Prepare)", wanted)
+        raise limit("int16-bias-type", InvalidArgumentError("options['quantized_bias_type']", f"must be INT32 or "
+                                                            f"INT64 for int16 {op} (LiteRT Prepare)", wanted))
     if b.dtype.name != wanted.lower():
-        raise DTypeError("bias.dtype", f"must be the quantized_bias_type ({wanted}) for int16 {op} (LiteRT Prepare)",
-                         b.dtype.name)
+        raise limit("int16-bias-type", DTypeError("bias.dtype", f"must be the quantized_bias_type ({wanted}) for int16 "
+                                                  f"{op} (LiteRT Prepare)", b.dtype.name))
     return wanted.lower()
 
 
@@ -357,8 +362,9 @@ class DepthwiseConv2D(Kernel):
                              f"for {op}", tuple(w.shape))
         b = inputs[2] if len(inputs) == 3 else None
         if len(inputs) == 3 and b is None:
-            raise InvalidArgumentError("bias", f"{op} with three inputs needs the bias tensor (LiteRT Prepare: an "
-                                       "absent optional bias is refused; give two inputs instead)", None)
+            raise limit("conv-bias", InvalidArgumentError(
+                "bias", f"{op} with three inputs needs the bias tensor (LiteRT Prepare: an absent optional bias is "
+                "refused; give two inputs instead)", None))
         bias = _bias(op, b, oc, check_rank=True, dtype="int64" if wide else "int32")
         padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
         (oh, ow), pad = window_geometry(op, padding, (h, wd), (kh, kw), stride, dilation)

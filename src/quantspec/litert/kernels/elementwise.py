@@ -61,8 +61,8 @@ def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
     left_shift = 20
     if wide:
         if (z1, z2, zo) != (0, 0, 0):
-            raise InvalidArgumentError(f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at "
-                                       "prepare)", (z1, z2, zo))
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z1, z2, zo)))
         left_shift = 15
         if c.option(options, "pot_scale_int16", True, kind=bool):
             logs = [checked_log2(s) for s in (s1, s2, so)]
@@ -79,15 +79,16 @@ def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
         try:
             mo, eo = fp.quantize_multiplier_smaller_than_one_exp(ro)
         except RangeError:
-            raise UnsupportedError(f"{op} output", "an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 "
-                                   "(an output scale this small) makes LiteRT abort (TFLITE_CHECK)",
-                                   float(so)) from None
+            raise c.limit("add-output-multiplier", UnsupportedError(
+                f"{op} output", "an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 (an output scale this "
+                "small) makes LiteRT abort (TFLITE_CHECK)", float(so))) from None
     else:
         try:
             mo, eo = fp.quantize_multiplier_greater_than_one(ro)
         except RangeError:
-            raise UnsupportedError(f"{op} output", "an output multiplier of exactly 1.0 makes LiteRT abort "
-                                   "(TFLITE_CHECK)", float(so)) from None
+            raise c.limit("sub-output-multiplier", UnsupportedError(
+                f"{op} output", "an output multiplier of exactly 1.0 makes LiteRT abort (TFLITE_CHECK)",
+                float(so))) from None
     return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (z1, z2), (m1, m2, mo), (e1, e2, eo), zo, lo, hi,
                         left_shift, np.dtype(x.dtype.name))
 
@@ -119,13 +120,14 @@ def _pot_prepare(op, x, y, o, shape, logs, lo, hi) -> AddSubParams:
     l1, l2, lo_ = logs
     sh1, sh2 = l1 - lo_, l2 - lo_
     if not ((sh1 == 0 or sh2 == 0) and sh1 <= 0 and sh2 <= 0):
-        raise InvalidArgumentError(f"{op} scales", "with power-of-two int16 scales, one input needs the output's "
-                                   "scale and the other one no larger (LiteRT rejects the model at prepare)",
-                                   (l1, l2, lo_))
+        raise c.limit("int16-pot-scales", InvalidArgumentError(
+            f"{op} scales", "with power-of-two int16 scales, one input needs the output's scale and the other one "
+            "no larger (LiteRT rejects the model at prepare)", (l1, l2, lo_)))
     if op == "ADD" and tuple(x.shape) != tuple(y.shape) and \
             int(np.prod(x.shape, dtype=np.int64)) != int(np.prod(y.shape, dtype=np.int64)):
-        raise UnsupportedError(f"{op} inputs", "the power-of-two int16 ADD kernel does not broadcast: LiteRT aborts "
-                               "(TFLITE_CHECK in MatchingElementsSize, at Eval)", (tuple(x.shape), tuple(y.shape)))
+        raise c.limit("int16-pot-broadcast", UnsupportedError(
+            f"{op} inputs", "the power-of-two int16 ADD kernel does not broadcast: LiteRT aborts (TFLITE_CHECK in "
+            "MatchingElementsSize, at Eval)", (tuple(x.shape), tuple(y.shape))))
     return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (0, 0), (0, 0, 0), (0, 0, 0), 0, lo, hi, 15,
                         np.dtype(np.int16), (sh1, sh2))
 
@@ -213,15 +215,17 @@ class Mul(Kernel):
         lo, hi = c.fused_range(self.name, options, o)
         shape = c.broadcast_shape(self.name, x.shape, y.shape)
         if x.dtype.name == "int16" and (z1, z2, zo) != (0, 0, 0):
-            raise InvalidArgumentError("MUL zero points", "must be 0 for int16 (LiteRT fails at eval)", (z1, z2, zo))
+            raise c.limit("int16-zero-point", InvalidArgumentError("MUL zero points", "must be 0 for int16 (LiteRT "
+                                                                   "fails at eval)", (z1, z2, zo)))
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             real = np.float64(s1 * s2 / so)                      # float32 arithmetic throughout
         if not np.isfinite(real):
             raise UnsupportedError("MUL output", "gives a non-finite multiplier s1 * s2 / s_out in float32", float(so))
         m, e = fp.quantize_multiplier(float(real))
         if e > 30:
-            raise UnsupportedError("MUL output", "a multiplier s1 * s2 / s_out >= 2^30 needs a left shift of 31 or "
-                                   "more, undefined in LiteRT's C++", float(real))
+            raise c.limit("multiplier-shift", UnsupportedError(
+                "MUL output", "a multiplier s1 * s2 / s_out >= 2^30 needs a left shift of 31 or more, undefined in "
+                "LiteRT's C++", float(real)))
         return MulParams((tuple(x.shape), tuple(y.shape)), shape, (z1, z2), m, e, zo, lo, hi, np.dtype(x.dtype.name))
 
     def compute(self, p: MulParams, arrays):

@@ -28,7 +28,7 @@ import numpy as np
 from ..._core.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
-from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, option,
+from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, limit, option,
                       require_quantized, require_type, value)
 from .base import Kernel, register
 
@@ -79,13 +79,14 @@ class FullyConnected(Kernel):
 
             for name, t in (("input", x), ("output", out)):
                 if legacy(t)[1] != 0:
-                    raise InvalidArgumentError(f"{name}.zero_point", f"must be 0 for int16 {OP} (LiteRT Prepare)",
-                                               legacy(t)[1])
+                    raise limit("int16-zero-point", InvalidArgumentError(
+                        f"{name}.zero_point", f"must be 0 for int16 {OP} (LiteRT Prepare)", legacy(t)[1]))
             if b is not None:
                 bias_type = _conv16_bias_type(OP, b, options)
             elif option(options, "quantized_bias_type", "FLOAT32") not in ("FLOAT32", "INT32", "INT64"):
-                raise InvalidArgumentError("options['quantized_bias_type']", f"must be INT32 or INT64 for int16 {OP} "
-                                           "(LiteRT Prepare)", option(options, "quantized_bias_type", "FLOAT32"))
+                raise limit("int16-bias-type", InvalidArgumentError(
+                    "options['quantized_bias_type']", f"must be INT32 or INT64 for int16 {OP} (LiteRT Prepare)",
+                    option(options, "quantized_bias_type", "FLOAT32")))
             else:
                 bias_type = "int32" if option(options, "quantized_bias_type", "FLOAT32") == "INT32" else "int64"
         elif b is not None and b.dtype.name != "int32":

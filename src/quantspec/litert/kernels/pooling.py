@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError
 from .._gemm import patches
-from ._common import (constants, count, enforce, fused_range, option, out_size, pad_before, require_rank,
+from ._common import (constants, count, enforce, fused_range, limit, option, out_size, pad_before, require_rank,
                       require_same_type, require_type, value)
 from .base import Kernel, register
 
@@ -71,8 +71,9 @@ def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
         cols = _tap_counts(ow, sw, pw, fw, w)
         counts = np.outer(rows, cols)
         if (counts == 0).any():
-            raise InvalidArgumentError("options", f"{op}: some windows have no tap inside the image (the "
-                                       "reference kernel fails on them)", dict(options or {}))
+            raise limit("pool-empty-window", InvalidArgumentError(
+                "options", f"{op}: some windows have no tap inside the image (the reference kernel fails on them)",
+                dict(options or {})))
     return PoolPrepared(input_shape=(n, h, w, c), output_shape=(n, oh, ow, c), filter_hw=(fh, fw),
                         stride=(sh, sw), pad=(ph, pw), counts=counts, act_min=act_min, act_max=act_max,
                         consts=constants(inputs), dtype=np.dtype(x.dtype.name))

@@ -83,14 +83,16 @@ class Quantize(Kernel):
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
         if x.dtype.name == "int16" and o.dtype.name == "int16" and (z_in, z_out) != (0, 0):
-            raise InvalidArgumentError("QUANTIZE zero points", "must be 0 for int16 -> int16 (LiteRT rejects the "
-                                       "model at prepare)", (z_in, z_out))
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                "QUANTIZE zero points", "must be 0 for int16 -> int16 (LiteRT rejects the model at prepare)",
+                (z_in, z_out)))
         if x.dtype.name != "int16" and o.dtype.name != "int16":
             c.enforce(self.name, inputs, outputs)
         m, e = fp.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         if e > 30:
-            raise UnsupportedError("QUANTIZE", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 or "
-                                   "more, undefined in LiteRT's C++", float(s_in / s_out))
+            raise c.limit("multiplier-shift", UnsupportedError(
+                "QUANTIZE", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 or more, undefined in "
+                "LiteRT's C++", float(s_in / s_out)))
         same_scale = m == 1 << 30 and e == 1
         xor = same_scale and ((x.dtype.name, o.dtype.name, z_in - z_out) in
                               (("int8", "uint8", -128), ("uint8", "int8", 128)))

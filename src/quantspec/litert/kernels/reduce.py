@@ -90,8 +90,8 @@ class _MeanOrSum(Kernel):
         s_out, z_out = c.activation(op, "output", o)
         c.enforce(op, inputs, outputs)
         if x.dtype.name == "int16" and (z_in, z_out) != (0, 0):
-            raise InvalidArgumentError(f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)",
-                                       (z_in, z_out))
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
         keep_dims = c.option(options, "keep_dims", False, kind=bool)
         reference = False
         if op == "SUM":
@@ -101,8 +101,9 @@ class _MeanOrSum(Kernel):
         axes = None if axis.data is None else _resolve_axes(op, axis.data, len(x.shape))
         m, e = fp.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         if e > 30:
-            raise UnsupportedError(f"{op} output", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 "
-                                   "or more, undefined in LiteRT's C++", float(s_in / s_out))
+            raise c.limit("multiplier-shift", UnsupportedError(
+                f"{op} output", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 or more, undefined in "
+                "LiteRT's C++", float(s_in / s_out)))
         return ReduceParams(op, tuple(x.shape), tuple(axis.shape), axes, keep_dims, z_in, z_out, m, e, reference,
                             np.dtype(x.dtype.name))
 

@@ -89,8 +89,8 @@ class _Unary(Kernel):
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
         if x.dtype.name == "int16" and (z_in != 0 or z_out != 0):
-            raise InvalidArgumentError(f"{self.name} zero points", "must be 0 for int16 (LiteRT rejects others at "
-                                       "prepare)", (z_in, z_out))
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{self.name} zero points", "must be 0 for int16 (LiteRT rejects others at prepare)", (z_in, z_out)))
         c.enforce(self.name, inputs, outputs)
         codes = _codes(x.dtype.name)
         result = self.codes(codes, x.dtype.name, (s_in, z_in), (s_out, z_out), options or {})
@@ -107,8 +107,8 @@ class _Unary(Kernel):
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.dtype)])
         index = x.view(_UNSIGNED[p.dtype.name])
         if p.invalid is not None and x.size and np.any(p.invalid[index]):
-            raise InvalidArgumentError(f"{self.name} input", p.invalid_message, int(x.reshape(-1)[
-                np.argmax(p.invalid[index].reshape(-1))]))
+            raise c.limit("rsqrt-negative", InvalidArgumentError(f"{self.name} input", p.invalid_message, int(
+                x.reshape(-1)[np.argmax(p.invalid[index].reshape(-1))])))
         return [p.table[index]]
 
 
@@ -141,12 +141,13 @@ class HardSwish(_Unary):
         m_out, e_out = fp.quantize_multiplier(out_mult)
         m_rel, e_rel = fp.quantize_multiplier(reluish_mult)
         if e_out > 0:
-            raise InvalidArgumentError("HARD_SWISH output scale", "input scale / 128 / output scale must be < 1 "
-                                       "(LiteRT rejects the model at prepare: output multiplier exponent > 0)",
-                                       float(s_out))
+            raise c.limit("hard-swish-output-multiplier", InvalidArgumentError(
+                "HARD_SWISH output scale", "input scale / 128 / output scale must be < 1 (LiteRT rejects the model at "
+                "prepare: output multiplier exponent > 0)", float(s_out)))
         if e_rel > 31:
-            raise UnsupportedError("HARD_SWISH input scale", "a left shift of 31 or more is undefined behaviour in "
-                                   "LiteRT's SaturatingLeftShift", float(s_in))
+            raise c.limit("multiplier-shift", UnsupportedError(
+                "HARD_SWISH input scale", "a left shift of 31 or more is undefined behaviour in LiteRT's "
+                "SaturatingLeftShift", float(s_in)))
         m_out16 = f16.downscale_multiplier16(m_out)
         m_rel16 = f16.downscale_multiplier16(m_rel)
         x = f16.wrap16(v - z_in)
@@ -261,8 +262,9 @@ class Rsqrt(_Unary):
         shift1 = inv_s + 20
         shift2 = e - 20
         if np.any(shift1 > 30) or np.any(shift1 < -31) or shift2 > 30 or shift2 < -31:
-            raise UnsupportedError("RSQRT scales", "need a MultiplyByQuantizedMultiplier shift outside [-31, 30] "
-                                   "(undefined behaviour in LiteRT)", (float(s_in), float(s_out)))
+            raise c.limit("multiplier-shift", UnsupportedError(
+                "RSQRT scales", "need a MultiplyByQuantizedMultiplier shift outside [-31, 30] (undefined behaviour in "
+                "LiteRT)", (float(s_in), float(s_out))))
         data = _mbqm(np.ones_like(value), inv_m, shift1)
         y = wrap_int32(_mbqm(data, m, shift2) + z_out)
         y = np.where(v == z_in, 127, np.clip(y, -128, 127))
@@ -278,8 +280,8 @@ def _multiplier(op: str, real: float, what: str) -> tuple[int, int]:
         raise UnsupportedError(f"{op} scales", f"give a non-finite {what}", real)
     m, e = fp.quantize_multiplier(real)
     if e > 30:
-        raise UnsupportedError(f"{op} scales", f"a {what} >= 2^30 needs a left shift of 31 or more, undefined in "
-                               "LiteRT's C++", real)
+        raise c.limit("multiplier-shift", UnsupportedError(
+            f"{op} scales", f"a {what} >= 2^30 needs a left shift of 31 or more, undefined in LiteRT's C++", real))
     return m, e
 
 
