@@ -3,7 +3,9 @@ MobileNetV2, MobileNetV3 Small / Large, EfficientNetB0, ResNet50, DenseNet121 an
 transformer encoder; int8, and int16x8 where the converter makes it), run by
 ``quantspec.litert.Interpreter`` and by LiteRT BUILTIN_REF on random inputs: every output and every
 intermediate tensor LiteRT exposes (``experimental_preserve_all_tensors``) byte for byte; and
-``check_model`` reports no rule LiteRT fails on for them.
+``check_model`` reports a rule LiteRT fails on exactly when LiteRT fails on the model (the int16x8
+transformer: LiteRT has no int16 SQUARED_DIFFERENCE kernel and fails at invoke — quantspec's
+interpreter refuses it too).
 
 The models are built with TensorFlow's converter on first use and cached (``litert_zoo.cache_dir``:
 ``$QUANTSPEC_ZOO_CACHE``, ``$QUANTSPEC_TEST_CACHE/zoo`` or ``~/.cache/quantspec/zoo``).  Building all
@@ -37,6 +39,8 @@ SEED = int(os.environ.get("QUANTSPEC_TEST_SEED", "0"))
 
 #: the converter cannot make these (it has no 16x8 HARD_SWISH)
 UNSUPPORTED = {("mobilenet_v3_small", "int16x8"), ("mobilenet_v3_large", "int16x8")}
+#: models LiteRT BUILTIN_REF cannot run, and the rule check_model reports for them
+LITERT_FAILS = {("transformer", "int16x8"): "no-int16-kernel"}
 
 
 CASES = [(a, q) for a in ARCHS for q in QUANTS if (a, q) not in UNSUPPORTED]
@@ -63,13 +67,24 @@ def test_zoo_model_is_byte_identical_to_builtin_ref(arch, quant):
     interp_mod = require("ai_edge_litert.interpreter")
     from quantspec.litert import Interpreter, load_model
 
+    from quantspec.errors import QuantSpecError
+
     path = _model(arch, quant)
     data = path.read_bytes()
     model = load_model(data)
-    ours = Interpreter(model, preserve_all_tensors=True)
     ref = interp_mod.Interpreter(model_content=data, experimental_op_resolver_type=interp_mod.OpResolverType.BUILTIN_REF,
                                  experimental_preserve_all_tensors=True)
     ref.allocate_tensors()
+    if (arch, quant) in LITERT_FAILS:        # LiteRT fails at invoke: quantspec refuses the model
+        for d in ref.get_input_details():
+            ref.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+        with pytest.raises(RuntimeError):
+            ref.invoke()
+        with pytest.raises(QuantSpecError) as caught:
+            Interpreter(model)
+        assert getattr(caught.value, "limit", None) == LITERT_FAILS[(arch, quant)]
+        return
+    ours = Interpreter(model, preserve_all_tensors=True)
     rng = np.random.default_rng([SEED, len(arch), len(quant)])
     compared = 0
     for k in range(INPUTS):
@@ -96,16 +111,22 @@ def test_zoo_model_is_byte_identical_to_builtin_ref(arch, quant):
 
 
 @pytest.mark.parametrize("arch, quant", CASES)
-def test_zoo_model_has_no_rule_litert_fails_on(arch, quant):
-    """LiteRT runs every zoo model, so check_model must report no rule LiteRT rejects or aborts on."""
+def test_zoo_check_reports_exactly_what_litert_fails_on(arch, quant):
+    """check == run: no rule LiteRT rejects or aborts on for the models it runs; the failing rule for
+    the one it does not; a 16x8 model is checked with the 16x8 rules."""
     from quantspec.litert import check_model
 
     report = check_model(_model(arch, quant))
-    assert not report.rejected_by_litert, report.render()
+    if (arch, quant) in LITERT_FAILS:
+        assert {v.rule for v in report.rejected_by_litert} == {LITERT_FAILS[(arch, quant)]}, report.render()
+    else:
+        assert not report.rejected_by_litert, report.render()
+    assert report.mode == ("int16x8" if quant == "int16x8" else "int8")
 
 
-@pytest.mark.parametrize("arch, quant", [c for c in sorted(UNSUPPORTED) if c[0] in ARCHS and c[1] in QUANTS])
-def test_the_converter_refuses_what_the_zoo_leaves_out(arch, quant):
+def test_the_converter_refuses_what_the_zoo_leaves_out():
     require("tensorflow")
-    with pytest.raises(litert_zoo.Unsupported, match="16x8"):
-        litert_zoo.build(arch, quant)
+    cases = [c for c in sorted(UNSUPPORTED) if c[0] in ARCHS and c[1] in QUANTS] or [("mobilenet_v3_small", "int16x8")]
+    for arch, quant in cases:
+        with pytest.raises(litert_zoo.Unsupported, match="16x8"):
+            litert_zoo.build(arch, quant)
