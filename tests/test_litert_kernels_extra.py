@@ -184,3 +184,128 @@ def test_batch_matmul_int16_zero_point_is_rejected_in_both():
     assert litert_outcome(*args, version=1) == "error"
     with pytest.raises(QuantSpecError):
         quantspec_run(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# STRIDED_SLICE, SPLIT, SPLIT_V, PACK, UNPACK, TRANSPOSE_CONV
+# ---------------------------------------------------------------------------------------------
+
+def _slice_case(r, i):
+    rank = int(r.integers(1, 5))
+    shp = tuple(int(d) for d in r.integers(1, 6, rank))
+    n = int(r.integers(1, rank + 2)) if i % 3 else rank
+    begin, end = r.integers(-7, 7, n).astype(np.int32), r.integers(-7, 8, n).astype(np.int32)
+    strides = r.choice([-3, -2, -1, 1, 1, 2, 3], n).astype(np.int32)
+    options = {"begin_mask": int(r.integers(0, 1 << n)), "end_mask": int(r.integers(0, 1 << n))}
+    if i % 4 == 0:
+        options["shrink_axis_mask"] = int(r.integers(0, 1 << n))
+    if i % 5 == 0:
+        options["ellipsis_mask"] = 1 << int(r.integers(0, n))
+    if i % 7 == 0:
+        options["new_axis_mask"] = int(r.integers(0, 1 << n)) & ~options.get("ellipsis_mask", 0)
+    if i % 11 == 0:
+        options, strides, end = {"offset": True}, np.abs(strides), np.abs(end)
+    return shp, begin, end, strides, options
+
+
+def test_strided_slice_matches_litert():
+    from quantspec.errors import QuantSpecError as Refused
+    from quantspec.litert.kernels.slicing import _plan
+
+    r = rng_for("strided-slice")
+    for i in range(N_MODELS * 20):
+        shp, begin, end, strides, options = _slice_case(r, i)
+        masks = tuple(options.get(k, 0) for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                                    "shrink_axis_mask"))
+        try:
+            out = _plan(shp, begin, end, strides, masks, options.get("offset", False))[2]
+        except Refused:
+            out = (1,)                      # quantspec refuses: the sweep checks that it is undefined in LiteRT
+        dtype = "int8" if i % 2 else "int16"
+        x = int8(r, shp) if dtype == "int8" else r.integers(-32768, 32768, shp).astype(np.int16)
+        sweep("STRIDED_SLICE", [T(shp, dtype, 0.1, 0), T((len(begin),), "int32", data=begin),
+                                T((len(end),), "int32", data=end), T((len(strides),), "int32", data=strides)],
+              [T(out, dtype, 0.1, 0)], options, [x], version=1)
+
+
+def test_split_split_v_pack_unpack_match_litert():
+    r = rng_for("split")
+    for i in range(N_MODELS * 3):
+        rank = int(r.integers(1, 5))
+        shp = tuple(int(d) for d in r.integers(1, 7, rank))
+        axis = int(r.integers(-rank, rank))
+        ax = axis % rank
+        dtype = str(r.choice(["int8", "int16", "int32"]))
+        s = None if dtype == "int32" else 0.1
+        x = r.integers(-100, 100, shp).astype(dtype)
+        n = int(r.choice([d for d in range(1, shp[ax] + 1) if shp[ax] % d == 0]))
+        outs = [T(tuple(v if k != ax else v // n for k, v in enumerate(shp)), dtype, s, 0) for _ in range(n)]
+        sweep("SPLIT", [T((), "int32", data=np.array(axis, np.int32)), T(shp, dtype, s, 0)], outs,
+              {"num_splits": n}, [x], version=1)
+        k = int(r.integers(1, 4))
+        cuts = sorted(r.integers(0, shp[ax] + 1, k - 1).tolist())
+        sizes = np.diff([0] + cuts + [shp[ax]]).tolist()
+        if i % 3 == 0:
+            sizes[int(r.integers(0, k))] = -1
+        real = list(sizes)
+        if -1 in real:
+            real[real.index(-1)] = shp[ax] - sum(v for v in sizes if v != -1)
+        outs = [T(tuple(v if kk != ax else sz for kk, v in enumerate(shp)), dtype, s, 0) for sz in real]
+        sweep("SPLIT_V", [T(shp, dtype, s, 0), T((k,), "int32", data=np.array(sizes, np.int32)),
+                          T((), "int32", data=np.array(axis, np.int32))], outs, {"num_splits": k}, [x], version=1)
+        m, pack_axis = int(r.integers(1, 4)), int(r.integers(-(rank + 1), rank + 1))
+        xs = [r.integers(-100, 100, shp).astype(dtype) for _ in range(m)]
+        sweep("PACK", [T(shp, dtype, s, 0) for _ in range(m)], [T(np.stack(xs, axis=pack_axis).shape, dtype, s, 0)],
+              {"values_count": m, "axis": pack_axis}, xs, version=1)
+        unpack_axis = int(r.integers(-rank, rank))
+        size = shp[unpack_axis % rank]
+        outs = [T(tuple(v for kk, v in enumerate(shp) if kk != unpack_axis % rank), dtype, s, 0) for _ in range(size)]
+        sweep("UNPACK", [T(shp, dtype, s, 0)], outs, {"num": size, "axis": unpack_axis}, [x], version=1)
+
+
+def test_pack_with_other_parameters_is_rejected_in_both():
+    args = ("PACK", [T((3,), "int8", 0.1, 0), T((3,), "int8", 0.2, 0)], [T((2, 3), "int8", 0.1, 0)],
+            {"values_count": 2, "axis": 0}, [np.zeros(3, np.int8)] * 2)
+    assert litert_outcome(*args, version=1) == "error"
+    with pytest.raises(QuantSpecError, match="scale"):
+        quantspec_run(*args)
+
+
+def test_transpose_conv_matches_litert():
+    from quantspec.litert.kernels._common import out_size
+
+    r = rng_for("transpose-conv")
+    done = 0
+    for i in range(N_MODELS * 6):
+        dtype = "int8" if i % 2 else "int16"
+        h, w, ci = int(r.integers(1, 5)), int(r.integers(1, 5)), int(r.integers(1, 5))
+        oc, kh, kw = int(r.integers(1, 5)), int(r.integers(1, 4)), int(r.integers(1, 4))
+        sh, sw = int(r.integers(1, 3)), int(r.integers(1, 3))
+        padding = str(r.choice(["SAME", "VALID"]))
+        heights = [o for o in range(1, 20) if out_size(padding, o, kh, sh, 1) == h]
+        widths = [o for o in range(1, 20) if out_size(padding, o, kw, sw, 1) == w]
+        if not heights or not widths:
+            continue
+        oh, ow = int(r.choice(heights)), int(r.choice(widths))
+        s_in, s_out = scale(r, -3, -1), scale(r, -3, 0)
+        per_channel = bool(i % 3)
+        s_w = [scale(r, -3, -1) for _ in range(oc)] if per_channel else scale(r, -3, -1)
+        z_in = zero_point(r) if dtype == "int8" else 0
+        z_out = zero_point(r) if dtype == "int8" else 0
+        bias_type = "int32" if dtype == "int8" else str(r.choice(["int32", "int64"]))
+        b_scale = (np.float64(np.float32(s_in)) * np.atleast_1d(np.asarray(s_w, np.float32)).astype(np.float64)
+                   ).astype(np.float32)
+        options = {"padding": padding, "stride_h": sh, "stride_w": sw,
+                   "fused_activation_function": str(r.choice(["NONE", "RELU", "RELU6"]))}
+        if dtype == "int16":
+            options["quantized_bias_type"] = bias_type.upper()
+        inputs = [T((4,), "int32", data=np.array([1, oh, ow, oc], np.int32)),
+                  T((oc, kh, kw, ci), "int8", s_w, 0, 0, r.integers(-127, 128, (oc, kh, kw, ci)).astype(np.int8)),
+                  T((1, h, w, ci), dtype, s_in, z_in)]
+        if i % 4:
+            inputs.append(T((oc,), bias_type, b_scale if per_channel else float(b_scale[0]), 0, 0,
+                            r.integers(-3000, 3000, oc).astype(bias_type)))
+        x = int8(r, (1, h, w, ci)) if dtype == "int8" else r.integers(-32768, 32768, (1, h, w, ci)).astype(np.int16)
+        sweep("TRANSPOSE_CONV", inputs, [T((1, oh, ow, oc), dtype, s_out, z_out)], options, [x], version=1)
+        done += 1
+    assert done >= N_MODELS

@@ -234,7 +234,7 @@ class Limit:
 _BINARY_OPS = ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "PRELU", "LESS", "LESS_EQUAL",
                "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL")
 _FUSED_OPS = ("ADD", "SUB", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D",
-              "MAX_POOL_2D")
+              "MAX_POOL_2D", "TRANSPOSE_CONV")
 #: ops with a 16x8 kernel (int16 activations, int8 weights) in LiteRT's reference resolver
 SIXTEEN_BY_EIGHT = frozenset({
     "ADD", "SUB", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MEAN", "SOFTMAX", "LOGISTIC", "TANH",
@@ -280,15 +280,15 @@ _LIMITS: list[Limit] = [
           "output's scale and the other one no larger", REJECTS, "prepare", _K + "add.cc, sub.cc: Prepare"),
     Limit("int16-pot-broadcast", ("ADD",), "the power-of-two int16 ADD has inputs of one size (it does not "
           "broadcast)", ABORTS, "eval", _K + "internal/types.h: MatchingElementsSize CHECK"),
-    Limit("int16-bias-type", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"), "an int16 kernel's bias is int64, "
+    Limit("int16-bias-type", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"), "an int16 kernel's bias is int64, "
           "or int32 where quantized_bias_type says INT32 (DEPTHWISE_CONV_2D: int64)", REJECTS, "prepare",
           _K + "conv.cc, depthwise_conv.cc, fully_connected.cc: Prepare"),
-    Limit("int16-bias-read-as-int64", ("CONV_2D", "FULLY_CONNECTED"), "an int32 bias of an int16 kernel comes with "
+    Limit("int16-bias-read-as-int64", ("CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"), "an int32 bias of an int16 kernel comes with "
           "quantized_bias_type INT32 (without it the kernel reads the bias as int64, past its end)", UNDEFINED,
           "eval", _K + "conv.cc: EvalQuantizedPerChannel16x8; fully_connected.cc: FullyConnectedInt16"),
     Limit("no-int16-kernel", ("SQUARED_DIFFERENCE",), "the op has an int16 kernel (SQUARED_DIFFERENCE has none)",
           REJECTS, "eval", _K + "squared_difference.cc: Eval"),
-    Limit("multiplier-shift", ("CONV_2D", "DEPTHWISE_CONV_2D", "MUL", "MEAN", "SUM", "QUANTIZE", "BATCH_MATMUL",
+    Limit("multiplier-shift", ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "MUL", "MEAN", "SUM", "QUANTIZE", "BATCH_MATMUL",
                                "RELU", "RELU6", "LEAKY_RELU", "PRELU", "RSQRT", "HARD_SWISH", "SOFTMAX"),
           "every effective scale is below 2^30 (a larger one needs a left shift of 31 or more, undefined in C++)",
           UNDEFINED, "eval", _K + "internal/common.cc: MultiplyByQuantizedMultiplier"),
@@ -302,9 +302,16 @@ _LIMITS: list[Limit] = [
           _K + "internal/reference/integer_ops/pooling.h: AveragePool"),
     Limit("l2norm-activation", ("L2_NORMALIZATION",), "the fused activation is NONE", REJECTS, "prepare",
           _K + "l2norm.cc: Prepare"),
-    Limit("conv-bias", ("CONV_2D", "DEPTHWISE_CONV_2D"), "CONV_2D has a bias; a third input of DEPTHWISE_CONV_2D is "
+    Limit("conv-bias", ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"), "CONV_2D has a bias; a third input of DEPTHWISE_CONV_2D is "
           "present; the bias has one element per output channel", REJECTS, "prepare",
           _K + "conv.cc, depthwise_conv.cc: Prepare"),
+    Limit("op-shape", ("STRIDED_SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "TRANSPOSE_CONV"),
+          "the op's shapes, axes and counts are ones its kernel accepts (non-zero strides, an axis inside the rank, "
+          "splits that add up, as many outputs as the options say)", REJECTS, "prepare",
+          _K + "strided_slice.cc, split.cc, split_v.cc, pack.cc, unpack.cc, transpose_conv.cc: Prepare"),
+    Limit("strided-slice-unwritten", ("STRIDED_SLICE",), "every output element is written: a shrunk axis starts "
+          "inside the dimension and runs forwards; with offset, the end stays inside", UNDEFINED, "eval",
+          _K + "internal/reference/strided_slice.h: StridedSlice (the output stays partly uninitialised)"),
     Limit("rsqrt-negative", ("RSQRT",), "no input is below the zero point", REJECTS, "eval",
           _K + "elementwise.cc: RsqrtEvalQuantized", data_dependent=True),
     Limit("index-out-of-range", ("GATHER",), "every index lies inside the gathered dimension", REJECTS, "eval",
