@@ -131,6 +131,13 @@ class _Graph:
         self.release = [[i for i in set(op.inputs) if i >= 0 and last_use.get(i) == k and i not in keep
                          and sg.tensors[i].data is None] for k, op in enumerate(sg.operators)]
         self.constants = {t.index: t.data for t in sg.tensors if t.data is not None}
+        # per operator, what run needs without attribute lookups: its inputs, and its outputs with the
+        # shape and numpy type the model stores for them
+        self.steps = [(k, op, kernel, prepared, tuple(op.inputs),
+                       tuple((i, tuple(sg.tensors[i].shape),
+                              None if sg.tensors[i].dtype is None else sg.tensors[i].dtype.dtype) for i in op.outputs),
+                       self.release[k])
+                      for k, (op, kernel, prepared) in enumerate(self.prepared)]
 
     def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
@@ -144,10 +151,10 @@ class _Graph:
         # where the shape depends on a run-time tensor (RESHAPE's shape, PAD's paddings, ...), when
         # it runs it, and prepares the ops that read it again; so does this interpreter
         changed: dict[int, Any] = {}
-        for k, (op, kernel, prepared) in enumerate(self.prepared):
-            if changed and any(i in changed for i in op.inputs):
+        for k, op, kernel, prepared, op_inputs, op_outputs, release in self.steps:
+            if changed and any(i in changed for i in op_inputs):
                 prepared = self._prepared_again(k, changed)
-            ins = [None if i < 0 else arrays[i] for i in op.inputs]
+            ins = [None if i < 0 else arrays[i] for i in op_inputs]
             try:
                 outs = kernel.compute(prepared, ins)
             except QuantSpecError as e:
@@ -155,19 +162,19 @@ class _Graph:
             except (MemoryError, ValueError) as e:
                 _too_big(e, op, [None if i < 0 else self.specs[i] for i in (*op.inputs, *op.outputs)])
                 raise
-            if len(outs) != len(op.outputs):  # pragma: no cover - a kernel bug
+            if len(outs) != len(op_outputs):  # pragma: no cover - a kernel bug
                 raise RuntimeError(f"quantspec kernel {op.name} returned {len(outs)} outputs for operator {op.index}, "
-                                   f"which has {len(op.outputs)}")
-            for i, y in zip(op.outputs, outs):
-                t = sg.tensors[i]
-                y = np.asarray(y)
-                if y.shape != tuple(t.shape) or (t.dtype is not None and y.dtype != t.dtype.dtype):
-                    changed[i] = _actual(t, y)
-                else:
+                                   f"which has {len(op_outputs)}")
+            for (i, shape, dtype), y in zip(op_outputs, outs):
+                if type(y) is not np.ndarray:
+                    y = np.asarray(y)
+                if y.shape != shape or (dtype is not None and y.dtype != dtype):
+                    changed[i] = _actual(sg.tensors[i], y)
+                elif changed:
                     changed.pop(i, None)
                 arrays[i] = y
             if not keep_all:
-                for i in self.release[k]:
+                for i in release:
                     arrays.pop(i, None)
         return [arrays[i] for i in sg.outputs], arrays
 

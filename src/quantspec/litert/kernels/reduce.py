@@ -37,6 +37,8 @@ from .base import Kernel, register
 __all__ = ["Mean", "Sum", "ArgMax", "SUM_SEMANTICS"]
 
 _INT8 = np.dtype(np.int8)
+#: the clamp of each output type (np.iinfo is slow to call per run)
+_BOUNDS = {np.dtype(np.int8).char: (-128, 127), np.dtype(np.int16).char: (-(1 << 15), (1 << 15) - 1)}
 #: the values of the ``quantspec_sum_semantics`` option of SUM
 SUM_SEMANTICS = ("correct", "reference")
 
@@ -117,10 +119,9 @@ class _MeanOrSum(Kernel):
         n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
         if x.size == 0 or n == 0:
             return [np.zeros(out_shape, p.dtype)]
-        info = np.iinfo(p.dtype)
-        lo, hi = (0, 255) if p.reference_sum else (int(info.min), int(info.max))
-        values = (x.view(np.uint8) if p.reference_sum else x).astype(np.int64)
-        total = wrap_int32(values.sum(axis=axes) if axes else values)            # int32 accumulator
+        lo, hi = (0, 255) if p.reference_sum else _BOUNDS[p.dtype.char]
+        values = x.view(np.uint8) if p.reference_sum else x
+        total = wrap_int32(values.sum(axis=axes, dtype=np.int64) if axes else values.astype(np.int64))  # int32 acc.
         shifted = wrap_int32(total - p.input_zero_point * n)
         m, e = p.multiplier, p.shift
         if p.op == "MEAN":
