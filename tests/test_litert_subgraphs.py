@@ -14,7 +14,7 @@ import pytest
 
 from refs import require
 from quantspec.errors import InvalidArgumentError, ModelError
-from quantspec.litert import Interpreter, load_model
+from quantspec.litert import Interpreter, check_model, load_model
 
 RUNS = 6
 
@@ -116,6 +116,7 @@ def test_control_flow_models_match_litert(models, name, ops):
     m = load_model(data)
     assert ops <= {op.name for sg in m.subgraphs for op in sg.operators}
     assert len(m.subgraphs) > 1
+    assert not check_model(data).rejected_by_litert            # check == run: LiteRT runs it
     # the IF model's condition sums int8 values: BUILTIN_REF's SUM reads them as uint8
     ours = Interpreter(data, sum_semantics="reference")
     theirs = _litert(data)
