@@ -235,8 +235,6 @@ def _converter(tf, fn, samples, quant: str, integer_io: bool):
 
 
 def _convert(arch: str, quant: str) -> bytes:
-    import numpy as np
-
     tf = _tf()
     tf.keras.utils.set_random_seed(SEED)
     if arch == "transformer":
@@ -255,7 +253,6 @@ def _convert(arch: str, quant: str) -> bytes:
     except Exception as e:  # the converter's ConverterError and friends
         raise Unsupported(f"{arch} {quant}: the converter fails: {type(e).__name__}: "
                           f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
-    del np
     return bytes(data)
 
 
