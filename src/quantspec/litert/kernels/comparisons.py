@@ -50,8 +50,9 @@ def _multiplier(op: str, which: str, scale: np.float32) -> tuple[int, int]:
     try:
         return fp.quantize_multiplier_greater_than_one(s)
     except RangeError:
-        raise UnsupportedError(f"{op} {which} scale", "a scale of exactly 1.0 makes LiteRT abort "
-                               "(QuantizeMultiplierGreaterThanOne CHECK)", s) from None
+        raise c.limit("comparison-scale-one", UnsupportedError(
+            f"{op} {which} scale", "a scale of exactly 1.0 makes LiteRT abort (QuantizeMultiplierGreaterThanOne "
+            "CHECK)", s)) from None
 
 
 class _Comparison(Kernel):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ._common import (constants, count, enforce, fits_memory, legacy, option, require_same_type, same_legacy_params,
+from ._common import (constants, count, enforce, fits_memory, legacy, limit, option, require_same_type, same_legacy_params,
                       value)
 from .base import Kernel, TensorSpec, register
 
@@ -283,10 +283,12 @@ class GatherPrepared:
 def _gather_positions(pos: np.ndarray, axis_size: int, op: str) -> np.ndarray:
     pos = np.asarray(pos)
     if pos.size and pos.min() < 0:
-        raise InvalidArgumentError("positions", f"must be non-negative for {op} (LiteRT Eval)", int(pos.min()))
+        raise limit("index-out-of-range", InvalidArgumentError("positions", f"must be non-negative for {op} (LiteRT "
+                                                               "Eval)", int(pos.min())))
     if pos.size and pos.max() >= axis_size:
-        raise InvalidArgumentError("positions", f"must be < the gathered axis' size {axis_size} for {op} "
-                                   "(LiteRT Eval: index out of bounds)", int(pos.max()))
+        raise limit("index-out-of-range", InvalidArgumentError(
+            "positions", f"must be < the gathered axis' size {axis_size} for {op} (LiteRT Eval: index out of bounds)",
+            int(pos.max())))
     return pos.astype(np.int64)
 
 
