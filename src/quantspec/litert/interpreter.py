@@ -80,10 +80,15 @@ class Interpreter:
     the list of output arrays in the model's output order.
     """
 
-    def __init__(self, model: Any, *, sum_semantics: str = "correct"):
+    def __init__(self, model: Any, *, sum_semantics: str = "correct", kernels: str = "reference",
+                 num_threads: int = 1):
         if sum_semantics not in SUM_SEMANTICS:
             raise InvalidArgumentError("sum_semantics", "must be one of " + ", ".join(map(repr, SUM_SEMANTICS)),
                                        sum_semantics)
+        from .kernels.modes import check_mode, check_threads, kernel_options, select
+
+        self.kernels = check_mode(kernels)
+        self.num_threads = check_threads(num_threads)
         self.model: Model = load_model(model)
         self.sum_semantics = sum_semantics
         sg = self.model.main
@@ -110,20 +115,26 @@ class Interpreter:
                                  "is neither a model input, a constant nor the output of an operator")
         self._prepared: list[tuple[Operator, Any, Any]] = []
         self._options: list[dict] = []
+        #: per operator, the LiteRT engine its kernel reproduces ("reference", "optimized", "xnnpack")
+        self.engines: list[str] = []
         # operators prepared again for tensors whose shape or type a run found different from the
         # model's (see run), keyed by operator and those tensors' shapes and types
         self._again: dict[tuple, Any] = {}
         for op in sg.operators:
-            kernel = ops[op.name]
             options = dict(op.options)
-            if op.name == "SUM":
-                options["quantspec_sum_semantics"] = sum_semantics
             where = f"operator {op.index} ({op.name})"
             for i in (*op.inputs, *op.outputs):
                 if i >= 0 and self._specs[i] is None:
                     t = sg.tensors[i]
                     raise UnsupportedError(f"{where} tensor {i} ({t.name!r})",
                                            "has a type quantspec's kernels do not compute with", t.type_name)
+            kernel, engine = select(self.kernels, op.name, [None if i < 0 else self._specs[i] for i in op.inputs],
+                                    [self._specs[i] for i in op.outputs], options)
+            if op.name == "SUM" and engine == "reference":
+                options["quantspec_sum_semantics"] = sum_semantics
+            if engine != "reference":
+                options.update(kernel_options(op.name, self.num_threads))
+            self.engines.append(engine)
             self._options.append(options)
             self._prepared.append((op, kernel, self._prepare(op, kernel, options, self._specs)))
         # after its last use, an intermediate tensor's array is dropped
