@@ -10,7 +10,11 @@ optimized one.  One module per kernel family; :mod:`._lanes` holds the shared la
 from __future__ import annotations
 
 from ..base import Kernel
+from .activations import LogSoftmax, Softmax
+from .elementwise import Add, Mul
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
+from .quantize import Dequantize, Quantize
+from .reduce import Mean, Sum
 
 __all__ = ["OPS"]
 
@@ -25,4 +29,5 @@ def _table(*kernels: type[Kernel]) -> dict[str, Kernel]:
 
 #: operator name -> optimized kernel, for the operators whose optimized kernel differs from the
 #: reference one
-OPS: dict[str, Kernel] = _table(Conv2D, DepthwiseConv2D, FullyConnected)
+OPS: dict[str, Kernel] = _table(Conv2D, DepthwiseConv2D, FullyConnected, Add, Mul, Mean, Sum, Softmax, LogSoftmax,
+                                Quantize, Dequantize)

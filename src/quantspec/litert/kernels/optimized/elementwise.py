@@ -1,0 +1,163 @@
+"""ADD and MUL as LiteRT's optimized int8 kernels compute them (``optimized_integer_ops::Add`` /
+``Mul``, ``BroadcastAddDispatch`` / ``BroadcastMulDispatch``; SUB has no optimized int8 kernel and
+runs the reference one).
+
+The kernels loop over the output in calls, each call processing a contiguous run of elements with
+a vector loop (NEON code translated to SSE) and a scalar tail with the reference formulas.  How
+the output is cut into calls is the broadcast pattern (``ProcessBroadcastShapes``):
+
+- equal shapes (after left-padding with 1s): one elementwise call over everything;
+- a "five-fold" broadcast ``(y0, y1, y2, y3, y4)``: with ``y4 > 1``, one elementwise call per run
+  of ``y4`` elements; with ``y4 == 1``, one scalar-broadcast call per run of ``y3``;
+- any other broadcast: the reference kernel for every element.
+
+Vector lanes compute differently from the reference formulas:
+
+- ADD, elementwise (16 lanes): each input is shifted left by ``20 + e_i`` in one step (a negative
+  count is a truncating right shift) before ``SaturatingRoundingDoublingHighMul`` — one rounding
+  where the reference rounds twice; the sum is requantized as in the reference, then *narrowed to
+  int16 by truncation* and the output zero point added in int16 (wrapping) before saturating to
+  int8.  So an output beyond int16 wraps around (e.g. to -128 instead of 127).
+- ADD, scalar broadcast (8 lanes): ``SaturatingRoundingDoublingHighMul`` of ``x << 20``, then a
+  *truncating* right shift by ``-e_i`` (instead of rounding), the same narrowing.
+- MUL (16 lanes, both kinds): the reference arithmetic, then saturation to int16, the output zero
+  point added in int16 (wrapping), saturation to int8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
+from .. import _common as c
+from .. import elementwise as ref
+from ._lanes import block_mask, saturate, wrap_int16
+
+__all__ = ["Add", "Mul", "broadcast_lanes", "REFERENCE", "ELEMENTWISE", "SCALAR_BROADCAST"]
+
+_INT8 = np.dtype(np.int8)
+
+#: lane kinds of :func:`broadcast_lanes`
+REFERENCE, ELEMENTWISE, SCALAR_BROADCAST = 0, 1, 2
+
+
+def broadcast_lanes(shape1: tuple[int, ...], shape2: tuple[int, ...], elementwise_width: int,
+                    scalar_width: int) -> np.ndarray:
+    """For every output element (C order), which code computes it: :data:`REFERENCE` (a scalar
+    tail or the generic broadcast), :data:`ELEMENTWISE` or :data:`SCALAR_BROADCAST` (vector lanes
+    of those two functions); ``ProcessBroadcastShapes`` + ``BinaryBroadcastFiveFold``."""
+    rank = max(len(shape1), len(shape2))
+    a = (1,) * (rank - len(shape1)) + tuple(shape1)
+    b = (1,) * (rank - len(shape2)) + tuple(shape2)
+    out = tuple(max(x, y) for x, y in zip(a, b))
+    size = int(np.prod(out, dtype=np.int64))
+    if a == b:
+        return np.where(block_mask(size, elementwise_width), ELEMENTWISE, REFERENCE).astype(np.int8)
+    first_fast = None
+    for i in range(rank - 1, -1, -1):
+        if a[i] == b[i]:
+            continue
+        if a[i] == 1:
+            first_fast = True
+        elif b[i] == 1:
+            first_fast = False
+        break
+    if first_fast is None:                         # (not reachable for shapes that broadcast)
+        return np.full(size, REFERENCE, np.int8)
+    sa, sb = (a, b) if first_fast else (b, a)
+    y = [1, 1, 1, 1, 1]
+    i = rank - 1
+    while i >= 0 and sa[i] == sb[i]:
+        y[4] *= sb[i]
+        i -= 1
+    while i >= 0 and sa[i] == 1:
+        y[3] *= sb[i]
+        i -= 1
+    while i >= 0 and sa[i] == sb[i]:
+        y[2] *= sa[i]
+        i -= 1
+    while i >= 0 and sb[i] == 1:
+        y[1] *= sa[i]
+        i -= 1
+    while i >= 0 and sa[i] == sb[i]:
+        y[0] *= sb[i]
+        i -= 1
+    if i >= 0:                                     # not a five-fold pattern: BroadcastAdd6DSlow
+        return np.full(size, REFERENCE, np.int8)
+    if y[4] > 1:
+        run, width, kind = y[4], elementwise_width, ELEMENTWISE
+    else:
+        run, width, kind = y[3], scalar_width, SCALAR_BROADCAST
+    lanes = np.where(block_mask(run, width), kind, REFERENCE).astype(np.int8)
+    return np.broadcast_to(lanes, (size // run if run else 0, run)).reshape(-1)
+
+
+def _shift(x: np.ndarray, n: int) -> np.ndarray:
+    """``vshlq_s32`` by a constant count: left (wrapping) for ``n >= 0``, arithmetic right (truncating
+    toward -inf) for ``n < 0``."""
+    return wrap_int32(x << n).astype(np.int64) if n >= 0 else x >> -n
+
+
+@dataclass(frozen=True)
+class OptimizedBinary:
+    base: object                    # the reference kernel's prepared record
+    lanes: np.ndarray               # int8, one lane kind per output element (C order)
+
+
+class Add(ref.Add):
+    """ADD, optimized (see the module docstring)."""
+
+    def prepare(self, inputs, outputs, options) -> OptimizedBinary:
+        p = super().prepare(inputs, outputs, options)
+        return OptimizedBinary(p, broadcast_lanes(p.shapes[0], p.shapes[1], 16, 8))
+
+    def compute(self, q: OptimizedBinary, arrays):
+        p = q.base
+        x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
+        reference = ref._add_sub_compute(p, arrays)[0].reshape(-1)
+        if not np.any(q.lanes):
+            return [reference.reshape(p.output_shape)]
+        xb = np.broadcast_to(x, p.output_shape).reshape(-1).astype(np.int64) - p.offsets[0]
+        yb = np.broadcast_to(y, p.output_shape).reshape(-1).astype(np.int64) - p.offsets[1]
+        (m1, m2, mo), (e1, e2, eo) = p.multipliers, p.shifts
+        out = reference.copy()
+        for kind in (ELEMENTWISE, SCALAR_BROADCAST):
+            sel = q.lanes == kind
+            if not sel.any():
+                continue
+            a, b = xb[sel], yb[sel]
+            if kind == ELEMENTWISE:
+                a = _srdhm(_shift(a, p.left_shift + e1), m1)
+                b = _srdhm(_shift(b, p.left_shift + e2), m2)
+            else:
+                a = _shift(_srdhm(_shift(a, p.left_shift), m1), e1)
+                b = _shift(_srdhm(_shift(b, p.left_shift), m2), e2)
+            s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
+            v = saturate(wrap_int16(wrap_int16(s) + p.output_zero_point), 8)
+            out[sel] = np.clip(v, p.act_min, p.act_max)
+        return [out.reshape(p.output_shape)]
+
+
+class Mul(ref.Mul):
+    """MUL, optimized (see the module docstring)."""
+
+    def prepare(self, inputs, outputs, options) -> OptimizedBinary:
+        p = super().prepare(inputs, outputs, options)
+        return OptimizedBinary(p, broadcast_lanes(p.shapes[0], p.shapes[1], 16, 16))
+
+    def compute(self, q: OptimizedBinary, arrays):
+        p = q.base
+        x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
+        reference = super().compute(p, arrays)[0].reshape(-1)
+        sel = q.lanes != REFERENCE
+        if not sel.any():
+            return [reference.reshape(p.output_shape)]
+        xb = np.broadcast_to(x, p.output_shape).reshape(-1)[sel].astype(np.int64) - p.offsets[0]
+        yb = np.broadcast_to(y, p.output_shape).reshape(-1)[sel].astype(np.int64) - p.offsets[1]
+        v = saturate(_mbqm(wrap_int32(xb * yb).astype(np.int64), p.multiplier, p.shift), 16)
+        v = saturate(wrap_int16(v + p.output_zero_point), 8)
+        out = reference.copy()
+        out[sel] = np.clip(v, p.act_min, p.act_max)
+        return [out.reshape(p.output_shape)]
