@@ -128,8 +128,11 @@ class Interpreter:
                     t = sg.tensors[i]
                     raise UnsupportedError(f"{where} tensor {i} ({t.name!r})",
                                            "has a type quantspec's kernels do not compute with", t.type_name)
-            kernel, engine = select(self.kernels, op.name, [None if i < 0 else self._specs[i] for i in op.inputs],
-                                    [self._specs[i] for i in op.outputs], options)
+            try:
+                kernel, engine = select(self.kernels, op.name, [None if i < 0 else self._specs[i] for i in op.inputs],
+                                        [self._specs[i] for i in op.outputs], options)
+            except QuantSpecError as e:
+                raise _with_context(e, where) from None
             if op.name == "SUM" and engine == "reference":
                 options["quantspec_sum_semantics"] = sum_semantics
             if engine != "reference":

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, UnsupportedError
 from .base import REGISTRY, Kernel, TensorSpec
 
 __all__ = ["KERNEL_MODES", "RESOLVERS", "select", "check_mode", "check_threads", "kernel_options"]
@@ -70,6 +70,10 @@ def select(mode: str, name: str, inputs: Sequence[TensorSpec | None], outputs: S
         from . import xnnpack
 
         if xnnpack.declines(name, inputs, outputs, options) is None:
+            why = xnnpack.fails(name, inputs, outputs)
+            if why is not None:
+                raise UnsupportedError(f"{name}", "LiteRT's XNNPACK delegate takes this operator and then fails to "
+                                       "create its runtime (allocate_tensors raises)", why)
             return xnnpack.OPS[name], "xnnpack"
     if mode in ("optimized", "xnnpack"):
         from . import optimized

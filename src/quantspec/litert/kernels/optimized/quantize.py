@@ -3,8 +3,12 @@
 
 - **QUANTIZE** int8/uint8 -> int8/uint8: blocks of 16 elements requantize with
   :func:`._lanes.mbqm_half_up` (``MultiplyByQuantizedMultiplier4Rows``), the tail (``size mod 16``
-  elements) with the reference ``MultiplyByQuantizedMultiplier``.  float32 -> int8 is the
-  reference kernel's (``optimized_ops::AffineQuantize`` calls it).
+  elements) with the reference ``MultiplyByQuantizedMultiplier``.
+- **QUANTIZE** float32 -> int8, per tensor (``optimized_ops::AffineQuantize``): blocks of 8 elements
+  compute ``rint(x · f32(1 / double(scale)))`` — a multiplication by the reciprocal, ties to *even*
+  (``vcvtnq_s32_f32``; NaN and values beyond int32 become INT32_MIN) — then add the zero point
+  (int32, wrapping) and clamp; the tail is the reference kernel's division with ties away from
+  zero.  Per-axis QUANTIZE is the reference kernel.
 - **DEQUANTIZE** int8 -> float32, per tensor: blocks of 8 elements compute
   ``f32(q) · f32(scale) + f32(-z · double(scale))`` in float32 — a product and a sum, each rounded
   — the tail ``f32(double(scale) · (q - z))`` as the reference kernel.  Per-axis DEQUANTIZE is the
@@ -29,7 +33,9 @@ class Quantize(ref.Quantize):
     """QUANTIZE, optimized: the requantization's vector blocks round ties up."""
 
     def compute(self, p, arrays):
-        if not isinstance(p, ref.RequantizeParams) or p.xor:
+        if isinstance(p, ref.FloatQuantizeParams):
+            return [self._float(p, arrays)]
+        if p.xor:
             return super().compute(p, arrays)
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.in_dtype)])
         v = x.reshape(-1).astype(np.int64) - p.input_zero_point
@@ -38,6 +44,24 @@ class Quantize(ref.Quantize):
         info = np.iinfo(p.out_dtype)
         out = np.clip(wrap_int32(y + p.output_zero_point), info.min, info.max).astype(p.out_dtype)
         return [out.reshape(p.shape)]
+
+
+    def _float(self, p: ref.FloatQuantizeParams, arrays) -> np.ndarray:
+        out = super().compute(p, arrays)[0]
+        if p.params is None or p.params.per_axis or out.size < 8:
+            return out
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, np.dtype(np.float32))])
+        flat = out.reshape(-1)
+        lanes = block_mask(flat.size, 8)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            inverse = np.float32(1.0 / np.float64(p.params.scale[0]))
+            v = (x.reshape(-1)[lanes] * inverse).astype(np.float32)
+            r = np.rint(v)
+            inside = (r >= -2.0 ** 31) & (r < 2.0 ** 31)
+            q = np.where(inside, r, -(2.0 ** 31)).astype(np.int64)
+        q = wrap_int32(q + int(p.params.zero_point[0]))
+        flat[lanes] = np.clip(q, -128, 127)
+        return out
 
 
 @dataclass(frozen=True)

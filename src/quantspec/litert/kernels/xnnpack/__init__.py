@@ -12,13 +12,13 @@ from __future__ import annotations
 from .. import REGISTRY
 from ..base import Kernel
 from .binary import Add, Mul, Sub
-from .delegate import RULES, declines
+from .delegate import RULES, declines, fails
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .reduce import Mean, Sum
 from .resize import ResizeBilinear
 from .unary import Logistic, Quantize, Tanh
 
-__all__ = ["OPS", "declines"]
+__all__ = ["OPS", "declines", "fails"]
 
 _OWN: dict[str, Kernel] = {k.name: k for k in (cls() for cls in (Conv2D, DepthwiseConv2D, FullyConnected, Add, Sub, Mul,
                                                                    Mean, Sum, Quantize, Logistic, Tanh, ResizeBilinear))}

@@ -5,14 +5,12 @@ the ``Visit*Node`` checks, and the tensor checks of XNNPACK itself).
 LiteRT then runs that operator with its optimized builtin kernel, and so does quantspec.  Only the
 checks that can fail for a model the reference kernels accept are modelled; they are, per operator:
 
-- every int8 activation tensor: per-tensor quantization (one scale, quantized dimension 0), a
-  positive normal float32 scale and a zero point in [-128, 127];
+- every int8 activation tensor: per-tensor quantization (one scale, quantized dimension 0);
 - CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED: a constant int8 filter (per-tensor, or per-channel
   along the output-channel dimension) with zero point 0, a constant int32 bias (required by the
-  convolutions), a fused activation other than TANH / SIGN_BIT, every requantization scale
-  ``f32(f32(s_in · s_w) / s_out)`` below 256; DEPTHWISE_CONV_2D's ``depth_multiplier`` option must
-  divide the output channels and match them (the delegate uses the option; LiteRT's own kernel the
-  shapes);
+  convolutions), a fused activation other than TANH / SIGN_BIT; DEPTHWISE_CONV_2D's
+  ``depth_multiplier`` option must divide the output channels and match them (the delegate uses
+  the option; LiteRT's own kernel the shapes);
 - ADD / SUB: ``f32(s_in / s_out)`` in [1/1024, 256) for both inputs; MUL:
   ``f32(f32(s_a · s_b) / s_out)`` in [1/65536, 256); ranks up to 6;
 - QUANTIZE: float32 -> int8, or int8 -> int8 with ``f32(s_in / s_out)`` in [1/256, 128];
@@ -24,6 +22,12 @@ checks that can fail for a model the reference kernels accept are modelled; they
 
 Data-movement operators the delegate takes (CONCATENATION, PAD, RESHAPE, TRANSPOSE, SLICE,
 SPACE_TO_DEPTH, ...) give the reference kernels' bytes either way.
+
+Some models pass these checks and then make XNNPACK fail when the delegate builds its runtime;
+LiteRT's ``allocate_tensors`` then raises ("failed to create XNNPACK runtime") instead of falling
+back.  :func:`fails` says why for such an operator: an int8 activation whose scale is not positive,
+finite and normal or whose zero point is outside [-128, 127], or a CONV_2D / DEPTHWISE_CONV_2D /
+FULLY_CONNECTED requantization scale ``f32(f32(s_in · s_w) / s_out)`` of 256 or more.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import numpy as np
 
 from ..base import TensorSpec
 
-__all__ = ["declines", "RULES", "MAX_DIMS"]
+__all__ = ["declines", "fails", "RULES", "MAX_DIMS"]
 
 #: XNN_MAX_TENSOR_DIMS
 MAX_DIMS = 6
@@ -52,7 +56,7 @@ def _qint8(t: TensorSpec | None, what: str) -> str | None:
         return f"{what} is not quantized"
     if len(p.scale) != 1 or p.quantized_dimension != 0:
         return f"{what} is not quantized per tensor"
-    return _scale_zp(float(p.scale[0]), int(p.zero_point[0]), what)
+    return None
 
 
 def _scale_zp(scale: float, zp: int, what: str) -> str | None:
@@ -130,7 +134,7 @@ def _conv(inputs, outputs, options) -> str | None:
     x, w, b = (list(inputs) + [None, None, None])[:3]
     out = outputs[0]
     return _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 0), _bias(b, True),
-                  _activation(options), _rank(x, "the input", 4, 4), _requantization(x, w, out))
+                  _activation(options), _rank(x, "the input", 4, 4))
 
 
 def _depthwise(inputs, outputs, options) -> str | None:
@@ -144,7 +148,7 @@ def _depthwise(inputs, outputs, options) -> str | None:
     oc = int(w.shape[3])
     if m <= 0 or oc % m or oc // m != int(x.shape[3]):
         return "the depth_multiplier option does not match the channels"
-    return _requantization(x, w, out)
+    return None
 
 
 def _fully_connected(inputs, outputs, options) -> str | None:
@@ -154,7 +158,7 @@ def _fully_connected(inputs, outputs, options) -> str | None:
     if (options.get("weights_format") or "DEFAULT") != "DEFAULT":
         return "non-default weights format"
     return _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 0), _bias(b, False),
-                  _activation(options), _requantization(x, w, out))
+                  _activation(options))
 
 
 def _ratio_in(a: float, b: float, lo: float, hi: float) -> bool:
@@ -296,3 +300,19 @@ def declines(name: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[T
         return rule(list(inputs), list(outputs), dict(options or {}))
     except (AttributeError, IndexError, TypeError, ValueError):
         return f"{name}: a tensor the delegate checks is missing or malformed"
+
+
+def fails(name: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec]) -> str | None:
+    """For an operator the delegate takes: why XNNPACK then fails to build its runtime, or None."""
+    for role, group in (("input", inputs), ("output", outputs)):
+        for k, t in enumerate(group):
+            if t is None or t.dtype.name != "int8" or t.params is None or len(t.params.scale) != 1:
+                continue
+            if name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") and role == "input" and k == 1:
+                continue
+            r = _scale_zp(float(t.params.scale[0]), int(t.params.zero_point[0]), f"{role} {k}")
+            if r:
+                return r
+    if name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+        return _requantization(inputs[0], inputs[1], outputs[0])
+    return None
