@@ -7,8 +7,9 @@
 - **QUANTIZE** float32 -> int8, per tensor (``optimized_ops::AffineQuantize``): blocks of 8 elements
   compute ``rint(x · f32(1 / double(scale)))`` — a multiplication by the reciprocal, ties to *even*
   (``vcvtnq_s32_f32``; NaN and values beyond int32 become INT32_MIN) — then add the zero point
-  (int32, wrapping) and clamp; the tail is the reference kernel's division with ties away from
-  zero.  Per-axis QUANTIZE is the reference kernel.
+  (int32, wrapping) and clamp; the tail (``size mod 8`` elements) divides in *double* precision
+  (``val / double(scale)``) and rounds ties away from zero — so a value that is a tie in float32
+  is not always one there.  Per-axis QUANTIZE is the reference kernel.
 - **DEQUANTIZE** int8 -> float32, per tensor: blocks of 8 elements compute
   ``f32(q) · f32(scale) + f32(-z · double(scale))`` in float32 — a product and a sum, each rounded
   — the tail ``f32(double(scale) · (q - z))`` as the reference kernel.  Per-axis DEQUANTIZE is the
@@ -23,6 +24,7 @@ import numpy as np
 
 from ...fixedpoint import wrap_int32
 from .. import _common as c
+from ...params import _affine_quantize
 from .. import quantize as ref
 from ._lanes import block_mask, mbqm_half_up, mbqm_reference
 
@@ -47,19 +49,23 @@ class Quantize(ref.Quantize):
 
 
     def _float(self, p: ref.FloatQuantizeParams, arrays) -> np.ndarray:
-        out = super().compute(p, arrays)[0]
-        if p.params is None or p.params.per_axis or out.size < 8:
-            return out
+        if p.params is None or p.params.per_axis:
+            return super().compute(p, arrays)[0]
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, np.dtype(np.float32))])
+        zp = int(p.params.zero_point[0])
+        tail = _affine_quantize(x.reshape(-1).astype(np.float64), np.float64(p.params.scale[0]), zp, -128, 127)
+        out = tail.astype(np.int8).reshape(p.shape)
         flat = out.reshape(-1)
         lanes = block_mask(flat.size, 8)
+        if not lanes.any():
+            return out
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             inverse = np.float32(1.0 / np.float64(p.params.scale[0]))
             v = (x.reshape(-1)[lanes] * inverse).astype(np.float32)
             r = np.rint(v)
             inside = (r >= -2.0 ** 31) & (r < 2.0 ** 31)
             q = np.where(inside, r, -(2.0 ** 31)).astype(np.int64)
-        q = wrap_int32(q + int(p.params.zero_point[0]))
+        q = wrap_int32(q + zp)
         flat[lanes] = np.clip(q, -128, 127)
         return out
 
