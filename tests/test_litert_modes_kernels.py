@@ -56,7 +56,7 @@ def _conv_case(r, i):
     groups = 2 if (i % 7 == 6 and c % 2 == 0 and o % 2 == 0) else 1
     big = i % 9 == 8                              # accumulators beyond 2^24: float32 rounds them
     if big:
-        c, k, groups, o = 300, 3, 1, 4
+        c, k, groups, o, padding, dil = 300, 3, 1, 4, "SAME", 1
         sw = np.array([pow2(r, -8, -6)] * o, np.float32)
         s_in, s_out = 1.0, 2.0 ** 10
         filt = r.choice([-127, 127], (o, k, k, c)).astype(np.int8)
