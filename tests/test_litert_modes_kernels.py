@@ -405,3 +405,25 @@ def test_reference_bytes_in_every_mode(op, mode):
     r = rng_for("modes-same", op, mode)
     for _ in cases(6):
         check_mode(op, *_same_cases(r, op), mode=mode, version=1 if op == "RESHAPE" else 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast path (numba) and the numpy path of the modes give the same bytes
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"])
+def test_fast_path_equals_numpy_path(op, mode, monkeypatch):
+    from refs import require_fast
+    from litert_modes import quantspec_run
+
+    require_fast()
+    make = {"CONV_2D": _conv_case, "DEPTHWISE_CONV_2D": _depthwise_case, "FULLY_CONNECTED": _fc_case}[op]
+    r = rng_for("modes-fast", op, mode)
+    for i in range(12):
+        ins, outs, opts, feeds = make(r, i)
+        fast, _ = quantspec_run(op, ins, outs, opts, feeds, mode)
+        monkeypatch.setenv("QUANTSPEC_FAST", "0")
+        slow, _ = quantspec_run(op, ins, outs, opts, feeds, mode)
+        monkeypatch.delenv("QUANTSPEC_FAST")
+        assert [a.tobytes() for a in fast] == [b.tobytes() for b in slow], (op, mode, i)

@@ -117,27 +117,36 @@ class Add(ref.Add):
         p = q.base
         x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
         reference = ref._add_sub_compute(p, arrays)[0].reshape(-1)
-        if not np.any(q.lanes):
+        if not q.lanes.any():
             return [reference.reshape(p.output_shape)]
-        xb = np.broadcast_to(x, p.output_shape).reshape(-1).astype(np.int64) - p.offsets[0]
-        yb = np.broadcast_to(y, p.output_shape).reshape(-1).astype(np.int64) - p.offsets[1]
-        (m1, m2, mo), (e1, e2, eo) = p.multipliers, p.shifts
         out = reference.copy()
+        if p.shapes[0] == p.shapes[1]:              # one elementwise call: the vector lanes are a prefix
+            n = int(np.count_nonzero(q.lanes))
+            out[:n] = self._lanes(p, x.reshape(-1)[:n], y.reshape(-1)[:n], ELEMENTWISE)
+            return [out.reshape(p.output_shape)]
+        xb = np.broadcast_to(x, p.output_shape).reshape(-1)
+        yb = np.broadcast_to(y, p.output_shape).reshape(-1)
         for kind in (ELEMENTWISE, SCALAR_BROADCAST):
             sel = q.lanes == kind
-            if not sel.any():
-                continue
-            a, b = xb[sel], yb[sel]
-            if kind == ELEMENTWISE:
-                a = _srdhm(_shift(a, p.left_shift + e1), m1)
-                b = _srdhm(_shift(b, p.left_shift + e2), m2)
-            else:
-                a = _shift(_srdhm(_shift(a, p.left_shift), m1), e1)
-                b = _shift(_srdhm(_shift(b, p.left_shift), m2), e2)
-            s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
-            v = saturate(wrap_int16(wrap_int16(s) + p.output_zero_point), 8)
-            out[sel] = np.clip(v, p.act_min, p.act_max)
+            if sel.any():
+                out[sel] = self._lanes(p, xb[sel], yb[sel], kind)
         return [out.reshape(p.output_shape)]
+
+    @staticmethod
+    def _lanes(p, x: np.ndarray, y: np.ndarray, kind: int) -> np.ndarray:
+        """The vector lanes' arithmetic on the elements they compute."""
+        a = x.astype(np.int64) - p.offsets[0]
+        b = y.astype(np.int64) - p.offsets[1]
+        (m1, m2, mo), (e1, e2, eo) = p.multipliers, p.shifts
+        if kind == ELEMENTWISE:
+            a = _srdhm(_shift(a, p.left_shift + e1), m1)
+            b = _srdhm(_shift(b, p.left_shift + e2), m2)
+        else:
+            a = _shift(_srdhm(_shift(a, p.left_shift), m1), e1)
+            b = _shift(_srdhm(_shift(b, p.left_shift), m2), e2)
+        s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
+        v = saturate(wrap_int16(wrap_int16(s) + p.output_zero_point), 8)
+        return np.clip(v, p.act_min, p.act_max)
 
 
 class Mul(ref.Mul):

@@ -27,20 +27,35 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....errors import UnsupportedError
-from ... import fixedpoint
+from ... import fixedpoint, modefast
 from ..._gemm import wrap_int32
 from .. import conv as ref_conv
 from .. import fully_connected as ref_fc
 from .._common import value
 from ._lanes import mbqm_half_up, mbqm_reference
 
-__all__ = ["Conv2D", "DepthwiseConv2D", "FullyConnected", "requantize_half_up"]
+__all__ = ["Conv2D", "DepthwiseConv2D", "FullyConnected", "requantize_half_up", "depthwise_accumulate"]
 
 
-def requantize_half_up(acc32: np.ndarray, multiplier, shift, zero_point: int, lo: int, hi: int) -> np.ndarray:
+def requantize_half_up(acc32: np.ndarray, multiplier, shift, zero_point: int, lo: int, hi: int,
+                       vector: int | None = None) -> np.ndarray:
     """``clamp(mbqm_half_up(acc, M[c], e[c]) + z_out)`` as int8, the channel ``c`` on the last axis;
-    the zero point added with int32 wrap-around, as the C++ does."""
-    y = mbqm_half_up(acc32, multiplier, shift)
+    the zero point added with int32 wrap-around, as the C++ does.  With ``vector``, only the
+    channels below it round half-up and the others as the reference (the depthwise ``Quantize``).
+    (:func:`quantspec.litert.modefast.requantize_channels` computes the same when the fast path is
+    on.)"""
+    c = acc32.shape[-1]
+    vector = c if vector is None else vector
+    fast = modefast.requantize_channels(acc32, multiplier, shift, zero_point, lo, hi, vector)
+    if fast is not None:
+        return fast
+    m = np.broadcast_to(np.asarray(multiplier, np.int64), (c,))
+    e = np.broadcast_to(np.asarray(shift, np.int64), (c,))
+    y = np.empty(acc32.shape, np.int64)
+    if vector:
+        y[..., :vector] = mbqm_half_up(acc32[..., :vector], m[:vector], e[:vector])
+    if vector < c:
+        y[..., vector:] = mbqm_reference(acc32[..., vector:], m[vector:], e[vector:])
     return np.clip(wrap_int32(y + zero_point), lo, hi).astype(np.int8)
 
 
@@ -87,15 +102,15 @@ class DepthwiseConv2D(ref_conv.DepthwiseConv2D):
         bias = None
         if p.has_bias:
             bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
-        acc = ref_conv.depthwise_accumulate(x, p, filt, bias)
-        oc = acc.shape[-1]
-        vector = (oc // DEPTHWISE_BLOCK) * DEPTHWISE_BLOCK
-        y = np.empty(acc.shape, np.int64)
-        if vector:
-            y[..., :vector] = mbqm_half_up(acc[..., :vector], p.multiplier[:vector], p.shift[:vector])
-        if vector < oc:
-            y[..., vector:] = mbqm_reference(acc[..., vector:], p.multiplier[vector:], p.shift[vector:])
-        return [np.clip(wrap_int32(y + p.output_zero_point), p.act_min, p.act_max).astype(np.int8)]
+        acc = depthwise_accumulate(x, p, filt, bias)
+        vector = (acc.shape[-1] // DEPTHWISE_BLOCK) * DEPTHWISE_BLOCK
+        return [requantize_half_up(acc, p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max, vector)]
+
+
+def depthwise_accumulate(x, p, filt, bias) -> np.ndarray:
+    """The reference kernel's int32 accumulators (numba when the fast path is on)."""
+    fast = modefast.depthwise_accumulate(x, filt, bias, p)
+    return fast if fast is not None else ref_conv.depthwise_accumulate(x, p, filt, bias)
 
 
 @dataclass(frozen=True, eq=False)

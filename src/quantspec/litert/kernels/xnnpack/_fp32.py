@@ -25,7 +25,13 @@ def to_float32(acc: np.ndarray) -> np.ndarray:
 
 def requantize_fp32(acc: np.ndarray, scale, zero_point: int, qmin: int, qmax: int) -> np.ndarray:
     """``clamp(rint(f32(acc) · scale) + zero_point, qmin, qmax)`` as int8; ``scale`` float32, one per
-    channel on the last axis or one for all."""
+    channel on the last axis or one for all.  (:func:`quantspec.litert.modefast.requantize_fp32`
+    computes the same when the fast path is on.)"""
+    from ... import modefast
+
+    fast = modefast.requantize_fp32(acc, scale, zero_point, qmin, qmax)
+    if fast is not None:
+        return fast
     with np.errstate(over="ignore", invalid="ignore"):
         v = to_float32(acc) * np.asarray(scale, np.float32)
         v = np.minimum(np.maximum(v, F32(qmin - zero_point)), F32(qmax - zero_point))

@@ -20,6 +20,7 @@ from ..._gemm import wrap_int32
 from .. import _common as c
 from .. import conv as ref_conv
 from .. import fully_connected as ref_fc
+from ..optimized.gemm import depthwise_accumulate
 from ._fp32 import activation_bounds, requantize_fp32
 
 __all__ = ["Conv2D", "DepthwiseConv2D", "FullyConnected", "requantization_scales"]
@@ -83,7 +84,7 @@ class DepthwiseConv2D(ref_conv.DepthwiseConv2D):
         bias = None
         if p.has_bias:
             bias = p.bias if p.bias is not None else c.value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
-        acc = ref_conv.depthwise_accumulate(x, p, filt, bias)
+        acc = depthwise_accumulate(x, p, filt, bias)
         return [requantize_fp32(acc, q.scale, p.output_zero_point, q.qmin, q.qmax)]
 
 
