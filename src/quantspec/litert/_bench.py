@@ -19,6 +19,8 @@ __all__ = ["mode_cases", "MODES"]
 
 #: kernel mode -> the LiteRT op resolver it reproduces
 MODES = {"reference": "BUILTIN_REF", "optimized": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "xnnpack": "AUTO"}
+#: kernel mode -> the name of the LiteRT peer in the report
+PEERS = {"reference": "LiteRT BUILTIN_REF", "optimized": "LiteRT optimized", "xnnpack": "LiteRT XNNPACK"}
 
 
 def _models() -> list[str]:
@@ -76,6 +78,6 @@ def mode_cases(rounds: int, models: list[str] | None = None, seed: int = 0) -> l
                     it.invoke()
                     rbox["y"] = it.get_tensor(out)
 
-                case.peers.append(Peer(f"LiteRT {resolver}"[:19], run_litert, lambda rbox=rbox: rbox["y"]))
+                case.peers.append(Peer(PEERS[mode], run_litert, lambda rbox=rbox: rbox["y"]))
             cases.append(case)
     return cases

@@ -158,15 +158,13 @@ class Mul(ref.Mul):
 
     def compute(self, q: OptimizedBinary, arrays):
         p = q.base
+        if not q.lanes.any():
+            return super().compute(p, arrays)
         x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
-        reference = super().compute(p, arrays)[0].reshape(-1)
-        sel = q.lanes != REFERENCE
-        if not sel.any():
-            return [reference.reshape(p.output_shape)]
-        xb = np.broadcast_to(x, p.output_shape).reshape(-1)[sel].astype(np.int64) - p.offsets[0]
-        yb = np.broadcast_to(y, p.output_shape).reshape(-1)[sel].astype(np.int64) - p.offsets[1]
-        v = saturate(_mbqm(wrap_int32(xb * yb).astype(np.int64), p.multiplier, p.shift), 16)
-        v = saturate(wrap_int16(v + p.output_zero_point), 8)
-        out = reference.copy()
-        out[sel] = np.clip(v, p.act_min, p.act_max)
-        return [out.reshape(p.output_shape)]
+        # both codes share MultiplyByQuantizedMultiplier; they differ in what follows it
+        prod = wrap_int32((x.astype(np.int64) - p.offsets[0]) * (y.astype(np.int64) - p.offsets[1]))
+        raw = _mbqm(prod.astype(np.int64), p.multiplier, p.shift).reshape(-1)
+        reference = wrap_int32(raw + p.output_zero_point)
+        lanes = saturate(wrap_int16(saturate(raw, 16) + p.output_zero_point), 8)
+        out = np.where(q.lanes != REFERENCE, lanes, reference)
+        return [np.clip(out, p.act_min, p.act_max).astype(np.int8).reshape(p.output_shape)]
