@@ -45,3 +45,18 @@ def test_resolver_without_compare_is_an_error(model, capsys):
 def test_unknown_kernels_is_an_error(model, capsys):
     assert main(["run", model, "--random", "1", "--kernels", "fast"]) == 2
     assert "--kernels" in capsys.readouterr().err
+
+
+def test_interpreter_arguments():
+    from quantspec.errors import InvalidArgumentError
+    from quantspec.litert import Interpreter, example_model
+
+    path = example_model("mlp_softmax")
+    for bad in ("fast", None, 1):
+        with pytest.raises(InvalidArgumentError, match="kernels"):
+            Interpreter(path, kernels=bad)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(InvalidArgumentError, match="num_threads"):
+            Interpreter(path, kernels="optimized", num_threads=bad)
+    assert Interpreter(path).engines == ["reference"] * 3
+    assert Interpreter(path, kernels="optimized").engines == ["optimized"] * 3

@@ -68,12 +68,19 @@ def _too_big(e: Exception, op: Operator, specs: Sequence[Any]) -> None:
 
 
 class Interpreter:
-    """Run a LiteRT model on quantspec's int8 kernels, byte-identical to LiteRT ``BUILTIN_REF``.
+    """Run a LiteRT model on quantspec's int8 kernels, byte-identical to LiteRT ``BUILTIN_REF`` (or,
+    with ``kernels=``, to LiteRT's optimized kernels or its default XNNPACK configuration).
 
     ``Interpreter(model)`` accepts a path, the model's bytes or a loaded
-    :class:`~quantspec.litert.model.Model`, and prepares every operator.  ``sum_semantics``
-    chooses the int8 SUM behaviour: ``"correct"`` (default) or ``"reference"`` (the LiteRT
-    reference kernel's uint8 reading, to reproduce BUILTIN_REF exactly).
+    :class:`~quantspec.litert.model.Model`, and prepares every operator.  ``kernels`` chooses what
+    to reproduce (:mod:`quantspec.litert.kernels.modes`): ``"reference"`` (default, BUILTIN_REF),
+    ``"optimized"`` (BUILTIN_WITHOUT_DEFAULT_DELEGATES) or ``"xnnpack"`` (the default resolver:
+    the XNNPACK delegate for the operators it takes, the optimized kernels for the rest); after
+    construction ``engines`` lists, per operator, the engine its kernel reproduces.
+    ``num_threads`` is LiteRT's thread count (default 1, as LiteRT's), which some optimized
+    kernels' bytes depend on.  ``sum_semantics`` chooses the reference int8 SUM behaviour:
+    ``"correct"`` (default) or ``"reference"`` (the LiteRT reference kernel's uint8 reading, to
+    reproduce BUILTIN_REF exactly); the other modes compute SUM as their LiteRT kernels do.
 
     ``run(inputs)`` takes the inputs as a list in the model's input order, a dict keyed by input
     tensor name (or by signature input name), or a single array for a one-input model, and returns
