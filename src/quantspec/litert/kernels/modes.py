@@ -79,7 +79,14 @@ def select(mode: str, name: str, inputs: Sequence[TensorSpec | None], outputs: S
         from . import optimized
 
         kernel = optimized.OPS.get(name)
-        if kernel is not None:
+        if kernel is not None and _int8(name, inputs, outputs):
             return kernel, "optimized"
         return REGISTRY[name], "optimized"
     return REGISTRY[name], "reference"
+
+
+def _int8(name: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec]) -> bool:
+    """Whether the operator computes on int8 activations (the optimized kernels quantspec models;
+    other types run their reference kernel in the optimized mode)."""
+    ts = [t for t in (*inputs[:1], *outputs[:1]) if t is not None]
+    return all(t.dtype.name in ("int8", "float") for t in ts) and any(t.dtype.name == "int8" for t in ts)
