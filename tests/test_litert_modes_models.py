@@ -6,6 +6,8 @@ partitions too), and each quantspec kernel, given the very tensors LiteRT fed th
 produce the very tensor LiteRT produced.
 
 - ``QUANTSPEC_MODES_ARCHS``: comma-separated zoo architectures, or ``all`` (default ``mobilenet_v2``);
+- ``QUANTSPEC_MODES_QUANTS``: ``int8``, ``int16x8`` or both (default both; a 16x8 model is skipped
+  where this build's interpreter has no 16x8 kernels for it);
 - ``QUANTSPEC_MODES_INPUTS``: random inputs per zoo model (default 20) and per bundled model (default 5).
 """
 
@@ -30,6 +32,7 @@ _ARCHS = os.environ.get("QUANTSPEC_MODES_ARCHS", "mobilenet_v2")
 SUPPORTED = ("mobilenet_v2", "efficientnet_b0", "resnet50", "densenet121")
 ARCHS = SUPPORTED if _ARCHS == "all" else tuple(a for a in _ARCHS.split(",") if a)
 ZOO_INPUTS = int(os.environ.get("QUANTSPEC_MODES_INPUTS", "20"))
+QUANTS = tuple(q for q in os.environ.get("QUANTSPEC_MODES_QUANTS", "int8,int16x8").split(",") if q)
 BUNDLED_INPUTS = int(os.environ.get("QUANTSPEC_MODES_INPUTS", "5"))
 BUNDLED = ("bench_cnn", "cnn", "mixed", "mlp_softmax")
 
@@ -96,25 +99,34 @@ def test_bundled_models(name, mode):
     assert result["compared"] > 0
 
 
-def _zoo_path(arch: str) -> Path:
+def _zoo_path(arch: str, quant: str = "int8") -> Path:
     """The cached converter-made model; building one needs TensorFlow (a missing TensorFlow fails
     under QUANTSPEC_REQUIRE_REFERENCES=1, else skips)."""
     try:
-        return litert_zoo.build(arch, "int8")
+        return litert_zoo.build(arch, quant)
     except ImportError:
         require("tensorflow")
         raise
 
 
-def _zoo(arch: str) -> bytes:
-    return _zoo_path(arch).read_bytes()
+def _zoo(arch: str, quant: str = "int8") -> bytes:
+    return _zoo_path(arch, quant).read_bytes()
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("quant", QUANTS)
 @pytest.mark.parametrize("arch", ARCHS)
-def test_zoo_models(arch, mode):
-    model = _zoo(arch)
-    result = _compare(model, mode, ZOO_INPUTS, arch)
+def test_zoo_models(arch, quant, mode):
+    from quantspec.errors import DTypeError, UnsupportedError
+    from quantspec.litert import Interpreter
+
+    model = _zoo(arch, quant)
+    if quant != "int8":
+        try:
+            Interpreter(model)
+        except (UnsupportedError, DTypeError) as e:
+            pytest.skip(f"this build's interpreter has no 16x8 kernels for {arch}: {e}")
+    result = _compare(model, mode, ZOO_INPUTS if quant == "int8" else max(1, ZOO_INPUTS // 4), f"{arch}-{quant}")
     expected = {"reference": {"reference"}, "optimized": {"optimized"}, "xnnpack": {"xnnpack", "optimized"}}[mode]
     assert result["engines"] <= expected and result["engines"] & expected
 
