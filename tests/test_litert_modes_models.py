@@ -56,6 +56,12 @@ def _inputs(interp, rng):
     return out
 
 
+def _prepared(interp):
+    """The interpreter's (operator, kernel, prepared record) list of the subgraph it runs."""
+    graph = getattr(interp, "_main", None)
+    return graph.prepared if graph is not None and hasattr(graph, "prepared") else interp._prepared
+
+
 def _compare(model: bytes, mode: str, n_inputs: int, seed_key: str) -> dict:
     """Outputs and per-operator intermediates of quantspec's ``mode`` against LiteRT's; returns the
     engines quantspec used and how many tensors were compared."""
@@ -77,7 +83,7 @@ def _compare(model: bytes, mode: str, n_inputs: int, seed_key: str) -> dict:
             assert y.dtype == theirs.dtype and y.tobytes() == theirs.tobytes(), \
                 f"{seed_key} ({mode}), input {n}: output {k} differs in {int(np.sum(y != theirs))} of {y.size}"
         # every operator on LiteRT's own inputs: its output must be LiteRT's intermediate
-        for op, kernel, prepared in interp._prepared:
+        for op, kernel, prepared in _prepared(interp):
             arrays = [None if i < 0 else (sg.tensors[i].data if sg.tensors[i].data is not None else it.get_tensor(i))
                       for i in op.inputs]
             for i, y in zip(op.outputs, kernel.compute(prepared, arrays)):
