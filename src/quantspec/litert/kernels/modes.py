@@ -79,14 +79,16 @@ def select(mode: str, name: str, inputs: Sequence[TensorSpec | None], outputs: S
         from . import optimized
 
         kernel = optimized.OPS.get(name)
-        if kernel is not None and _int8(name, inputs, outputs):
+        if kernel is not None and _models(kernel, inputs, outputs):
             return kernel, "optimized"
         return REGISTRY[name], "optimized"
     return REGISTRY[name], "reference"
 
 
-def _int8(name: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec]) -> bool:
-    """Whether the operator computes on int8 activations (the optimized kernels quantspec models;
-    other types run their reference kernel in the optimized mode)."""
+def _models(kernel: Kernel, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec]) -> bool:
+    """Whether ``kernel`` models the operator's activation type (int8, and float at the edges of
+    QUANTIZE / DEQUANTIZE, unless the kernel says more); other types run their reference kernel in
+    the optimized mode."""
+    types = getattr(kernel, "activations", ("int8",))
     ts = [t for t in (*inputs[:1], *outputs[:1]) if t is not None]
-    return all(t.dtype.name in ("int8", "float") for t in ts) and any(t.dtype.name == "int8" for t in ts)
+    return all(t.dtype.name in (*types, "float") for t in ts) and any(t.dtype.name in types for t in ts)

@@ -22,6 +22,10 @@ Vector lanes compute differently from the reference formulas:
   *truncating* right shift by ``-e_i`` (instead of rounding), the same narrowing.
 - MUL (16 lanes, both kinds): the reference arithmetic, then saturation to int16, the output zero
   point added in int16 (wrapping), saturation to int8.
+- ADD on int16 (16x8 models, general scales, equal shapes; ``AddElementwiseInt16``): 16 lanes with
+  the same single-step input scaling as the int8 lanes, the sum requantized as in the reference,
+  the zero point added and the clamp applied in int32; a broadcast int16 ADD runs the reference
+  kernel, and so does the power-of-two-scale one (``pot_scale_int16``).
 """
 
 from __future__ import annotations
@@ -94,6 +98,12 @@ def broadcast_lanes(shape1: tuple[int, ...], shape2: tuple[int, ...], elementwis
     return np.broadcast_to(lanes, (size // run if run else 0, run)).reshape(-1)
 
 
+def _extended(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Equal shapes once the shorter is padded with leading 1s (``ProcessBroadcastShapes``: no broadcast)."""
+    rank = max(len(a), len(b))
+    return (1,) * (rank - len(a)) + tuple(a) == (1,) * (rank - len(b)) + tuple(b)
+
+
 def _shift(x: np.ndarray, n: int) -> np.ndarray:
     """``vshlq_s32`` by a constant count: left (wrapping) for ``n >= 0``, arithmetic right (truncating
     toward -inf) for ``n < 0``."""
@@ -109,17 +119,30 @@ class OptimizedBinary:
 class Add(ref.Add):
     """ADD, optimized (see the module docstring)."""
 
+    #: the activation types this kernel models (the optimized mode runs others on the reference kernel)
+    activations = ("int8", "int16")
+
     def prepare(self, inputs, outputs, options) -> OptimizedBinary:
         p = super().prepare(inputs, outputs, options)
+        if getattr(p, "dtype", _INT8) != _INT8:          # int16: one elementwise call, or the reference
+            size = int(np.prod(p.output_shape, dtype=np.int64))
+            same = _extended(p.shapes[0], p.shapes[1]) and getattr(p, "pot_shifts", None) is None
+            kind = ELEMENTWISE if same else REFERENCE
+            return OptimizedBinary(p, np.where(block_mask(size, 16), kind, REFERENCE).astype(np.int8))
         return OptimizedBinary(p, broadcast_lanes(p.shapes[0], p.shapes[1], 16, 8))
 
     def compute(self, q: OptimizedBinary, arrays):
         p = q.base
-        x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
+        dtype = getattr(p, "dtype", _INT8)
+        x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], dtype), (1, p.shapes[1], dtype)])
         reference = ref._add_sub_compute(p, arrays)[0].reshape(-1)
         if not q.lanes.any():
             return [reference.reshape(p.output_shape)]
         out = reference.copy()
+        if dtype != _INT8:
+            n = int(np.count_nonzero(q.lanes))
+            out[:n] = self._lanes16(p, x.reshape(-1)[:n], y.reshape(-1)[:n])
+            return [out.reshape(p.output_shape)]
         if p.shapes[0] == p.shapes[1]:              # one elementwise call: the vector lanes are a prefix
             n = int(np.count_nonzero(q.lanes))
             out[:n] = self._lanes(p, x.reshape(-1)[:n], y.reshape(-1)[:n], ELEMENTWISE)
@@ -147,6 +170,17 @@ class Add(ref.Add):
         s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
         v = saturate(wrap_int16(wrap_int16(s) + p.output_zero_point), 8)
         return np.clip(v, p.act_min, p.act_max)
+
+    @staticmethod
+    def _lanes16(p, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``AddElementwiseInt16``'s vector lanes."""
+        a = x.astype(np.int64) - p.offsets[0]
+        b = y.astype(np.int64) - p.offsets[1]
+        (m1, m2, mo), (e1, e2, eo) = p.multipliers, p.shifts
+        a = _srdhm(_shift(a, p.left_shift + e1), m1)
+        b = _srdhm(_shift(b, p.left_shift + e2), m2)
+        s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
+        return np.clip(wrap_int32(s + p.output_zero_point), p.act_min, p.act_max)
 
 
 class Mul(ref.Mul):
