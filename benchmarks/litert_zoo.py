@@ -32,6 +32,10 @@ Building needs TensorFlow (a test dependency); a cached model does not.
 
     python benchmarks/litert_zoo.py                      # every arch, both modes; prints the op lists
     python benchmarks/litert_zoo.py mobilenet_v2 --quant int8
+    python benchmarks/litert_zoo.py --speed              # quantspec's Interpreter against BUILTIN_REF, per model
+
+``--speed`` times ``quantspec.litert.Interpreter.run`` (default settings) and LiteRT's ``invoke`` with
+``BUILTIN_REF`` side by side on the same random input, alternating, best of ``--rounds``.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsupported", "input_size"]
+__all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsupported", "input_size",
+           "random_inputs", "time_reference_mode"]
 
 #: bump when a change to this script changes the bytes of any model
 VERSION = 1
@@ -230,8 +235,6 @@ def _converter(tf, fn, samples, quant: str, integer_io: bool):
 
 
 def _convert(arch: str, quant: str) -> bytes:
-    import numpy as np
-
     tf = _tf()
     tf.keras.utils.set_random_seed(SEED)
     if arch == "transformer":
@@ -250,7 +253,6 @@ def _convert(arch: str, quant: str) -> bytes:
     except Exception as e:  # the converter's ConverterError and friends
         raise Unsupported(f"{arch} {quant}: the converter fails: {type(e).__name__}: "
                           f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
-    del np
     return bytes(data)
 
 
@@ -313,6 +315,57 @@ def _transformer():
 
 
 # ------------------------------------------------------------------------------------------------
+# timing
+# ------------------------------------------------------------------------------------------------
+
+def random_inputs(path: str | os.PathLike, seed: int = 0) -> list:
+    """One random input per model input: token ids for the transformer, codes of the full range
+    otherwise."""
+    import numpy as np
+
+    from quantspec.litert import load_model
+
+    m = load_model(Path(path))
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in m.inputs:
+        t = m.tensors[i]
+        if t.type_name == "INT32":
+            out.append(rng.integers(0, VOCAB, t.shape).astype(np.int32))
+        else:
+            info = np.iinfo(t.dtype.dtype)
+            out.append(rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype.dtype))
+    return out
+
+
+def time_reference_mode(path: str | os.PathLike, rounds: int = 7) -> tuple[float, float]:
+    """(quantspec seconds, LiteRT BUILTIN_REF seconds): best of ``rounds`` runs each, alternating."""
+    import time
+
+    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
+
+    from quantspec.litert import Interpreter
+
+    inputs = random_inputs(path)
+    ours = Interpreter(Path(path))
+    ref = LiteRT(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    ref.allocate_tensors()
+    for d, x in zip(ref.get_input_details(), inputs):
+        ref.set_tensor(d["index"], x)
+    ours.run(inputs)
+    ref.invoke()
+    best_q = best_r = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ours.run(inputs)
+        best_q = min(best_q, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ref.invoke()
+        best_r = min(best_r, time.perf_counter() - t0)
+    return best_q, best_r
+
+
+# ------------------------------------------------------------------------------------------------
 # command line
 # ------------------------------------------------------------------------------------------------
 
@@ -321,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("arch", nargs="*", help="architectures (default: all)")
     p.add_argument("--quant", choices=QUANTS, action="append", help="quantization modes (default: both)")
     p.add_argument("--cache-dir", default=None)
+    p.add_argument("--speed", action="store_true", help="time quantspec against LiteRT BUILTIN_REF")
+    p.add_argument("--rounds", type=int, default=7)
     a = p.parse_args(argv)
     archs = a.arch or list(ARCHS)
     bad = [x for x in archs if x not in ARCHS]
@@ -332,6 +387,15 @@ def main(argv: list[str] | None = None) -> int:
                 path = build(arch, quant, a.cache_dir)
             except Unsupported as e:
                 print(f"{arch:20s} {quant:8s} unsupported: {e}")
+                continue
+            if a.speed:
+                try:
+                    tq, tr = time_reference_mode(path, a.rounds)
+                except Exception as e:  # a model LiteRT or quantspec cannot run
+                    print(f"{arch:20s} {quant:8s} not timed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+                    continue
+                print(f"{arch:20s} {quant:8s} quantspec {tq * 1e3:9.2f} ms   BUILTIN_REF {tr * 1e3:9.2f} ms   "
+                      f"BUILTIN_REF / quantspec {tr / tq:5.2f}", flush=True)
                 continue
             digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
             print(f"{arch:20s} {quant:8s} {path.stat().st_size:>10d} bytes  sha256 {digest}  {path}")

@@ -86,7 +86,7 @@ def check_mode(op: str, inputs: Sequence[T | None], outputs: Sequence[T], option
     s[0] += 1
     s[1] += sum(r.size for r in theirs)
     if mode != "reference":
-        if _ref_ok(op, inputs, outputs, options):
+        if _ref_ok(op, inputs, outputs, options, feeds):
             ref = litert_run(model, feeds, "reference")
             s[2] += sum(int(np.sum(a.reshape(-1) != b.reshape(-1))) for a, b in zip(ref, theirs))
         else:                       # BUILTIN_REF refuses (fails or aborts) a model this mode runs
@@ -94,14 +94,19 @@ def check_mode(op: str, inputs: Sequence[T | None], outputs: Sequence[T], option
     return theirs
 
 
-def _ref_ok(op, inputs, outputs, options) -> bool:
-    """Whether LiteRT BUILTIN_REF can run the model (quantspec's reference kernel prepares it; where
-    it refuses, LiteRT aborts or fails, so the comparison with BUILTIN_REF is skipped)."""
+def _ref_ok(op, inputs, outputs, options, feeds) -> bool:
+    """Whether LiteRT BUILTIN_REF can run the model on ``feeds`` (quantspec's reference kernel
+    prepares and computes it; where it refuses, LiteRT aborts or fails, so the comparison with
+    BUILTIN_REF is skipped)."""
     from quantspec.errors import QuantSpecError
     from quantspec.litert import OPS
 
     try:
-        OPS[op].prepare([spec(t) for t in inputs], [spec(t) for t in outputs], dict(options or {}))
+        kernel = OPS[op]
+        prepared = kernel.prepare([spec(t) for t in inputs], [spec(t) for t in outputs], dict(options or {}))
+        it = iter(feeds)
+        kernel.compute(prepared, [None if t is None else (np.asarray(t.data) if t.data is not None else next(it))
+                                  for t in inputs])
     except QuantSpecError:
         return False
     return True

@@ -339,6 +339,21 @@ def test_softmax(op, mode):
     assert _diff(before, op, mode) > 0
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_softmax_where_the_reference_kernel_aborts(mode):
+    """Rows whose exponentials sum to 512 or more make BUILTIN_REF abort (``GetReciprocal``); the
+    optimized kernel (float32) computes them.  Run only where quantspec's reference kernel refuses
+    the row as LiteRT's does (else BUILTIN_REF would be run on it, and abort the test process)."""
+    from litert_modes import _ref_ok
+
+    n = 512
+    case = ([T((1, n), "int8", 0.1, 0)], [T((1, n), "int8", 1 / 256, -128)], {"beta": 1.0},
+            [np.full((1, n), 5, np.int8)])
+    if _ref_ok("SOFTMAX", *case):
+        pytest.skip("this build's reference SOFTMAX does not refuse the row BUILTIN_REF aborts on")
+    assert check_mode("SOFTMAX", *case, mode=mode)[0].reshape(-1)[0] == -127
+
+
 #: (input scale, zero point) where XNNPACK's sigmoid table differs from LiteRT's (searched offline)
 _LOGISTIC_TABLE_DIFFERS = [(0.002146438229829073, -91), (0.01791650429368019, -16), (0.09454759955406189, 83)]
 
@@ -357,6 +372,60 @@ def test_logistic_tanh(op, mode):
         check_mode(op, [T((1, 256), "int8", s, z)], [T((1, 256), "int8", *fixed)], {}, [every], mode=mode)
     if op == "LOGISTIC" and mode == "xnnpack":
         assert _diff(before, op, mode) > 0
+
+
+def test_gemmlowp_int16_logistic_tanh_match_litert_optimized():
+    """int16 LOGISTIC / TANH with input scale 2^-12 (TANH also 2^-11): LiteRT's optimized kernels
+    compute gemmlowp's 16-bit fixed-point functions, every code compared (no quantspec reference
+    kernel involved); BUILTIN_REF's table gives other bytes on most codes."""
+    from litert_build import build
+    from litert_modes import litert_run
+    from quantspec.litert.kernels.optimized._gemmlowp16 import logistic_q3, saturating_double, tanh_q3
+
+    every = np.arange(-32768, 32768, dtype=np.int64)
+    for op, log2 in [("LOGISTIC", -12), ("TANH", -12), ("TANH", -11)]:
+        model = build(op, [T((65536,), "int16", 2.0 ** log2, 0)], [T((65536,), "int16", 2.0 ** -15, 0)], {}, 1)
+        theirs = litert_run(model, [every.astype(np.int16)], "optimized")[0]
+        x = saturating_double(every) if log2 == -11 else every
+        ours = (logistic_q3 if op == "LOGISTIC" else tanh_q3)(x).astype(np.int16)
+        assert ours.tobytes() == theirs.tobytes(), (op, log2, int(np.sum(ours != theirs)))
+        reference = litert_run(model, [every.astype(np.int16)], "reference")[0]
+        assert np.sum(reference != theirs) > 10000
+
+
+def _int16_unary_cases(r):
+    """int16 LOGISTIC / TANH (every code; power-of-two input scales, near ones CheckedLog2 accepts,
+    general ones) and float -> int16 QUANTIZE (ties, NaN, infinities, huge values; sizes around the
+    8-element blocks)."""
+    every = np.arange(-32768, 32768, dtype=np.int16)
+    for op in ("LOGISTIC", "TANH"):
+        for s in (2.0 ** -14, 2.0 ** -12, 2.0 ** -11, 2.0 ** -12 * 1.0001, scale(r, -4, -2)):
+            yield op, [T((65536,), "int16", s, 0)], [T((65536,), "int16", 2.0 ** -15, 0)], {}, [every], 1
+    for n in (7, 8, 23, 1007):
+        s = scale(r, -5, 0)
+        k = r.integers(-40000, 40000, n).astype(np.float32)
+        x = ((k + np.float32(0.5)) * np.float32(s)).astype(np.float32)
+        specials = np.array([np.nan, np.inf, -np.inf, -0.0, 1e9 * s, -1e9 * s], np.float32)
+        m = min(n, specials.size)
+        x[r.choice(n, m, replace=False)] = specials[:m]
+        yield "QUANTIZE", [T((n,), "float")], [T((n,), "int16", s, 0)], {}, [x], 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_int16_logistic_tanh_quantize(mode):
+    from quantspec.errors import QuantSpecError
+    from quantspec.litert import OPS
+    from litert_kernel_check import spec
+
+    r = rng_for("modes-int16-unary", mode)
+    try:
+        OPS["TANH"].prepare([spec(T((4,), "int16", 2.0 ** -12, 0))], [spec(T((4,), "int16", 2.0 ** -15, 0))], {})
+    except QuantSpecError:
+        pytest.skip("this build's reference kernels have no int16 LOGISTIC / TANH")
+    before = {op: _before(op, mode) for op in ("LOGISTIC", "TANH", "QUANTIZE")}
+    for op, ins, outs, opts, feeds, version in _int16_unary_cases(r):
+        check_mode(op, ins, outs, opts, feeds, mode=mode, version=version)
+    assert all(_diff(before[op], op, mode) > 0 for op in before)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ optimized one.  One module per kernel family; :mod:`._lanes` holds the shared la
 from __future__ import annotations
 
 from ..base import Kernel
-from .activations import LogSoftmax, Softmax
+from .activations import Logistic, LogSoftmax, Softmax, Tanh
 from .elementwise import Add, Mul
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .quantize import Dequantize, Quantize
@@ -30,4 +30,4 @@ def _table(*kernels: type[Kernel]) -> dict[str, Kernel]:
 #: operator name -> optimized kernel, for the operators whose optimized kernel differs from the
 #: reference one
 OPS: dict[str, Kernel] = _table(Conv2D, DepthwiseConv2D, FullyConnected, Add, Mul, Mean, Sum, Softmax, LogSoftmax,
-                                Quantize, Dequantize)
+                                Logistic, Tanh, Quantize, Dequantize)

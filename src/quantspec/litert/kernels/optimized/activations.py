@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ...._core.rounding import half_away_from_zero
 from .. import _common as c
 from .. import activations as ref
 
-__all__ = ["Softmax", "LogSoftmax", "exp_table"]
+__all__ = ["Softmax", "LogSoftmax", "Logistic", "Tanh", "exp_table"]
 
 _INT8 = np.dtype(np.int8)
 INT32_MIN = -(1 << 31)
@@ -141,3 +141,45 @@ class LogSoftmax(ref.LogSoftmax):
             log_prob = (np.float32(scale * rows.astype(np.float32)) - pre[:, None]).astype(np.float32)
             q = np.rint(log_prob) + np.float32(p.output_zero_point)
         return [np.clip(_to_int32(q.astype(np.float32)), -128, 127).astype(np.int8).reshape(x.shape)]
+
+
+# -------------------------------------------------------------------------------------------------
+# LOGISTIC, TANH on int16
+# -------------------------------------------------------------------------------------------------
+
+class _Int16FixedPoint:
+    """int16 LOGISTIC / TANH with a power-of-two input scale (the reference kernel's "no multiplier"
+    case: input scale 2^-12, for TANH also 2^-11): LiteRT's optimized kernel computes gemmlowp's
+    16-bit fixed-point function (:mod:`._gemmlowp16`) on the input as ``FixedPoint<int16, 3>``
+    (doubled with saturation for 2^-11), where the reference kernel interpolates its sigmoid table.
+    Other scales, and int8, are the reference kernel."""
+
+    #: the activation types this kernel models (the optimized mode runs others on the reference kernel)
+    activations = ("int8", "int16")
+
+    def prepare(self, inputs, outputs, options):
+        p = super().prepare(inputs, outputs, options)
+        if getattr(p, "dtype", _INT8) != np.dtype(np.int16):
+            return p
+        from ..elementwise import checked_log2
+        from ._gemmlowp16 import logistic_q3, saturating_double, tanh_q3
+
+        s_in, _ = c.activation(self.name, "input", inputs[0])
+        pot, log2 = checked_log2(s_in)
+        shift = 12 + log2
+        if not (pot and shift in getattr(self, "pot_shifts", (0,))):
+            return p
+        codes = np.arange(-(1 << 15), 1 << 15, dtype=np.int64)
+        x = saturating_double(codes) if shift == 1 else codes
+        values = (logistic_q3 if self.name == "LOGISTIC" else tanh_q3)(x).astype(np.int16)
+        lut = np.concatenate([values[1 << 15:], values[:1 << 15]])       # indexed by the uint16 view
+        lut.setflags(write=False)
+        return replace(p, lut=lut)
+
+
+class Logistic(_Int16FixedPoint, ref.Logistic):
+    """LOGISTIC, optimized (int16 with a power-of-two input scale: gemmlowp's fixed point)."""
+
+
+class Tanh(_Int16FixedPoint, ref.Tanh):
+    """TANH, optimized (int16 with a power-of-two input scale: gemmlowp's fixed point)."""

@@ -3,8 +3,9 @@
 
 - **QUANTIZE** int8/uint8 -> int8/uint8: blocks of 16 elements requantize with
   :func:`._lanes.mbqm_half_up` (``MultiplyByQuantizedMultiplier4Rows``), the tail (``size mod 16``
-  elements) with the reference ``MultiplyByQuantizedMultiplier``.
-- **QUANTIZE** float32 -> int8, per tensor (``optimized_ops::AffineQuantize``): blocks of 8 elements
+  elements) with the reference ``MultiplyByQuantizedMultiplier``.  A requantization to or from
+  int16 is the reference kernel (``optimized_ops::Requantize``'s generic case).
+- **QUANTIZE** float32 -> int8 or int16, per tensor (``optimized_ops::AffineQuantize``): blocks of 8 elements
   compute ``rint(x · f32(1 / double(scale)))`` — a multiplication by the reciprocal, ties to *even*
   (``vcvtnq_s32_f32``; NaN and values beyond int32 become INT32_MIN) — then add the zero point
   (int32, wrapping) and clamp; the tail (``size mod 8`` elements) divides in *double* precision
@@ -31,13 +32,20 @@ from ._lanes import block_mask, mbqm_half_up, mbqm_reference
 __all__ = ["Quantize", "Dequantize"]
 
 
+_BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
 class Quantize(ref.Quantize):
-    """QUANTIZE, optimized: the requantization's vector blocks round ties up."""
+    """QUANTIZE, optimized: the requantization's vector blocks round ties up; float32 blocks of 8
+    multiply by the reciprocal scale."""
+
+    #: the activation types this kernel models (the optimized mode runs others on the reference kernel)
+    activations = ("int8", "int16")
 
     def compute(self, p, arrays):
         if isinstance(p, ref.FloatQuantizeParams):
             return [self._float(p, arrays)]
-        if p.xor:
+        if p.xor or p.in_dtype not in _BYTES or p.out_dtype not in _BYTES:
             return super().compute(p, arrays)
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.in_dtype)])
         v = x.reshape(-1).astype(np.int64) - p.input_zero_point
@@ -53,8 +61,9 @@ class Quantize(ref.Quantize):
             return super().compute(p, arrays)[0]
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, np.dtype(np.float32))])
         zp = int(p.params.zero_point[0])
-        tail = _affine_quantize(x.reshape(-1).astype(np.float64), np.float64(p.params.scale[0]), zp, -128, 127)
-        out = tail.astype(np.int8).reshape(p.shape)
+        info = np.iinfo(p.out_dtype)
+        tail = _affine_quantize(x.reshape(-1).astype(np.float64), np.float64(p.params.scale[0]), zp, info.min, info.max)
+        out = tail.astype(p.out_dtype).reshape(p.shape)
         flat = out.reshape(-1)
         lanes = block_mask(flat.size, 8)
         if not lanes.any():
@@ -66,7 +75,7 @@ class Quantize(ref.Quantize):
             inside = (r >= -2.0 ** 31) & (r < 2.0 ** 31)
             q = np.where(inside, r, -(2.0 ** 31)).astype(np.int64)
         q = wrap_int32(q + zp)
-        flat[lanes] = np.clip(q, -128, 127)
+        flat[lanes] = np.clip(q, info.min, info.max)
         return out
 
 
