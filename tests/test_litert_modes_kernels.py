@@ -565,3 +565,112 @@ def test_fast_path_equals_numpy_path(op, mode, monkeypatch):
         slow, _ = quantspec_run(op, ins, outs, opts, feeds, mode)
         monkeypatch.delenv("QUANTSPEC_FAST")
         assert [a.tobytes() for a in fast] == [b.tobytes() for b in slow], (op, mode, i)
+
+
+# ---------------------------------------------------------------------------------------------
+# LEAKY_RELU, BATCH_MATMUL, TRANSPOSE_CONV (run where this build has their reference kernels)
+# ---------------------------------------------------------------------------------------------
+
+def _require_op(op):
+    from quantspec.litert import OPS
+
+    if op not in OPS:
+        pytest.skip(f"this build has no reference {op} kernel")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_leaky_relu(mode):
+    _require_op("LEAKY_RELU")
+    r = rng_for("modes-leaky-relu", mode)
+    before = _before("LEAKY_RELU", mode)
+    every = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
+    for i in cases(30):
+        alpha = float(np.float32([0.01, 0.1, 0.2, 0.3, -0.5, 1.5, 1e-3, 0.0][i % 8]))
+        s_in = pow2(r, -6, 0) if i % 3 == 0 else scale(r, -3, 0)
+        s_out = pow2(r, -6, 0) if i % 3 == 0 else scale(r, -3, 0)
+        if i % 10 == 9:                            # a ratio XNNPACK declines
+            s_out = s_in * 1000
+        check_mode("LEAKY_RELU", [T((1, 256), "int8", s_in, zero_point(r))], [T((1, 256), "int8", s_out, zero_point(r))],
+                   {"alpha": alpha}, [every], mode=mode, version=1)
+    if mode == "xnnpack":
+        assert _diff(before, "LEAKY_RELU", mode) > 0
+
+
+def _bmm_case(r, i):
+    rank = int(r.integers(2, 5))
+    batch = [int(d) for d in r.integers(1, 4, rank - 2)]
+    m, k, n = int(r.integers(1, 20)), int(r.integers(1, 70)), int(r.integers(1, 20))
+    adj_x, adj_y = bool(i % 2), bool((i // 2) % 2)
+    bl, br = list(batch), list(batch)
+    if batch and i % 3 == 0:
+        br[0] = 1
+    a = tuple(bl) + ((k, m) if adj_x else (m, k))
+    b = tuple(br) + ((n, k) if adj_y else (k, n))
+    out = tuple(np.broadcast_shapes(tuple(bl), tuple(br))) + (m, n)
+    ties = i % 2 == 0
+    s1, s2 = (pow2(r, -6, -2), pow2(r, -6, -2)) if ties else (scale(r, -3, 0), scale(r, -3, 0))
+    so = pow2(r, -3, 3) if ties else scale(r, -2, 1)
+    z2 = 0 if i % 5 else zero_point(r)             # a non-zero right zero point: XNNPACK declines
+    const = i % 4 < 2
+    rhs = T(b, "int8", s2, z2, 0, int8(r, b) if const else None)
+    feeds = [int8(r, a)] + ([] if const else [int8(r, b)])
+    return [T(a, "int8", s1, zero_point(r)), rhs], [T(out, "int8", so, zero_point(r))], \
+        {"adj_x": adj_x, "adj_y": adj_y}, feeds
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batch_matmul(mode):
+    _require_op("BATCH_MATMUL")
+    r = rng_for("modes-bmm", mode)
+    before = _before("BATCH_MATMUL", mode)
+    for i in cases(40):
+        check_mode("BATCH_MATMUL", *_bmm_case(r, i), mode=mode, version=1)
+    if mode == "xnnpack":
+        assert _diff(before, "BATCH_MATMUL", mode) > 0
+
+
+def _transpose_conv_case(r, i):
+    from quantspec.litert.kernels._common import out_size
+
+    while True:
+        wide = i % 4 == 3
+        dtype = "int16" if wide else "int8"
+        h, w, ci = int(r.integers(1, 6)), int(r.integers(1, 6)), int(r.integers(1, 6))
+        oc = int(r.choice([1, 3, 8, 9, 16, 17]))
+        kh, kw = int(r.integers(1, 4)), int(r.integers(1, 4))
+        sh, sw = int(r.integers(1, 3)), int(r.integers(1, 3))
+        padding = str(r.choice(["SAME", "VALID"]))
+        heights = [o for o in range(1, 16) if out_size(padding, o, kh, sh, 1) == h]
+        widths = [o for o in range(1, 16) if out_size(padding, o, kw, sw, 1) == w]
+        if heights and widths:
+            break
+    oh, ow = int(r.choice(heights)), int(r.choice(widths))
+    ties = i % 2 == 0
+    s_in = pow2(r, -6, -2) if ties else scale(r, -3, -1)
+    s_out = pow2(r, -4, 1) if ties else scale(r, -3, 0)
+    per_channel = bool(i % 3)
+    s_w = [pow2(r, -7, -3) if ties else scale(r, -3, -1) for _ in range(oc)] if per_channel else \
+        (pow2(r, -7, -3) if ties else scale(r, -3, -1))
+    b_scale = (np.float32(s_in) * np.atleast_1d(np.asarray(s_w, np.float32))).astype(np.float32)
+    options = {"padding": padding, "stride_h": sh, "stride_w": sw,
+               "fused_activation_function": str(r.choice(["NONE", "RELU", "RELU6"]))}
+    if wide:
+        options["quantized_bias_type"] = "INT32" if i % 8 == 3 else "INT64"
+    bias_type = "int64" if wide and options["quantized_bias_type"] == "INT64" else "int32"
+    inputs = [T((4,), "int32", data=np.array([1, oh, ow, oc], np.int32)),
+              T((oc, kh, kw, ci), "int8", s_w, 0, 0, r.integers(-127, 128, (oc, kh, kw, ci)).astype(np.int8)),
+              T((1, h, w, ci), dtype, s_in, 0 if wide else zero_point(r)),
+              T((oc,), bias_type, list(b_scale) if per_channel else float(b_scale[0]), 0, 0,
+                r.integers(-3000, 3000, oc).astype(bias_type))]
+    x = r.integers(-32768, 32768, (1, h, w, ci)).astype(np.int16) if wide else int8(r, (1, h, w, ci))
+    return inputs, [T((1, oh, ow, oc), dtype, s_out, 0 if wide else zero_point(r))], options, [x]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_transpose_conv(mode):
+    _require_op("TRANSPOSE_CONV")
+    r = rng_for("modes-transpose-conv", mode)
+    before = _before("TRANSPOSE_CONV", mode)
+    for i in cases(40):
+        check_mode("TRANSPOSE_CONV", *_transpose_conv_case(r, i), mode=mode, version=3)
+    assert _diff(before, "TRANSPOSE_CONV", mode) > 0

@@ -90,5 +90,6 @@ def _models(kernel: Kernel, inputs: Sequence[TensorSpec | None], outputs: Sequen
     QUANTIZE / DEQUANTIZE, unless the kernel says more); other types run their reference kernel in
     the optimized mode."""
     types = getattr(kernel, "activations", ("int8",))
-    ts = [t for t in (*inputs[:1], *outputs[:1]) if t is not None]
+    k = getattr(kernel, "activation_input", 0)         # TRANSPOSE_CONV: input 2 (0 is the output shape)
+    ts = [t for t in (*inputs[k:k + 1], *outputs[:1]) if t is not None]
     return all(t.dtype.name in (*types, "float") for t in ts) and any(t.dtype.name in types for t in ts)

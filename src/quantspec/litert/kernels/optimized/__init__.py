@@ -15,6 +15,7 @@ from .elementwise import Add, Mul
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .quantize import Dequantize, Quantize
 from .reduce import Mean, Sum
+from .transpose_conv import TransposeConv
 
 __all__ = ["OPS"]
 
@@ -30,4 +31,4 @@ def _table(*kernels: type[Kernel]) -> dict[str, Kernel]:
 #: operator name -> optimized kernel, for the operators whose optimized kernel differs from the
 #: reference one
 OPS: dict[str, Kernel] = _table(Conv2D, DepthwiseConv2D, FullyConnected, Add, Mul, Mean, Sum, Softmax, LogSoftmax,
-                                Logistic, Tanh, Quantize, Dequantize)
+                                Logistic, Tanh, Quantize, Dequantize, TransposeConv)

@@ -13,6 +13,7 @@ from .. import REGISTRY
 from ..base import Kernel
 from .binary import Add, Mul, Sub
 from .delegate import RULES, declines, fails
+from .extra import BatchMatMul, LeakyRelu, TransposeConv
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .reduce import Mean, Sum
 from .resize import ResizeBilinear
@@ -21,7 +22,9 @@ from .unary import Logistic, Quantize, Tanh
 __all__ = ["OPS", "declines", "fails"]
 
 _OWN: dict[str, Kernel] = {k.name: k for k in (cls() for cls in (Conv2D, DepthwiseConv2D, FullyConnected, Add, Sub, Mul,
-                                                                   Mean, Sum, Quantize, Logistic, Tanh, ResizeBilinear))}
+                                                                   Mean, Sum, Quantize, Logistic, Tanh, ResizeBilinear,
+                                                                   LeakyRelu, BatchMatMul, TransposeConv))}
 
 #: operator name -> the kernel that reproduces XNNPACK's bytes, for every operator the delegate can take
-OPS: dict[str, Kernel] = {name: _OWN.get(name) or REGISTRY[name] for name in RULES}
+#: (and quantspec has a reference kernel for: the XNNPACK kernels validate with it)
+OPS: dict[str, Kernel] = {name: _OWN.get(name) or REGISTRY[name] for name in RULES if name in REGISTRY}

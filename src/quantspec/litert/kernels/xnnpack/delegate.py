@@ -17,6 +17,14 @@ checks that can fail for a model the reference kernels accept are modelled; they
 - MEAN / SUM: a constant, non-empty int32 axis tensor of at most 6 axes;
 - RESIZE_BILINEAR: a rank-4 input and a constant size tensor of two positive values;
 - MAX_POOL_2D: strides at most the filter size, and no 1x1 filter with a stride above 1;
+- LEAKY_RELU: a normal, non-zero alpha; ``f32(s_in / s_out)`` in [1/256, 128] and that ratio times
+  alpha in [-127.99609375, 128] with magnitude at least 1/256;
+- BATCH_MATMUL: both operands per-tensor int8 (a per-channel right operand is another XNNPACK
+  type), the right operand's zero point 0, ranks 2 to 6;
+- TRANSPOSE_CONV: a constant int32 [4] output shape, a constant int8 filter (per-tensor or
+  per-channel along dimension 0, zero point 0), an optional constant int32 bias, rank-4 input and
+  output, a fused activation other than TANH / SIGN_BIT; with VALID padding a filter no larger than
+  the output, with SAME padding strides no larger than the filter;
 - AVERAGE_POOL_2D, SOFTMAX, L2_NORMALIZATION, LOG_SOFTMAX, MAXIMUM, MINIMUM, the comparisons,
   ARG_MAX, GATHER and the other operators without a table entry: not taken for int8.
 
@@ -27,7 +35,7 @@ Some models pass these checks and then make XNNPACK fail when the delegate build
 LiteRT's ``allocate_tensors`` then raises ("failed to create XNNPACK runtime") instead of falling
 back.  :func:`fails` says why for such an operator: an int8 activation whose scale is not positive,
 finite and normal or whose zero point is outside [-128, 127], or a CONV_2D / DEPTHWISE_CONV_2D /
-FULLY_CONNECTED requantization scale ``f32(f32(s_in · s_w) / s_out)`` of 256 or more.
+FULLY_CONNECTED / TRANSPOSE_CONV requantization scale ``f32(f32(s_in · s_w) / s_out)`` of 256 or more.
 """
 
 from __future__ import annotations
@@ -265,6 +273,61 @@ def _data_movement(inputs, outputs, options) -> str | None:
     return _first(_qint8(inputs[0], "the input"), _qint8(outputs[0], "the output"))
 
 
+def _leaky_relu(inputs, outputs, options) -> str | None:
+    x, out = inputs[0], outputs[0]
+    r = _first(_qint8(x, "the input"), _qint8(out, "the output"), _rank(x, "the input"))
+    if r:
+        return r
+    alpha = np.float32(options.get("alpha") or 0.0)
+    if not (np.isfinite(alpha) and abs(alpha) >= np.finfo(np.float32).tiny):
+        return "alpha is zero or not a normal float"
+    s_in, s_out = np.float32(x.params.scale[0]), np.float32(out.params.scale[0])
+    tiny = np.finfo(np.float32).tiny
+    if not all(np.isfinite(s) and abs(s) >= tiny for s in (s_in, s_out)):
+        return None                 # the delegate skips the ratio checks (XNNPACK then fails: see fails)
+    with np.errstate(all="ignore"):
+        positive = np.float32(s_in / s_out)
+        negative = np.float32(positive * alpha)
+    if positive < np.float32(1 / 256) or positive > np.float32(128):
+        return "the input-to-output scale ratio is outside [1/256, 128]"
+    if negative < np.float32(-127.99609375) or negative > np.float32(128) or abs(negative) < np.float32(1 / 256):
+        return "the negative input-to-output scale (ratio x alpha) is outside XNNPACK's range"
+    return None
+
+
+def _batch_matmul(inputs, outputs, options) -> str | None:
+    a, b, out = inputs[0], inputs[1], outputs[0]
+    r = _first(_qint8(a, "input 0"), _qint8(b, "input 1"), _qint8(out, "the output"))
+    if r:
+        return r
+    if int(b.params.zero_point[0]) != 0:
+        return "the right operand's zero point is not 0"
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        return "an operand of rank below 2"
+    return _first(_rank(a, "input 0"), _rank(b, "input 1"))
+
+
+def _transpose_conv(inputs, outputs, options) -> str | None:
+    shape_t, w, x = (list(inputs) + [None, None, None])[:3]
+    b = inputs[3] if len(inputs) > 3 else None
+    out = outputs[0]
+    r = _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 0), _bias(b, False),
+               _activation(options), _rank(x, "the input", 4, 4), _rank(out, "the output", 4, 4))
+    if r:
+        return r
+    if shape_t is None or shape_t.dtype.name != "int32" or shape_t.data is None or tuple(shape_t.shape) != (4,):
+        return "the output shape is not a constant int32 [4]"
+    oh, ow = (int(v) for v in np.asarray(shape_t.data).reshape(-1)[1:3])
+    kh, kw = int(w.shape[1]), int(w.shape[2])
+    sh, sw = options.get("stride_h") or 0, options.get("stride_w") or 0
+    if (options.get("padding") or "SAME") == "VALID":
+        if kh > oh or kw > ow:
+            return "with VALID padding, an output smaller than the filter"
+    elif kh < sh or kw < sw:
+        return "with SAME padding, strides larger than the filter"
+    return None
+
+
 #: operator -> the delegate's check (None: the operator is never delegated in int8)
 RULES: dict[str, Callable[..., str | None]] = {
     "CONV_2D": _conv,
@@ -287,6 +350,9 @@ RULES: dict[str, Callable[..., str | None]] = {
     "TRANSPOSE": _data_movement,
     "SLICE": _data_movement,
     "SPACE_TO_DEPTH": _data_movement,
+    "LEAKY_RELU": _leaky_relu,
+    "BATCH_MATMUL": _batch_matmul,
+    "TRANSPOSE_CONV": _transpose_conv,
 }
 
 
@@ -308,11 +374,17 @@ def fails(name: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[Tens
         for k, t in enumerate(group):
             if t is None or t.dtype.name != "int8" or t.params is None or len(t.params.scale) != 1:
                 continue
-            if name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") and role == "input" and k == 1:
+            if name in _GEMMS and role == "input" and k == _GEMMS[name]:
                 continue
             r = _scale_zp(float(t.params.scale[0]), int(t.params.zero_point[0]), f"{role} {k}")
             if r:
                 return r
     if name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
         return _requantization(inputs[0], inputs[1], outputs[0])
+    if name == "TRANSPOSE_CONV":
+        return _requantization(inputs[2], inputs[1], outputs[0])
     return None
+
+
+#: the operators whose filter (input index) XNNPACK quantizes per channel
+_GEMMS = {"CONV_2D": 1, "DEPTHWISE_CONV_2D": 1, "FULLY_CONNECTED": 1, "TRANSPOSE_CONV": 1}
