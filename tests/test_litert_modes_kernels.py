@@ -674,3 +674,25 @@ def test_transpose_conv(mode):
     for i in cases(40):
         check_mode("TRANSPOSE_CONV", *_transpose_conv_case(r, i), mode=mode, version=3)
     assert _diff(before, "TRANSPOSE_CONV", mode) > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op", ["CONV_2D", "FULLY_CONNECTED"])
+def test_int16_gemm_with_an_int32_bias_is_refused(op, mode):
+    """LiteRT's optimized 16x8 CONV_2D / FULLY_CONNECTED with an int32 bias are not modelled: the
+    optimized and XNNPACK modes refuse them (an int64 bias is the reference kernel there too)."""
+    from litert_kernel_check import spec
+    from quantspec.errors import UnsupportedError
+    from quantspec.litert.kernels.modes import select
+
+    x = T((1, 4, 4, 8) if op == "CONV_2D" else (2, 8), "int16", 0.01, 0)
+    w = T((4, 1, 1, 8) if op == "CONV_2D" else (4, 8), "int8", 0.1, 0, 0, np.ones((4, 1, 1, 8) if op == "CONV_2D"
+                                                                           else (4, 8), np.int8))
+    out = T((1, 4, 4, 4) if op == "CONV_2D" else (2, 4), "int16", 0.02, 0)
+    for bias_type, refused in (("int32", True), ("int64", False)):
+        ins = [spec(x), spec(w), spec(T((4,), bias_type, 0.001, 0, 0, np.zeros(4, bias_type)))]
+        if refused:
+            with pytest.raises(UnsupportedError, match="not modelled"):
+                select(mode, op, ins, [spec(out)], {})
+        else:
+            assert select(mode, op, ins, [spec(out)], {})[1] == "optimized"

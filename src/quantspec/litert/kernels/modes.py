@@ -78,6 +78,9 @@ def select(mode: str, name: str, inputs: Sequence[TensorSpec | None], outputs: S
     if mode in ("optimized", "xnnpack"):
         from . import optimized
 
+        why = optimized.not_modelled(name, inputs, outputs, options)
+        if why is not None:
+            raise UnsupportedError(name, "has no kernel in quantspec's optimized mode", why)
         kernel = optimized.OPS.get(name)
         if kernel is not None and _models(kernel, inputs, outputs):
             return kernel, "optimized"
