@@ -21,7 +21,8 @@ Peers, each when it is installed:
 - torch (``quantize_per_tensor`` / ``dequantize``, 2 threads), on a power-of-two scale: torch
   multiplies by the reciprocal of the scale (FBGEMM), which is ONNX's division only for such scales;
 - LiteRT's interpreter with ``BUILTIN_REF`` kernels, on the bundled int8 CNN
-  (``quantspec/data/bench_cnn.tflite``, made by ``benchmarks/make_bench_cnn.py``).
+  (``quantspec/data/bench_cnn.tflite``, made by ``benchmarks/make_bench_cnn.py``); and per model and
+  kernel mode, LiteRT with the op resolver the mode reproduces (:mod:`quantspec.litert._bench`).
 
 ``--quick`` runs 256 Ki elements and 3 rounds (seconds; a test runs it smaller still); the full run
 uses 64 Mi elements (the issue's size) and 7 rounds.  Results and the machine are recorded in
@@ -561,6 +562,9 @@ def main(argv: list[str] | None = None) -> int:
         ok &= run_cases(_tf_cases(n, rounds), rounds, bandwidth, lines)
     if "litert" in groups:
         ok &= run_cases(_litert_cases(rounds), max(rounds, 10), bandwidth, lines)
+        from .litert._bench import mode_cases
+
+        ok &= run_cases(mode_cases(rounds), max(rounds, 10), bandwidth, lines)
     if "convert" in groups:   # a bfloat16 checkpoint of 2 bytes per element (default 1 GiB, --quick 32 MiB)
         from .checkpoint import bench as convert_bench
 

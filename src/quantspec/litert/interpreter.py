@@ -101,13 +101,23 @@ class _Graph:
                                  "is neither a model input, a constant nor the output of an operator")
         self.prepared: list[tuple[Operator, Any, Any]] = []
         self.options: list[dict] = []
+        self.engines: list[str] = []
         # operators prepared again for tensors whose shape or type a run found different from the
         # model's (see run), keyed by operator and those tensors' shapes and types
         self.again: dict[tuple, Any] = {}
+        from .kernels.modes import kernel_options, select
+
         for op in sg.operators:
-            kernel = ops[op.name]
             options = dict(op.options)
-            if op.name == "SUM":
+            try:
+                kernel, engine = select(interp.kernels, op.name, [None if i < 0 else self.specs[i] for i in op.inputs],
+                                        [self.specs[i] for i in op.outputs], options)
+            except QuantSpecError as e:
+                raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
+            if engine != "reference":
+                options.update(kernel_options(op.name, interp.num_threads))
+            self.engines.append(engine)
+            if op.name == "SUM" and engine == "reference":
                 options["quantspec_sum_semantics"] = interp.sum_semantics
             if op.name in CONTROL_FLOW:
                 options["quantspec_subgraph"] = interp._graph
@@ -261,10 +271,14 @@ class Interpreter:
     """
 
     def __init__(self, model: Any, *, sum_semantics: str = "correct", signature: str | None = None,
-                 preserve_all_tensors: bool = False):
+                 preserve_all_tensors: bool = False, kernels: str = "reference", num_threads: int = 1):
         if sum_semantics not in SUM_SEMANTICS:
             raise InvalidArgumentError("sum_semantics", "must be one of " + ", ".join(map(repr, SUM_SEMANTICS)),
                                        sum_semantics)
+        from .kernels.modes import check_mode, check_threads
+
+        self.kernels = check_mode(kernels)
+        self.num_threads = check_threads(num_threads)
         self.model: Model = load_model(model)
         self.sum_semantics = sum_semantics
         self.preserve_all_tensors = bool(preserve_all_tensors)
@@ -283,6 +297,11 @@ class Interpreter:
         self._state = State()
         self._main = self._graph(self._entry)
         self._last: dict[int, np.ndarray] = {}
+
+    @property
+    def engines(self) -> list[str]:
+        """Per operator of the subgraph run, the LiteRT engine its kernel reproduces."""
+        return list(self._main.engines)
 
     # -- kernels and subgraphs -----------------------------------------------------------------
     def _kernel_table(self) -> Mapping[str, Any]:

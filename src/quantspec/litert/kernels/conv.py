@@ -412,3 +412,25 @@ def _dw_filter(w: np.ndarray, channels: int) -> np.ndarray:
     w = np.asarray(w).astype(np.int8, copy=False)
     _, kh, kw, oc = w.shape
     return w.reshape(kh, kw, channels, oc // channels).astype(np.int32)
+
+
+def depthwise_accumulate(x: np.ndarray, p: ConvPrepared, filt: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """DEPTHWISE_CONV_2D's int32 accumulators (N, OH, OW, I·M): ``Σ_taps w · (x - z_in) + bias``,
+    wrapping as the C++ int32 accumulator does, one vectorised multiply-add per filter tap."""
+    n, oh, ow, oc = p.output_shape
+    kh, kw = p.filter_hw
+    c, m = p.input_shape[3], p.groups
+    acc = np.zeros((n, oh, ow, c, m), np.int32)
+    if acc.size:
+        # x - z_in as C++ computes it (int32, wrapping), padded with 0 = the skipped taps
+        xc = (x.astype(np.int64) - p.input_zero_point).astype(np.int32)
+        view = patches(xc, (kh, kw), p.stride, p.dilation, p.pad, (oh, ow), 0)
+        with np.errstate(over="ignore"):
+            for ky in range(kh):
+                for kx in range(kw):
+                    acc += view[:, :, :, ky, kx, :, None] * filt[ky, kx]
+    acc = acc.reshape(n, oh, ow, oc)
+    if bias is not None:
+        with np.errstate(over="ignore"):
+            acc += bias
+    return acc
