@@ -1,0 +1,141 @@
+"""One weight quantized by a checkpoint scheme, in its ONNX layout.
+
+The parameters and codes are computed by the checkpoint package's own encoders
+(:func:`quantspec.checkpoint.encode.encode_rows`: its fused kernels, or its numpy reference path when
+the fast path is off) on the weight's rows in the checkpoint layout ``[out, in]``
+(:mod:`.weights`), a slab of rows at a time; for an in-out weight (``[K, N]``) a slab is a block of
+columns, transposed on the way in and its codes and parameters transposed back on the way out.  Nothing
+is derived here: the bytes are the checkpoint's, laid out as ONNX DequantizeLinear takes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...checkpoint import reference
+from ...checkpoint.backend import LocalBackend
+from ...checkpoint.encode import encode_rows
+from ...checkpoint.report import TensorReport
+from ...checkpoint.schemes import Scheme
+from ...dtypes import qtype
+from ...errors import RangeError
+from ..packing import unpack
+from .weights import Layout
+
+__all__ = ["Quantized", "quantize_weight", "SLAB_BYTES"]
+
+#: source bytes per slab of rows (about)
+SLAB_BYTES = 16 << 20
+
+
+@dataclass
+class Quantized:
+    """A weight's codes, scale and zero point (None for symmetric schemes) as ONNX arrays (ml_dtypes
+    types for sub-byte, float8 and float8e8m0 values, unpacked), the DequantizeLinear attributes, and
+    the error of the dequantized values against the weight (``rel_rms``, ``max_abs``)."""
+
+    codes: np.ndarray
+    scale: np.ndarray
+    zero_point: np.ndarray | None
+    attributes: dict
+    rel_rms: float
+    max_abs: float
+
+
+def _typed(buf: np.ndarray, type_name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The values of an encoder output (its stored bytes; packed for sub-byte types)."""
+    t = qtype(type_name)
+    data = np.ascontiguousarray(buf).reshape(-1).view(np.uint8)
+    n = int(np.prod(shape, dtype=np.int64))
+    if t.is_packed:
+        return unpack(data[:(n * t.bits + 7) // 8].tobytes(), t, shape)
+    return data[:n * t.dtype.itemsize].view(t.dtype).reshape(shape).copy()
+
+
+def _finite_range(rows: np.ndarray, step: int, name: str, path: str) -> tuple[float, float]:
+    """The float32 minimum and maximum of every row (a per-tensor scheme's range)."""
+    mn, mx = np.inf, -np.inf
+    for r0 in range(0, rows.shape[0], step):
+        x = np.asarray(rows[r0:r0 + step], np.float32)
+        if not np.isfinite(x).all():
+            bad = r0 + int(np.argmin(np.isfinite(x).all(axis=1)))
+            raise _non_finite(name, path, bad)
+        mn, mx = min(mn, float(x.min())), max(mx, float(x.max()))
+    return mn, mx
+
+
+def _non_finite(name: str, path: str, row: int) -> RangeError:
+    return RangeError("src", f"weight {name!r} holds NaN or infinity (row {row} of its [out, in] rows); quantization "
+                      "parameters cannot be chosen from it", path,
+                      detail="nothing was written; keep the tensor (--exclude NAME, or a recipe rule with scheme 'keep')")
+
+
+def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: str, path: str = "",
+                    workers: int | None = None) -> Quantized:
+    """Quantize the weight ``w`` (its ONNX shape; ``dtype``: float, float16 or bfloat16) by scheme ``s``.
+
+    Slabs of about :data:`SLAB_BYTES` run on ``workers`` threads (default: the cores) when there
+    are several; each writes its own rows of the outputs."""
+    shape = tuple(w.shape)
+    rows = layout.rows(w)
+    nrows, cols = rows.shape
+    step = max(1, SLAB_BYTES // max(1, cols * w.dtype.itemsize))
+    params = None
+    if s.granularity == "tensor":
+        scale, zp = reference.tensor_params(s, *_finite_range(rows, step, name, path))
+        params = (float(scale), int(zp))
+    t = qtype(s.codes)
+    codes = np.empty(shape, t.dtype)
+    codes_rows = layout.rows(codes)                 # a view: slabs write through it
+    if s.granularity == "tensor":
+        pshape_rows: tuple[int, ...] = ()
+    elif s.granularity == "channel":
+        pshape_rows = (nrows,)
+    else:
+        pshape_rows = (nrows, -(-cols // s.block))
+    scale_rows = np.empty(pshape_rows, qtype(s.scale_type).dtype)
+    zp_rows = np.empty(pshape_rows, t.dtype) if s.zero_point else None
+    acc = np.zeros(3)
+
+    def slab(r0: int) -> np.ndarray:
+        r1 = min(r0 + step, nrows)
+        x = np.ascontiguousarray(rows[r0:r1])
+        out, stats = encode_rows(s, dtype, x.reshape(-1).view(np.uint8), r1 - r0, cols, params, name=name, path=path)
+        if stats[3] >= 0:
+            raise _non_finite(name, path, r0 + int(stats[3]))
+        codes_rows[r0:r1] = _typed(out["codes"], s.codes, (r1 - r0, cols))
+        if s.granularity != "tensor":
+            sub = (r1 - r0, *pshape_rows[1:])
+            scale_rows[r0:r1] = _typed(out["scale"], s.scale_type, sub)
+            if zp_rows is not None:
+                zp_rows[r0:r1] = _typed(out["zero_point"], s.codes, sub)
+        return stats[:3].copy()
+
+    def add(stats: np.ndarray) -> None:
+        acc[0] += stats[0]
+        acc[1] += stats[1]
+        acc[2] = max(acc[2], stats[2])
+
+    starts = range(0, nrows, step)
+    if len(starts) > 1 and (workers or 2) > 1:
+        pool = LocalBackend(workers)
+        try:
+            pool.map(slab, starts, lambda _, stats: add(stats))
+        finally:
+            pool.close()
+    else:
+        for r0 in starts:
+            add(slab(r0))
+    if s.granularity == "tensor":
+        scale = np.asarray(np.float32(params[0]))
+        zp = np.asarray(params[1], t.dtype) if s.zero_point else None
+    else:
+        # blocks of an in-out weight: [N, nb] rows -> [nb, N]; a channel's scale is 1-D either way
+        scale = np.ascontiguousarray(scale_rows.T) if layout.transposed else scale_rows
+        zp = None if zp_rows is None else np.ascontiguousarray(zp_rows.T) if layout.transposed else zp_rows
+        scale = scale.reshape(layout.param_shape(s, shape))
+        zp = None if zp is None else zp.reshape(layout.param_shape(s, shape))
+    rel, mx = TensorReport.errors(*acc)
+    return Quantized(codes, scale, zp, layout.attributes(s), rel, mx)
