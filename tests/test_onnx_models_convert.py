@@ -360,7 +360,7 @@ def external_model(rng):
               "W2": rng.standard_normal((48, 64)).astype(np.float32), "C": rng.standard_normal(48).astype(np.float32)}
     nodes = [node("MatMul", ["x", "W"], ["h"]), node("Gemm", ["h", "W2", "C"], ["y"], transB=1)]
     m = make_model(nodes, [("x", "float", [2, 256])], [("y", "float", [2, 48])],
-                   [tensor(n, a) for n, a in values.items()], opset=21, ir=10)
+                   [tensor(n, a) for n, a in values.items()], opset=13, ir=7)
     return m, values
 
 
@@ -393,17 +393,23 @@ def test_external_data_in_and_out(tmp_path):
     want = np.ascontiguousarray(checkpoint.open(tmp_path / "ck").dequantize("W").T)
     full = onnx.load(str(out))
     x = {"x": np.random.default_rng(6).standard_normal((2, 256)).astype(np.float32)}
-    assert same_bytes(run_ort(full, x, ["W"])[0], want) and same_bytes(run_reference(full, x, ["W"])[0], want)
+    assert same_bytes(run_ort(full, x, ["W"])[0], want)           # opset 13: onnx.reference has no DequantizeLinear-13
     y_float = run_reference(m, x)[0]
-    for y in (ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, x)[0],
-              ReferenceEvaluator(str(out)).run(None, x)[0]):
-        assert rel_rms(y, y_float) < TOLERANCE["int8"]
+    y = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    assert rel_rms(y, y_float) < TOLERANCE["int8"]
     # external_data=False writes one file; True gives an inline source a data file
     assert convert_model(src, tmp_path / "inline.onnx", "int8", external_data=False).files == [str(tmp_path / "inline.onnx")]
     onnx.checker.check_model(str(tmp_path / "inline.onnx"), full_check=True)
     report = convert_model(m, tmp_path / "ext.onnx", "int4-b32", external_data=True)
     assert report.files == [str(tmp_path / "ext.onnx"), str(tmp_path / "ext.onnx.data")]
     onnx.checker.check_model(str(tmp_path / "ext.onnx"), full_check=True)
+    # upgraded (opset 13 -> 21) with the source's tensors still in their file
+    report = convert_model(src, out, "int4-b32", exclude="W2")
+    assert (report.opset_from, report.opset) == (13, 21) and report.files[1:] == [str(out.parent / "q.onnx.data")]
+    onnx.checker.check_model(str(out), full_check=True)
+    for y in (ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, x)[0],
+              ReferenceEvaluator(str(out)).run(None, x)[0]):
+        assert rel_rms(y, y_float) < TOLERANCE["int4-b32"]
 
 
 def test_the_fast_and_reference_paths_write_the_same_model(sources, tmp_path, monkeypatch):

@@ -31,10 +31,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..._core import jit
 from ...checkpoint.schemes import KEEP, SCHEMES, Scheme, load_recipe
 from ...dtypes import qtype
-from ...errors import InvalidArgumentError, ModelError, UnsupportedError
+from ...errors import InvalidArgumentError, ModelError, RangeError, UnsupportedError
 from .. import opsets
 from .convreport import ModelConversionReport, WeightReport
 from .encoder import Quantized, quantize_weight
@@ -286,9 +288,13 @@ def _convert_one(model: OnnxModel, c: Candidate, s_name: str, reason: str, where
                             layout=c.layout.name if c.layout is not None else "")
     s = SCHEMES[s_name]
     w = model.values(c.tensor)
-    if tuple(w.shape) != c.shape or qtype(w.dtype).name != c.dtype:  # pragma: no cover - onnx's reader
+    if tuple(w.shape) != c.shape or qtype(w.dtype).name != c.dtype:
         raise ModelError("src", "has an initializer whose data does not match its type and dims", c.name)
     q = quantize_weight(s, w, c.dtype, c.layout, c.name, where, workers)
+    if not np.isfinite(q.scale.astype(np.float32)).all():
+        raise RangeError("src", f"weight {c.name!r} has values too large for scheme {s.name}: a scale is not finite",
+                         where, detail="nothing was written; keep the tensor (--exclude NAME, or a recipe rule with "
+                         "scheme 'keep')")
     done[c.name] = (c, s, q)
     out_bytes = sum(_nbytes(a) for a in (q.codes, q.scale, q.zero_point) if a is not None)
     return WeightReport(c.name, s.name, c.dtype, c.shape, bytes_in, out_bytes, use=c.where(), reason=reason,

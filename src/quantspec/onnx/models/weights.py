@@ -185,6 +185,8 @@ def find_weights(graph: Graph) -> list[Candidate]:
             c.reason = "also a graph input (a value the caller may override)"
         elif name in outputs:
             c.reason = "also a graph output"
+        elif name in graph.producer:
+            c.reason = "also the output of a node"
         elif not uses:
             c.reason = "not used by any node"
         else:
