@@ -30,7 +30,7 @@ from quantspec.cli import main
 from quantspec.dtypes import qtype
 from quantspec.errors import InvalidArgumentError, ModelError, QuantSpecError, RangeError, UnsupportedError
 from quantspec.onnx import check_model, convert_model
-from quantspec.onnx.models import converter, encoder
+from quantspec.onnx.models import encoder, load_model
 from quantspec.onnx.models.converter import required_opset
 
 #: the largest relative RMS error of each output of :func:`float_model` against the float model's, per
@@ -560,3 +560,56 @@ def test_errors_are_quantspec_errors_for_damaged_models(sources, tmp_path):
         except QuantSpecError:
             outcomes["error"] += 1
     assert outcomes["converted"] and outcomes["error"], outcomes
+
+
+def test_a_large_model_streams_through_external_data(tmp_path):
+    """A MatMul weight in an external data file (float16, mapped, never read whole), converted in slabs
+    on two threads; rows planted with values at both ends, the rest zeros (a sparse file).  The size
+    in GB is ``QUANTSPEC_ONNX_CONVERT_GB`` (default 0.03; 2.2 gives a model over 2 GB)."""
+    onnx, helper, _ = onnx_api()
+    from quantspec.checkpoint import reference
+    from quantspec.onnx import dequantize_linear, unpack
+    from quantspec.onnx.models.io import set_external
+
+    gb = float(os.environ.get("QUANTSPEC_ONNX_CONVERT_GB", "0.03"))
+    n = 4096
+    k = max(512, int(gb * 2 ** 30) // (2 * n) // 256 * 256)
+    rng = np.random.default_rng(11)
+    planted = {0: (rng.standard_normal((256, n)) * 0.1).astype(np.float16),
+               k - 256: (rng.standard_normal((256, n)) * 3).astype(np.float16)}
+    with open(tmp_path / "model.onnx.data", "wb") as f:
+        f.truncate(k * n * 2)
+        for r0, rows_ in planted.items():
+            f.seek(r0 * n * 2)
+            f.write(rows_.tobytes())
+    w = onnx.TensorProto(name="W", data_type=onnx.TensorProto.FLOAT16, dims=[k, n])
+    set_external(w, "model.onnx.data", 0, k * n * 2)
+    m = make_model([node("MatMul", ["x", "W"], ["y"])], [("x", "float16", [1, k])], [("y", "float16", [1, n])], [w],
+                   opset=21, ir=10)
+    onnx.save(m, str(tmp_path / "model.onnx"))
+    out = tmp_path / "out" / "q.onnx"
+    out.parent.mkdir()
+    s = SCHEMES["int4-b128"]
+    report = convert_model(tmp_path / "model.onnx", out, s.name, workers=2)
+    assert report.files == [str(out), str(out.parent / "q.onnx.data")] and out.stat().st_size < 4096
+    assert (out.parent / "q.onnx.data").stat().st_size >= k * n // 2
+    onnx.checker.check_model(str(out), full_check=True)
+    assert check_model(out).ok
+    q = load_model(out)
+    got = {t.name: t for t in q.proto.graph.initializer}
+    scale = q.values(got["W_scale"])
+    assert tuple(got["W_quantized"].dims) == (k, n) and scale.shape == (k // 128, n)
+    where, offset, length = q.external_span(got["W_quantized"])
+    assert length == k * n // 2
+
+    def code_rows(r0: int, count: int) -> np.ndarray:       # rows of the packed int4 codes, read from the file
+        with open(where, "rb") as f:
+            f.seek(offset + r0 * n // 2)
+            return unpack(f.read(count * n // 2), "int4", (count, n))
+
+    for r0, rows_ in planted.items():   # the planted rows' blocks, by the checkpoint's numpy reference path
+        c, sc, _ = reference.encode(s, np.ascontiguousarray(rows_.T.astype(np.float32)))
+        want = reference.dequantize(s, c, sc, None).T
+        dq = dequantize_linear(code_rows(r0, 256), np.asarray(scale[r0 // 128:r0 // 128 + 2]), axis=0, block_size=128)
+        assert same_bytes(dq, np.ascontiguousarray(want))
+    assert not code_rows(256, 256).view(np.uint8).any()                            # zeros between

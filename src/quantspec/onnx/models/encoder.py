@@ -10,10 +10,14 @@ is derived here: the bytes are the checkpoint's, laid out as ONNX DequantizeLine
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..._core import jit
+from ..._core.packing import packed_size, unpack_codes
 from ...checkpoint import reference
 from ...checkpoint.backend import LocalBackend
 from ...checkpoint.encode import encode_rows
@@ -21,10 +25,9 @@ from ...checkpoint.report import TensorReport
 from ...checkpoint.schemes import Scheme
 from ...dtypes import qtype
 from ...errors import RangeError
-from ..packing import unpack
 from .weights import Layout
 
-__all__ = ["Quantized", "quantize_weight", "SLAB_BYTES"]
+__all__ = ["Quantized", "quantize_weight", "transpose_into", "SLAB_BYTES"]
 
 #: source bytes per slab of rows (about)
 SLAB_BYTES = 16 << 20
@@ -45,13 +48,48 @@ class Quantized:
 
 
 def _typed(buf: np.ndarray, type_name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """The values of an encoder output (its stored bytes; packed for sub-byte types)."""
+    """The values of an encoder output (its stored bytes; packed for sub-byte types), a view of ``buf``
+    or a new array.  A sub-byte value is held in its byte as its bit pattern in the low bits, as
+    ml_dtypes holds it (what :func:`quantspec.onnx.unpack` gives)."""
     t = qtype(type_name)
     data = np.ascontiguousarray(buf).reshape(-1).view(np.uint8)
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     if t.is_packed:
-        return unpack(data[:(n * t.bits + 7) // 8].tobytes(), t, shape)
-    return data[:n * t.dtype.itemsize].view(t.dtype).reshape(shape).copy()
+        return unpack_codes(data[:packed_size(n, t.bits)], t.bits, n).view(t.dtype).reshape(shape)
+    return data[:n * t.dtype.itemsize].view(t.dtype).reshape(shape)
+
+
+#: the side of the square tiles an in-out weight is transposed in (numpy copies a transposed view
+#: element by element; a tile's rows stay in cache)
+TILE = 64
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+_KERNELS = None
+_KERNELS_LOCK = threading.Lock()
+
+
+def _kernels():
+    """The kernel module, imported once (worker threads must not see it half-imported)."""
+    global _KERNELS
+    if _KERNELS is None:
+        with _KERNELS_LOCK:
+            if _KERNELS is None:
+                _KERNELS = jit.load("quantspec.onnx.models._kernels")
+    return _KERNELS
+
+
+def transpose_into(src: np.ndarray, dst: np.ndarray) -> None:
+    """``dst[...] = src.T`` for 2-D arrays (strided views allowed): the fused kernel, or a tile at a
+    time in numpy when the fast path is off."""
+    if jit.enabled() and src.dtype.itemsize in _BITS and src.size >= TILE * TILE:
+        bits = _BITS[src.dtype.itemsize]
+        _kernels().transpose(np.asarray(src).view(bits), np.asarray(dst).view(bits))
+        return
+    rows, cols = src.shape
+    for i in range(0, rows, TILE):
+        for j in range(0, cols, TILE):
+            dst[j:j + TILE, i:i + TILE] = src[i:i + TILE, j:j + TILE].T
 
 
 def _finite_range(rows: np.ndarray, step: int, name: str, path: str) -> tuple[float, float]:
@@ -101,11 +139,19 @@ def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: 
 
     def slab(r0: int) -> np.ndarray:
         r1 = min(r0 + step, nrows)
-        x = np.ascontiguousarray(rows[r0:r1])
+        if layout.transposed:           # rows r0:r1 of B^T: columns r0:r1 of B
+            x = np.empty((r1 - r0, cols), w.dtype)
+            transpose_into(w[:, r0:r1], x)
+        else:
+            x = np.ascontiguousarray(rows[r0:r1])
         out, stats = encode_rows(s, dtype, x.reshape(-1).view(np.uint8), r1 - r0, cols, params, name=name, path=path)
         if stats[3] >= 0:
             raise _non_finite(name, path, r0 + int(stats[3]))
-        codes_rows[r0:r1] = _typed(out["codes"], s.codes, (r1 - r0, cols))
+        got = _typed(out["codes"], s.codes, (r1 - r0, cols))
+        if layout.transposed:
+            transpose_into(got, codes[:, r0:r1])
+        else:
+            codes_rows[r0:r1] = got
         if s.granularity != "tensor":
             sub = (r1 - r0, *pshape_rows[1:])
             scale_rows[r0:r1] = _typed(out["scale"], s.scale_type, sub)
