@@ -31,7 +31,7 @@ from quantspec.dtypes import qtype
 from quantspec.errors import InvalidArgumentError, ModelError, QuantSpecError, RangeError, UnsupportedError
 from quantspec.onnx import check_model, convert_model
 from quantspec.onnx.models import encoder, load_model
-from quantspec.onnx.models.converter import required_opset
+from quantspec.onnx.models.converter import onnxruntime_refusal, required_opset
 
 #: the largest relative RMS error of each output of :func:`float_model` against the float model's, per
 #: scheme (about twice the largest seen over seeds; the model chains three quantized weights)
@@ -42,13 +42,12 @@ TOLERANCE = {
     "fp8-e4m3": 0.1, "fp8-e4m3-channel": 0.1, "fp8-e5m2": 0.3,
     "mxfp4": 0.35, "mxfp6-e2m3": 0.1, "mxfp6-e3m2": 0.2, "mxfp8-e4m3": 0.1, "mxfp8-e5m2": 0.2,
 }
-#: onnxruntime 1.31 has DequantizeLinear kernels for these codes with a float32 scale (not float4e2m1,
-#: float6, or any float8e8m0 scale: every MX scheme runs in onnx.reference only)
-ORT_CODES = ("int8", "uint8", "int4", "uint4", "float8e4m3fn", "float8e5m2")
 
 
 def ort_runs(s) -> bool:
-    return s.scale_type == "float" and s.codes in ORT_CODES
+    """onnxruntime 1.31 runs the scheme's DequantizeLinear, as quantspec's compat="onnxruntime" knows it
+    (the test checks the real onnxruntime agrees: it runs these and refuses the others)."""
+    return onnxruntime_refusal(s) is None
 
 
 def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
@@ -97,6 +96,16 @@ def ck_dir(tmp_path_factory):
 # ------------------------------------------------------------------------------------------------
 # every scheme: bytes against the checkpoint, through onnxruntime and onnx.reference
 # ------------------------------------------------------------------------------------------------
+
+def test_onnxruntime_runs_every_scheme_but_the_mx_ones():
+    assert [n for n, s in SCHEMES.items() if not ort_runs(s)] == [n for n in SCHEMES if n.startswith("mx")]
+
+
+def test_the_tolerances_are_documented():
+    text = (Path(__file__).resolve().parents[1] / "docs" / "onnx-models.md").read_text()
+    for name, tol in TOLERANCE.items():
+        assert f"| `{name}` | {tol} |" in text, name
+
 
 def test_required_opsets_come_from_the_opset_table():
     """The lowest opset whose DequantizeLinear takes each scheme's types and attributes (read from

@@ -42,9 +42,9 @@ from .convreport import ModelConversionReport, WeightReport
 from .encoder import Quantized, quantize_weight
 from .graph import read_graph
 from .io import OnnxModel, load_model, onnx_module, save_model
-from .weights import Candidate, find_weights
+from .weights import OUT_IN, Candidate, find_weights
 
-__all__ = ["convert_model", "required_opset", "dequantize_attributes"]
+__all__ = ["convert_model", "required_opset", "dequantize_attributes", "onnxruntime_refusal", "markdown"]
 
 
 def dequantize_attributes(s: Scheme) -> tuple[str, ...]:
@@ -70,6 +70,40 @@ def required_opset(s: Scheme | str) -> int:
         if s.codes in r.dq_x and s.scale_type in r.dq_scale and needs <= set(r.dq_attrs):
             return r.version
     raise UnsupportedError("scheme", "has no DequantizeLinear version that takes it", s.name)  # pragma: no cover
+
+
+def onnxruntime_refusal(s: Scheme | str) -> str | None:
+    """Why onnxruntime 1.31 cannot run the DequantizeLinear of scheme ``s`` (None: it can), as
+    quantspec's ``compat="onnxruntime"`` mode knows it (:func:`quantspec.onnx.plan_dequantize`)."""
+    from .. import plan_dequantize
+    from ...errors import RuntimeUnsupportedError
+
+    s = SCHEMES[s] if isinstance(s, str) else s
+    shape = (4, 64)
+    codes = np.zeros(shape, qtype(s.codes).dtype)
+    pshape = OUT_IN.param_shape(s, shape)
+    scale = np.ones(pshape, qtype(s.scale_type).dtype)
+    zp = np.zeros(pshape, codes.dtype) if s.zero_point else None
+    attrs: dict[str, Any] = dict(OUT_IN.attributes(s))
+    if s.scale_type == "float8e8m0":
+        attrs["output_dtype"] = "float"
+    try:
+        plan_dequantize(codes, scale, zp, compat="onnxruntime", opset=required_opset(s), **attrs)
+    except RuntimeUnsupportedError as e:
+        return e.rule
+    return None
+
+
+def markdown() -> str:
+    """The docs' table of schemes on ONNX models (docs/onnx-models.md)."""
+    rows = ["| scheme | codes | scale | opset | DequantizeLinear attributes | onnxruntime 1.31 |", "|---|---|---|---|---|---|"]
+    for s in SCHEMES.values():
+        attrs = ", ".join(dequantize_attributes(s)) or "-"
+        why = onnxruntime_refusal(s)
+        ort = "runs" if why is None else "no: " + why.replace("onnxruntime 1.31 ", "").replace("|", "/")
+        codes = s.codes + (" + zero point" if s.zero_point else "")
+        rows.append(f"| `{s.name}` | {codes} | {s.scale_type} | {required_opset(s)} | {attrs} | {ort} |")
+    return "\n".join(rows) + "\n"
 
 
 def _destination(dst: Any, model: OnnxModel) -> Path:

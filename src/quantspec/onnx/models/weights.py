@@ -81,7 +81,8 @@ IN_OUT = Layout("in-out", 1, 0)
 class WeightInput:
     """One operator's weight input: ``input`` (its position), ``name`` (the operator's name for it),
     ``ranks`` the ranks it takes (None: 3 or more), and the layout (``layout``: a layout, or
-    ``"transB"``: out-in when the node's ``transB`` is 1, in-out when it is 0)."""
+    ``"transB"``: out-in when the node's ``transB`` is 1, in-out when it is 0; then ``note`` holds the
+    two cases' notes, ``" / "`` between)."""
 
     op_type: str
     input: int
@@ -103,7 +104,7 @@ class WeightInput:
 #: the weight input of each operator whose constant weights are quantized (default domain)
 WEIGHT_INPUTS: dict[str, WeightInput] = {w.op_type: w for w in (
     WeightInput("MatMul", 1, "B", (2,), IN_OUT, "`[K, N]`; a stack of matrices (rank 3 or more) is kept"),
-    WeightInput("Gemm", 1, "B", (2,), "transB", "`[K, N]` with `transB=0`, `[N, K]` with `transB=1`"),
+    WeightInput("Gemm", 1, "B", (2,), "transB", "`[K, N]` / `[N, K]`"),
     WeightInput("Conv", 1, "W", None, OUT_IN, "`[M, C/group, k1, k2, ...]`, read as M rows of `C/group*k1*k2*...`"),
 )}
 
@@ -214,10 +215,9 @@ def markdown() -> str:
     """The docs' table of weight inputs and their DequantizeLinear attributes (docs/onnx-models.md)."""
     rows = ["| operator | weight | layout | per channel | blocks of B | note |", "|---|---|---|---|---|---|"]
     for w in WEIGHT_INPUTS.values():
-        layouts = [OUT_IN if w.layout == "transB" and t else IN_OUT if w.layout == "transB" else w.layout
-                   for t in ((0, 1) if w.layout == "transB" else (None,))]
-        for t, lay in zip((0, 1) if w.layout == "transB" else (None,), layouts):
-            which = f"{w.name}" + ("" if t is None else f", transB={t}")
-            rows.append(f"| {w.op_type} | {which} (input {w.input}) | {lay.name} | `axis={lay.out_axis}` | "
-                        f"`axis={lay.in_axis}, block_size=B` | {w.note} |")
+        cases = [(f" with `transB={t}`", OUT_IN if t else IN_OUT, w.note.split(" / ")[t]) for t in (0, 1)] \
+            if w.layout == "transB" else [("", w.layout, w.note)]
+        for when, lay, note in cases:
+            rows.append(f"| {w.op_type} | {w.name} (input {w.input}){when} | {lay.name} | `axis={lay.out_axis}` | "
+                        f"`axis={lay.in_axis}, block_size=B` | {note} |")
     return "\n".join(rows) + "\n"
