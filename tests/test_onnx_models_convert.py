@@ -444,12 +444,15 @@ def test_bad_input_is_a_quantspec_error_and_writes_nothing(sources, tmp_path):
     dst = tmp_path / "q.onnx"
     nan = weights()
     nan["W2"][3, 5] = np.nan
-    with pytest.raises(RangeError, match="weight 'W2' holds NaN or infinity"):
+    with pytest.raises(RangeError, match=r"weight 'W2' holds NaN or infinity \(at \[3, 5\]\)"):
         convert_model(float_model(13, values=nan), dst, "int4-b32")
+    with pytest.raises(RangeError, match=r"weight 'W2' holds NaN or infinity \(at \[3, 5\]\)"):
+        convert_model(float_model(13, values=nan), dst, "int8-tensor")              # per tensor: the range scan
     inf = weights()
-    inf["Wc"][4, 0, 0, 0] = -np.inf
-    with pytest.raises(RangeError, match="weight 'Wc' holds NaN"):
-        convert_model(float_model(13, values=inf), dst, "int8-tensor")              # per tensor: the range scan
+    inf["Wc"][4, 0, 1, 2] = -np.inf
+    for name in ("int8", "fp8-e4m3"):
+        with pytest.raises(RangeError, match=r"weight 'Wc' holds NaN or infinity \(at \[4, 0, 1, 2\]\)"):
+            convert_model(float_model(13, values=inf), dst, name)
     assert convert_model(float_model(13, values=nan), dst, "int8", exclude="W2").kept
     dst.unlink()
     with pytest.raises(InvalidArgumentError, match="scheme"):

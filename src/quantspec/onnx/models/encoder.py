@@ -92,22 +92,35 @@ def transpose_into(src: np.ndarray, dst: np.ndarray) -> None:
             dst[j:j + TILE, i:i + TILE] = src[i:i + TILE, j:j + TILE].T
 
 
-def _finite_range(rows: np.ndarray, step: int, name: str, path: str) -> tuple[float, float]:
-    """The float32 minimum and maximum of every row (a per-tensor scheme's range)."""
+def _finite_range(w: np.ndarray, name: str, path: str) -> tuple[float, float]:
+    """The float32 minimum and maximum of the weight (a per-tensor scheme's range), scanned in its own
+    layout a slab at a time."""
+    flat = w.reshape(w.shape[0], -1)
+    step = max(1, SLAB_BYTES // max(1, flat.shape[1] * w.dtype.itemsize))
     mn, mx = np.inf, -np.inf
-    for r0 in range(0, rows.shape[0], step):
-        x = np.asarray(rows[r0:r0 + step], np.float32)
-        if not np.isfinite(x).all():
-            bad = r0 + int(np.argmin(np.isfinite(x).all(axis=1)))
-            raise _non_finite(name, path, bad)
+    for r0 in range(0, flat.shape[0], step):
+        x = np.asarray(flat[r0:r0 + step], np.float32)
+        finite = np.isfinite(x)
+        if not finite.all():
+            k = r0 * flat.shape[1] + int(np.argmin(finite.reshape(-1)))
+            raise _non_finite(name, path, np.unravel_index(k, w.shape))
         mn, mx = min(mn, float(x.min())), max(mx, float(x.max()))
     return mn, mx
 
 
-def _non_finite(name: str, path: str, row: int) -> RangeError:
-    return RangeError("src", f"weight {name!r} holds NaN or infinity (row {row} of its [out, in] rows); quantization "
-                      "parameters cannot be chosen from it", path,
+def _non_finite(name: str, path: str, index) -> RangeError:
+    where = ", ".join(str(int(i)) for i in index)
+    return RangeError("src", f"weight {name!r} holds NaN or infinity (at [{where}]); quantization parameters cannot "
+                      "be chosen from it", path,
                       detail="nothing was written; keep the tensor (--exclude NAME, or a recipe rule with scheme 'keep')")
+
+
+def _first_non_finite(x: np.ndarray, row: int, r0: int, layout: Layout, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The ONNX index of the first NaN or infinity in row ``row`` of the slab ``x`` (rows from ``r0``)."""
+    j = int(np.argmin(np.isfinite(np.asarray(x[row], np.float32))))
+    if layout.transposed:
+        return (j, r0 + row)
+    return tuple(np.unravel_index((r0 + row) * x.shape[1] + j, shape))
 
 
 def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: str, path: str = "",
@@ -122,7 +135,7 @@ def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: 
     step = max(1, SLAB_BYTES // max(1, cols * w.dtype.itemsize))
     params = None
     if s.granularity == "tensor":
-        scale, zp = reference.tensor_params(s, *_finite_range(rows, step, name, path))
+        scale, zp = reference.tensor_params(s, *_finite_range(w, name, path))
         params = (float(scale), int(zp))
     t = qtype(s.codes)
     codes = np.empty(shape, t.dtype)
@@ -146,7 +159,7 @@ def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: 
             x = np.ascontiguousarray(rows[r0:r1])
         out, stats = encode_rows(s, dtype, x.reshape(-1).view(np.uint8), r1 - r0, cols, params, name=name, path=path)
         if stats[3] >= 0:
-            raise _non_finite(name, path, r0 + int(stats[3]))
+            raise _non_finite(name, path, _first_non_finite(x, int(stats[3]), r0, layout, shape))
         got = _typed(out["codes"], s.codes, (r1 - r0, cols))
         if layout.transposed:
             transpose_into(got, codes[:, r0:r1])
