@@ -625,3 +625,15 @@ def test_a_large_model_streams_through_external_data(tmp_path):
         dq = dequantize_linear(code_rows(r0, 256), np.asarray(scale[r0 // 128:r0 // 128 + 2]), axis=0, block_size=128)
         assert same_bytes(dq, np.ascontiguousarray(want))
     assert not code_rows(256, 256).view(np.uint8).any()                            # zeros between
+
+
+@pytest.mark.parametrize("name", ["int8", "uint4-b32-asym", "fp8-e5m2"])
+def test_the_audit_confirms_onnxruntime_dequantizes_as_the_spec(name, sources, tmp_path):
+    """quantspec audit on a converted model: onnxruntime computes every DequantizeLinear as the spec does."""
+    require("onnxruntime")
+    from quantspec.onnx import audit
+
+    convert_model(sources / "f21.onnx", tmp_path / "q.onnx", name)
+    report = audit(tmp_path / "q.onnx")
+    assert report.ok and report.confirmed, report.render()
+    assert sorted(n.output for n in report.nodes) == sorted(dq_outputs(onnx_api()[0].load(str(tmp_path / "q.onnx"))))
