@@ -7,6 +7,7 @@
     quantspec check MODEL.tflite|MODEL.onnx [--json]
     quantspec audit MODEL.onnx [--input FILE] [--json]
     quantspec run MODEL.tflite --input FILE.npy [--compare-litert]
+    quantspec convert SRC DST --scheme NAME       # a checkpoint, or MODEL.onnx OUT.onnx
     quantspec bench [--quick]
     quantspec demo
 
@@ -106,8 +107,8 @@ COMMANDS = {
     "audit": ("where onnxruntime and onnx.reference depart from the ONNX spec, node by node in a model",
               lambda a: _delegate("quantspec.onnx.models._cli", "audit_main", a)),
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
-    "convert": ("quantize a whole checkpoint (safetensors, sharded or not) into a quantized one",
-                lambda a: _delegate("quantspec.checkpoint._cli", "main", a)),
+    "convert": ("quantize a whole checkpoint (safetensors, sharded or not), or an ONNX model's weights",
+                lambda a: _delegate("quantspec.onnx.models._cli", "convert_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),

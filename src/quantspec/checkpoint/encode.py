@@ -25,9 +25,10 @@ from ..dtypes import qtype
 from ..errors import RangeError, TensorFileError
 from . import reference, sources
 from .layout import Entry
-from .schemes import SCHEMES
+from .schemes import SCHEMES, Scheme
 
-__all__ = ["Task", "SlabResult", "run", "tensor_params", "write_at", "close_file", "close_all", "digest"]
+__all__ = ["Task", "SlabResult", "run", "encode_rows", "tensor_params", "write_at", "close_file", "close_all",
+           "digest"]
 
 _KIND = {"float": 0, "float16": 1, "bfloat16": 2}
 _SRC_DTYPE = {"float": np.float32, "float16": np.float16}
@@ -221,11 +222,32 @@ def _write(e: Entry, task: Task, arrays: dict[str, np.ndarray]) -> None:
         write_at(task.target, o.offset + pos[role], data)
 
 
+def encode_rows(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params: tuple | None = None, *,
+                name: str = "", path: str = "") -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The outputs of ``rows`` rows of one tensor under scheme ``s``, free of any plan or file: ``raw``
+    holds the rows' bytes (``dtype``: float, float16 or bfloat16; ``[rows, cols]``, row-major);
+    ``params``: a per-tensor scheme's (scale, zero point).  Returns ``(outputs, stats)``: ``outputs``
+    maps codes / scale / zero_point to their stored bytes (sub-byte types packed from the slab's first
+    element; this thread's scratch buffers, valid until its next call) and ``stats`` is [sum (x-dq)^2,
+    sum x^2, max |x-dq|, first row holding NaN or infinity or -1] (then ``outputs`` is not filled).
+    ``name`` and ``path`` name the tensor in errors.  The fast kernels, or the reference path when
+    the fast path is off."""
+    impl = _fast_outputs if jit.enabled() else _reference_outputs
+    return impl(s, dtype, raw, rows, cols, params, name, path)
+
+
 def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    s = SCHEMES[e.scheme]
+    outputs, stats = _fast_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params, e.source.name,
+                                   e.source.path)
+    if stats[3] < 0:
+        _write(e, task, outputs)
+    return stats
+
+
+def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str):
     k = _kernels()
     t = qtype(s.codes)
-    kind = _KIND[e.source.dtype]
+    kind = _KIND[dtype]
     n = rows * cols
     stats = np.zeros(4)
     stats[3] = -1
@@ -239,7 +261,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
     fmt = _float_format(t)
     outputs = {"codes": codes}
     if s.granularity == "tensor":
-        scale, _ = task.params
+        scale, _ = params
         k.tensor(raw, kind, rows, cols, k.T_INT8 if t.is_int else k.T_FP8, np.float32(scale), fmt, codes, stats, buf, dq)
         outputs["scale"] = np.array([scale], np.float32)
     elif s.granularity == "channel":
@@ -252,8 +274,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
         if s.zero_point:
             outputs["zero_point"] = zp
         if s.params == "litert" and stats[3] < 0 and not np.all(np.isfinite(scale)):
-            raise RangeError("src", f"tensor {e.source.name!r} has values too large for a float32 LiteRT scale",
-                             e.source.path)
+            raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
     else:
         nb = -(-cols // s.block)
         if s.params == "mx":
@@ -270,9 +291,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
             if s.zero_point:
                 outputs["zero_point"] = zp
         outputs["scale"] = scale
-    if stats[3] < 0:
-        _write(e, task, outputs)
-    return stats
+    return outputs, stats
 
 
 _FORMATS: dict = {}
@@ -290,27 +309,32 @@ def _float_format(t):
 
 
 def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    s = SCHEMES[e.scheme]
-    x = _as_float32(raw, e.source.dtype, rows, cols)
+    outputs, stats = _reference_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params,
+                                        e.source.name, e.source.path)
+    if stats[3] < 0:
+        _write(e, task, outputs)
+    return stats
+
+
+def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str):
+    x = _as_float32(raw, dtype, rows, cols)
     stats = np.zeros(4)
     stats[3] = -1
     finite = np.isfinite(x).all(axis=1)
     if not finite.all():
         stats[3] = int(np.argmin(finite))
-        return stats
-    codes, scale, zp = reference.encode(s, x, task.params)
+        return {}, stats
+    codes, scale, zp = reference.encode(s, x, params)
     if s.params == "litert" and not np.all(np.isfinite(scale)):
-        raise RangeError("src", f"tensor {e.source.name!r} has values too large for a float32 LiteRT scale",
-                         e.source.path)
+        raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
     dq = reference.dequantize(s, codes, scale, zp)
     d = x.astype(np.float64) - dq.astype(np.float64)
     stats[:3] = (d * d).sum(), (x.astype(np.float64) ** 2).sum(), np.abs(d).max() if d.size else 0.0
     t = qtype(s.codes)
-    out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(e.output("scale").type))}
+    out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(s.scale_type))}
     if zp is not None:
         out["zero_point"] = _bytes(zp, t)
-    _write(e, task, out)
-    return stats
+    return out, stats
 
 
 def _bytes(a: np.ndarray, t) -> np.ndarray:

@@ -22,10 +22,11 @@ from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
 __all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
-           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "check_model", "audit", "CheckReport", "AuditReport"]
+           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "check_model", "audit", "CheckReport", "AuditReport",
+           "convert_model", "ModelConversionReport"]
 
 #: names of the model-level half (quantspec.onnx.models), imported when first used: it needs the onnx package
-_MODEL_NAMES = ("check_model", "audit", "CheckReport", "AuditReport")
+_MODEL_NAMES = ("check_model", "audit", "CheckReport", "AuditReport", "convert_model", "ModelConversionReport")
 
 
 def __getattr__(name: str):

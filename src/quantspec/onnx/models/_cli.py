@@ -9,6 +9,10 @@
   DequantizeLinear node as the spec does (and as quantspec's ``compat="onnxruntime"`` does); 1:
   it departed from the spec at some node (or from ``compat="onnxruntime"``); 2: bad input, or a model
   onnxruntime cannot run.  ``--static`` runs nothing and exits 0.
+- ``quantspec convert MODEL.onnx OUT.onnx --scheme NAME``: weight-only quantization of a float model
+  (:func:`quantspec.onnx.convert_model`); any other SRC (a safetensors checkpoint, an .npz...) goes to
+  the checkpoint converter (:mod:`quantspec.checkpoint._cli`), chosen by the file's content.  Exit
+  status 0: written; 2: bad input.
 """
 
 from __future__ import annotations
@@ -141,3 +145,105 @@ def audit_main(argv: Sequence[str]) -> int:
     if args.static:
         return EXIT_OK
     return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+# ------------------------------------------------------------------------------------------------
+# quantspec convert
+# ------------------------------------------------------------------------------------------------
+
+#: options of either converter that take a value (to find SRC among the arguments)
+_VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask")
+_CHECKPOINT_SUFFIXES = (".safetensors", ".npz", ".npy", ".json")
+
+
+def _source_argument(argv: Sequence[str]) -> str | None:
+    """The first positional argument (SRC), skipping options and their values."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("src", nargs="?")
+    for opt in _VALUE_OPTIONS:
+        pre.add_argument(opt, action="append")
+    try:
+        known, _ = pre.parse_known_args(list(argv))
+    except SystemExit:
+        return None
+    return known.src
+
+
+def is_onnx_source(path: str) -> bool:
+    """Whether ``quantspec convert``'s SRC is an ONNX model: a file named .onnx, or a file whose first
+    bytes open a serialized ModelProto and are not a safetensors header (8 bytes of length, then
+    ``{``), a zip (.npz) or an .npy; checkpoint names (.safetensors, .npz, .npy, .json) and
+    directories are checkpoints."""
+    from .io import looks_like_onnx
+
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() in _CHECKPOINT_SUFFIXES:
+        return False
+    if p.suffix.lower() == ".onnx":
+        return True
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    if head[8:9] == b"{" or head[:4] == b"PK\x03\x04" or head[:6] == b"\x93NUMPY":
+        return False
+    return looks_like_onnx(head)
+
+
+def convert_parser() -> argparse.ArgumentParser:
+    from ...checkpoint.schemes import SCHEMES
+
+    p = argparse.ArgumentParser(
+        prog="quantspec convert",
+        description="Weight-only quantization of a float ONNX model: the constant weight of each MatMul (B), Gemm "
+        "(B) and Conv (W) becomes DequantizeLinear(codes, scale[, zero point]) feeding the operator, with the schemes "
+        "of quantspec convert for checkpoints (the same bytes). The model is upgraded to the lowest opset whose "
+        "DequantizeLinear has the scheme's types and attributes when it is below it. Other initializers, and weights "
+        "a scheme cannot take, are kept and listed. OUT.onnx is written atomically, with an external data file beside "
+        "it when the source had one or the model exceeds 2 GB. See docs/onnx-models.md.",
+        epilog="Exit status: 0 written, 2 bad input.")
+    p.add_argument("src", metavar="MODEL.onnx", help="the float model (chosen by content: any file holding an ONNX model)")
+    p.add_argument("dst", metavar="OUT.onnx", help="the file to write")
+    p.add_argument("--scheme", metavar="NAME", help="the scheme of every weight no recipe rule names: " + ", ".join(SCHEMES))
+    p.add_argument("--recipe", metavar="FILE", help="a TOML file: default = SCHEME and [[rules]] tables "
+                   "{match = GLOB, scheme = SCHEME or \"keep\"} over initializer names, first match wins")
+    p.add_argument("--include", metavar="GLOB", action="append", help="quantize only initializers matching a glob "
+                   "(repeatable)")
+    p.add_argument("--exclude", metavar="GLOB", action="append", help="keep initializers matching this glob (repeatable)")
+    p.add_argument("--external-data", action="store_true", help="write the large initializers to OUT.onnx.data "
+                   "(default: as the source did, or when the model exceeds 2 GB)")
+    p.add_argument("--report", action="store_true", help="print a line per initializer (scheme, use, bytes, error)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def convert_main(argv: Sequence[str]) -> int:
+    """``quantspec convert``: an ONNX SRC here, any other to the checkpoint converter."""
+    argv = list(argv)
+    src = _source_argument(argv)
+    if src is None or not is_onnx_source(src):
+        from ...checkpoint._cli import main as checkpoint_main
+
+        try:
+            return checkpoint_main(argv)
+        except SystemExit as e:
+            if e.code == 0 and src is None:
+                print("\nAn ONNX model: quantspec convert MODEL.onnx OUT.onnx --scheme NAME [--recipe FILE] "
+                      "[--include GLOB] [--exclude GLOB] [--quiet] (quantspec convert MODEL.onnx OUT.onnx --help)")
+            raise
+    args, code = _parse(convert_parser(), argv)
+    if args is None:
+        return code
+    from .converter import convert_model
+
+    report = convert_model(args.src, args.dst, args.scheme, recipe=args.recipe, include=args.include,
+                           exclude=args.exclude, external_data=True if args.external_data else None)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    elif not args.quiet:
+        if args.report:
+            print(report.table())
+        print(f"quantspec convert: {report.summary()}; wrote {args.dst}")
+    return EXIT_OK

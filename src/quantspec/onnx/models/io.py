@@ -353,6 +353,17 @@ def _write_array(f, a: np.ndarray) -> int:
     from ..packing import pack
 
     t = qtype(a.dtype)
+    if t.bits in (2, 4) and a.size >= MAP_FROM:
+        from ..._core import jit
+
+        if jit.enabled():                     # a large 4- or 2-bit tensor: packed by the fused kernel
+            from ..._core import fast as core
+
+            codes = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+            out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
+            jit.load("quantspec._core.fastpack").pack(core.parallel(codes.size))(codes, out, t.bits, core.CHUNK)
+            f.write(memoryview(out))
+            return int(out.size)
     if t.is_packed or sys.byteorder != "little" or a.dtype.byteorder == ">":
         data = pack(a)
         f.write(data)
