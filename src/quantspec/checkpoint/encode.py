@@ -12,7 +12,6 @@ the files, and no two tasks write the same bytes (packed outputs start each slab
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from .._core import jit
 from .._core.packing import pack_codes, packed_size
 from ..dtypes import qtype
 from ..errors import RangeError, TensorFileError
+from . import digest as _digest
 from . import reference, sources
 from .layout import Entry
 from .schemes import SCHEMES
@@ -62,8 +62,8 @@ class SlabResult:
 
 
 def digest(pieces) -> str:
-    """A tensor's digest from its slabs' SHA-256 digests, in order: SHA-256 of their concatenation."""
-    return "sha256:" + hashlib.sha256(b"".join(pieces)).hexdigest()
+    """A tensor's digest from its slabs' hashes, in order (:mod:`.digest`)."""
+    return _digest.combine(pieces)
 
 
 # -- files written --------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def run(task: Task) -> SlabResult:
     """Run one task (see :class:`Task`)."""
     e, t = task.entry, task.entry.source
     raw = sources.read_rows(t, task.r0, task.r1, _scratch("src", task.nbytes))
-    h = hashlib.sha256(raw).digest() if task.hash else None
+    h = _digest.piece(raw) if task.hash else None
     if task.phase == "hash":
         return SlabResult(task, h)
     if task.phase == "copy":

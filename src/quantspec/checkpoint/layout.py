@@ -36,8 +36,8 @@ SLAB_BYTES = 16 << 20
 #: the default largest shard (data bytes), as ``save_pretrained`` writes them
 DEFAULT_MAX_SHARD_SIZE = 5 * 10 ** 9
 #: the version of the file layout and of the rules the converter follows (part of every plan's fingerprint)
-FORMAT_VERSION = 1
-DIGEST_PLACEHOLDER = "sha256:" + "0" * 64
+FORMAT_VERSION = 2
+DIGEST_PLACEHOLDER = "xxh64:" + "0" * 16
 STATS_PLACEHOLDER = format_stats((0.0, 0.0, 0.0))
 
 # a quantspec type stored in safetensors as (dtype code, typed view recorded in metadata)
