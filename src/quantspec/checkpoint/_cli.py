@@ -36,7 +36,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-shard-size", metavar="SIZE", help="largest shard: 2GB, 500MiB or bytes (default 5GB)")
     p.add_argument("--format", default="quantspec", metavar="LAYOUT", help="the output layout: quantspec (the only "
                    "one written so far)")
-    p.add_argument("--dask", metavar="local:N|ADDRESS", help=argparse.SUPPRESS)
+    p.add_argument("--dask", metavar="local:N|ADDRESS", help="run the slabs on a Dask cluster: local:N starts N worker "
+                   "processes here, an address (tcp://host:8786) uses a running scheduler whose workers mount SRC "
+                   "and DST at the same paths (pip install 'quantspec[dask]')")
     p.add_argument("--no-resume", action="store_true", help="recompute every shard, even those an interrupted run "
                    "finished")
     p.add_argument("--report", action="store_true", help="print a line per tensor (scheme, bytes, error)")

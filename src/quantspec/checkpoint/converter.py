@@ -30,8 +30,10 @@ from .. import __version__
 from ..errors import InvalidArgumentError, QuantSpecError, UnsupportedError
 from . import encode, layout, sources
 from .backend import backend as make_backend
+from .cluster import parse as parse_dask
 from .encode import Task
 from .layout import FORMAT_VERSION, Plan
+from .paths import local_path
 from .progress import progress_for
 from .report import ConversionReport, TensorReport, format_stats, parse_stats
 from .schemes import KEEP, SCHEMES, load_recipe
@@ -67,6 +69,9 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
         raise InvalidArgumentError("resume", "must be True or False", resume)
     rules = load_recipe(recipe, scheme, include, exclude)
     size = layout.parse_size(max_shard_size)
+    src, dst = local_path(src, "src"), local_path(dst, "dst")
+    if dask is not None:
+        parse_dask(dask)
     source = sources.discover(src)
     plan = layout.plan(source, rules, size, FORMATS[format]())
     be = make_backend(dask)
@@ -98,7 +103,8 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
     except BaseException as e:
         if opened:
             out.clean(keep_done=True)
-        if isinstance(e, QuantSpecError):     # bad input: nothing this run wrote stays
+        if isinstance(e, QuantSpecError) and not getattr(e, "keeps_finished", False):
+            # bad input: nothing this run wrote stays (tasks failing on a cluster keep finished shards)
             for p in made:
                 p.unlink(missing_ok=True)
         raise

@@ -103,12 +103,20 @@ def write_at(path: str, offset: int, data: np.ndarray) -> None:
     """Write ``data``'s bytes at ``offset`` of ``path`` (opened once per process)."""
     view = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
     done = 0
+    own = sources.private()      # a cluster's task: the file is opened for this write only
+    fd = -1
     try:
-        fd = _out_fd(path)
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)) if own else _out_fd(path)
         while done < len(view):
             done += os.pwrite(fd, view[done:], offset + done)
+        if own:
+            f, fd = fd, -1
+            os.close(f)          # on a network file system, close reports a failed write
     except OSError as e:   # a full disk, a quota, an I/O error
         raise TensorFileError("dst", "could not be written", path, detail=e.strerror or str(e)) from None
+    finally:
+        if own and fd >= 0:
+            os.close(fd)
 
 
 # -- per-thread scratch buffers ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ from .._core.packing import unpack_codes
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError, TensorFileError
 from .layout import QuantspecFormat
+from .paths import local_path
 from .schemes import KEEP, SCHEMES
 from .sources import SAFETENSORS_CODES
 
@@ -39,7 +40,7 @@ class QuantizedCheckpoint:
     """A checkpoint written by :func:`quantspec.checkpoint.convert`."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+        self.path = Path(local_path(path, "path"))
         fmt = QuantspecFormat()
         mpath = self.path / fmt.manifest_name
         if not mpath.is_file():
