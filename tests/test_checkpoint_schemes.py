@@ -407,7 +407,7 @@ def _raw_initializer(name: str, type_name: str, shape, data: bytes):
 
 
 def _stored_bytes(ck, spec: dict) -> bytes:
-    return np.ascontiguousarray(ck._stored(spec["name"])).tobytes()
+    return np.ascontiguousarray(ck.raw(spec["name"])).tobytes()
 
 
 @pytest.mark.parametrize("scheme", ALL)

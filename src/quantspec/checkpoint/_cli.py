@@ -34,8 +34,8 @@ def parser() -> argparse.ArgumentParser:
                    "(repeatable); the others are kept")
     p.add_argument("--exclude", metavar="GLOB", action="append", help="keep tensors matching this glob (repeatable)")
     p.add_argument("--max-shard-size", metavar="SIZE", help="largest shard: 2GB, 500MiB or bytes (default 5GB)")
-    p.add_argument("--format", default="quantspec", metavar="LAYOUT", help="the output layout: quantspec (the only "
-                   "one written so far)")
+    p.add_argument("--format", default="quantspec", metavar="LAYOUT", help="the output layout: quantspec (default), or "
+                   "compressed-tensors (config.json with a quantization_config, the layout vLLM and transformers load)")
     p.add_argument("--dask", metavar="local:N|ADDRESS", help="run the slabs on a Dask cluster: local:N starts N worker "
                    "processes here, an address (tcp://host:8786) uses a running scheduler whose workers mount SRC "
                    "and DST at the same paths (pip install 'quantspec[dask]')")

@@ -27,9 +27,12 @@ from . import reference, sources
 from .layout import Entry
 from .schemes import SCHEMES
 
-__all__ = ["Task", "SlabResult", "run", "tensor_params", "write_at", "close_file", "close_all", "digest"]
+__all__ = ["Task", "SlabResult", "run", "compute", "placed", "tensor_params", "write_at", "close_file", "close_all",
+           "digest"]
 
 _KIND = {"float": 0, "float16": 1, "bfloat16": 2}
+#: a scale stored as bfloat16 / float16 (the compressed-tensors layout): the kernels' ``sround``
+_SROUND = {"bfloat16": 1, "float16": 2}
 _SRC_DTYPE = {"float": np.float32, "float16": np.float16}
 
 
@@ -136,7 +139,7 @@ def _scratch(name: str, n: int, dtype=np.uint8) -> np.ndarray:
 # -- parameters of per-tensor schemes --------------------------------------------------------------
 def tensor_params(entry: Entry, mn: float, mx: float) -> tuple[float, int]:
     """(scale, zero point) of a per-tensor scheme from the whole tensor's min and max."""
-    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx)
+    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx, entry.output("scale").type)
     return float(scale), zp
 
 
@@ -157,9 +160,20 @@ def run(task: Task) -> SlabResult:
         out = _minmax(raw, t.dtype, rows, cols)
         _check_finite(e, task, out[2])
         return SlabResult(task, h, minmax=(out[0], out[1]))
-    stats = _encode_fast(e, task, raw, rows, cols) if jit.enabled() else _encode_reference(e, task, raw, rows, cols)
+    stats, arrays = compute(task, raw)
     _check_finite(e, task, stats[3])
+    _write(e, task, arrays)
     return SlabResult(task, h, stats=stats[:3].copy())
+
+
+def compute(task: Task, raw: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The outputs of an "encode" task's rows from their source bytes ``raw``, not written: (error
+    sums ``[sum (x-dq)^2, sum x^2, max |x-dq|, first row holding NaN or inf (-1: none)]``, role ->
+    array as the kernels give it).  The arrays are this thread's scratch buffers: use them before
+    the thread's next task."""
+    e = task.entry
+    rows, cols = task.r1 - task.r0, e.cols
+    return _encode_fast(e, task, raw, rows, cols) if jit.enabled() else _encode_reference(e, task, raw, rows, cols)
 
 
 def _check_finite(e: Entry, task: Task, bad: float) -> None:
@@ -220,16 +234,27 @@ def _positions(e: Entry, r0: int) -> dict[str, int]:
     return out
 
 
-def _write(e: Entry, task: Task, arrays: dict[str, np.ndarray]) -> None:
-    pos = _positions(e, task.r0)
+def placed(e: Entry, r0: int, r1: int, arrays: dict[str, np.ndarray]) -> list[tuple[str, int, np.ndarray]]:
+    """(role, offset in the file, data) of each output of rows ``[r0, r1)`` (offsets from the
+    plan's; relative to each output's start when its ``offset`` is 0)."""
+    if e.format is not None:                        # a layout that places its bytes itself
+        return e.format.place(e, r0, r1, arrays)
+    pos = _positions(e, r0)
+    out = []
     for role, data in arrays.items():
         o = e.output(role)
-        if role == "scale" and SCHEMES[e.scheme].granularity == "tensor" and task.r0 != 0:
+        if role == "scale" and SCHEMES[e.scheme].granularity == "tensor" and r0 != 0:
             continue                                # the per-tensor scale: written once, by the first slab
-        write_at(task.target, o.offset + pos[role], data)
+        out.append((role, o.offset + pos[role], data))
+    return out
 
 
-def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
+def _write(e: Entry, task: Task, arrays: dict[str, np.ndarray]) -> None:
+    for _, offset, data in placed(e, task.r0, task.r1, arrays):
+        write_at(task.target, offset, data)
+
+
+def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, dict]:
     s = SCHEMES[e.scheme]
     k = _kernels()
     t = qtype(s.codes)
@@ -255,7 +280,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
         zp = _scratch("zp", rows if s.zero_point else 0)
         mode = {"litert": k.CH_LITERT, "amax": k.CH_FP8}.get(s.params, k.CH_ORT_ASYM if s.zero_point else k.CH_ORT_SYM)
         k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), codes, scale, zp, stats,
-                  buf, dq)
+                  buf, dq, _SROUND.get(e.output("scale").type, 0))
         outputs["scale"] = scale
         if s.zero_point:
             outputs["zero_point"] = zp
@@ -274,13 +299,11 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
             zp[:] = 0
             blocks = [_scratch(f"blk{i}", nb, np.float32) for i in range(4)]
             k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf, *blocks,
-                    _scratch("blkz", nb, np.int32))
+                    _scratch("blkz", nb, np.int32), _SROUND.get(e.output("scale").type, 0))
             if s.zero_point:
                 outputs["zero_point"] = zp
         outputs["scale"] = scale
-    if stats[3] < 0:
-        _write(e, task, outputs)
-    return stats
+    return stats, outputs if stats[3] < 0 else {}
 
 
 _FORMATS: dict = {}
@@ -297,7 +320,7 @@ def _float_format(t):
     return hit
 
 
-def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
+def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, dict]:
     s = SCHEMES[e.scheme]
     x = _as_float32(raw, e.source.dtype, rows, cols)
     stats = np.zeros(4)
@@ -305,8 +328,8 @@ def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: in
     finite = np.isfinite(x).all(axis=1)
     if not finite.all():
         stats[3] = int(np.argmin(finite))
-        return stats
-    codes, scale, zp = reference.encode(s, x, task.params)
+        return stats, {}
+    codes, scale, zp = reference.encode(s, x, task.params, e.output("scale").type)
     if s.params == "litert" and not np.all(np.isfinite(scale)):
         raise RangeError("src", f"tensor {e.source.name!r} has values too large for a float32 LiteRT scale",
                          e.source.path)
@@ -317,8 +340,7 @@ def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: in
     out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(e.output("scale").type))}
     if zp is not None:
         out["zero_point"] = _bytes(zp, t)
-    _write(e, task, out)
-    return stats
+    return stats, out
 
 
 def _bytes(a: np.ndarray, t) -> np.ndarray:

@@ -164,28 +164,30 @@ def _from_files(root: Path, files: list[Path], index: Path | None) -> Source:
                   None if index is None else str(index.resolve()))
 
 
-def _safetensors_header(path: Path, root: Path, start: int) -> list[SourceTensor]:
+def _safetensors_header(path: Path, root: Path, start: int, argument: str = "src") -> list[SourceTensor]:
     try:
         size = path.stat().st_size
         with path.open("rb") as f:
             head = f.read(8)
             if len(head) < 8:
-                raise TensorFileError("src", "is too short to be a safetensors file", str(path))
+                raise TensorFileError(argument, "is too short to be a safetensors file", str(path))
             (n,) = struct.unpack("<Q", head)
             if n > size - 8:
-                raise TensorFileError("src", "has a safetensors header longer than the file", str(path))
+                raise TensorFileError(argument, "has a safetensors header longer than the file", str(path))
             raw = f.read(n)
     except OSError as e:
-        raise TensorFileError("src", "could not be read", str(path), detail=e.strerror or str(e)) from None
+        raise TensorFileError(argument, "could not be read", str(path), detail=e.strerror or str(e)) from None
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=tensorio._no_duplicate_keys)
     except tensorio._DuplicateKey as e:
-        raise TensorFileError("src", f"has a safetensors header naming tensor {e.args[0]!r} twice", str(path)) from None
+        raise TensorFileError(argument, f"has a safetensors header naming tensor {e.args[0]!r} twice", str(path)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TensorFileError("src", "has a safetensors header that is not JSON", str(path), detail=str(e)) from None
+        raise TensorFileError(argument, "has a safetensors header that is not JSON", str(path), detail=str(e)) from None
     if not isinstance(header, dict):
-        raise TensorFileError("src", "has a safetensors header that is not a JSON object", str(path))
-    header.pop("__metadata__", None)
+        raise TensorFileError(argument, "has a safetensors header that is not a JSON object", str(path))
+    meta = header.pop("__metadata__", None)
+    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        raise TensorFileError(argument, "has a safetensors header whose __metadata__ is not a map of strings", str(path))
     base, length = 8 + n, size - 8 - n
     out = []
     ordered = sorted(header.items(), key=lambda kv: _offsets(kv[1]))
@@ -197,18 +199,18 @@ def _safetensors_header(path: Path, root: Path, start: int) -> list[SourceTensor
         elif code in _UNSIGNED_EXTRA:
             dtype, itemsize = _UNSIGNED_EXTRA[code].str, _UNSIGNED_EXTRA[code].itemsize
         else:
-            raise TensorFileError("src", f"tensor {name!r} has a dtype quantspec cannot read", str(path),
+            raise TensorFileError(argument, f"tensor {name!r} has a dtype quantspec cannot read", str(path),
                                   detail=f"dtype {code!r}")
         shape, offsets = info.get("shape"), info.get("data_offsets")
         if (not isinstance(shape, list) or not all(tensorio._is_count(s) for s in shape) or not isinstance(offsets, list)
                 or len(offsets) != 2 or not all(tensorio._is_count(o) for o in offsets)):
-            raise TensorFileError("src", f"tensor {name!r} has a malformed header entry", str(path))
+            raise TensorFileError(argument, f"tensor {name!r} has a malformed header entry", str(path))
         count = 1
         for s in shape:
             count *= s
         a, b = offsets
         if not (a <= b <= length) or b - a != count * itemsize:
-            raise TensorFileError("src", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
+            raise TensorFileError(argument, f"tensor {name!r} has data offsets that do not fit its shape and dtype",
                                   str(path), detail=f"offsets {offsets}")
         out.append(SourceTensor(name, str(path.resolve()), _relative(path, root), dtype, tuple(shape), base + a, b - a,
                                 itemsize, start + i))
