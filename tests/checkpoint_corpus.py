@@ -110,6 +110,8 @@ def build_ct(path: str | os.PathLike, seed: int = 1, dtype=BF16) -> dict[str, np
             values[name] = _planted(rng, *shape)
         else:
             values[name] = (1 + rng.standard_normal(shape) * 0.1).astype(BF16).astype(np.float32)
+    if dtype is np.float16:                    # the huge planted values, at float16's largest
+        values = {n: np.clip(v, -65504, 65504).astype(np.float16).astype(np.float32) for n, v in values.items()}
     tensorio.write_tensors(path / "model.safetensors", {n: v.astype(dtype) for n, v in values.items()})
     (path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                                                   "hidden_size": 128, "torch_dtype": "bfloat16"}))

@@ -24,13 +24,14 @@ from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel,
                             round_half_away, uand, uor, ushl, ushr, usub)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
-           "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16"]
+           "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
 
 # per-channel rules (kernel ``channel``) and per-tensor codes (kernel ``tensor``)
 CH_ORT_SYM, CH_ORT_ASYM, CH_LITERT, CH_FP8 = 0, 1, 2, 3
 T_INT8, T_FP8 = 0, 1
-# the type a scale is stored as (``sround``): float32 as computed, or rounded to bfloat16 / float16
-S_FLOAT32, S_BFLOAT16, S_FLOAT16 = 0, 1, 2
+# how a scale is stored (``sround``): float32 as computed (quantspec's layout), or as compressed-tensors
+# keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
+S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
 
 _U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
@@ -202,15 +203,22 @@ def _err(buf, dq, j0, j1, acc):
 
 @inline
 def _stored(s, sround):
-    """The scale ``s`` as stored: unchanged (S_FLOAT32), or rounded to bfloat16 / float16 (ties to
-    even); a nonzero scale that rounds to zero becomes that type's epsilon (2^-7, 2^-10) with its
-    sign, as compressed-tensors replaces zero scales.  Codes are then computed from the stored scale."""
+    """The scale ``s`` as stored (``sround``): unchanged (S_FLOAT32), or as compressed-tensors keeps
+    it: rounded to bfloat16 / float16 (ties to even) or kept as float32, and a zero scale (a
+    block of zeros, or a scale that rounds to zero) replaced by the type's epsilon (2^-7, 2^-10,
+    2^-23), compressed-tensors' rule.  Codes are then computed from the stored scale."""
     if sround == 0:
         return s
-    r = round_bf16(s) if sround == 1 else round_f16(s)
-    if r == 0 and s != 0:
-        r = np.copysign(np.float32(0.0078125) if sround == 1 else np.float32(0.0009765625), s)
-    return r
+    if sround == 1:
+        r = round_bf16(s)
+        eps = np.float32(0.0078125)
+    elif sround == 2:
+        r = round_f16(s)
+        eps = np.float32(0.0009765625)
+    else:
+        r = s
+        eps = np.float32(1.1920928955078125e-07)
+    return eps if r == 0 else r
 
 
 @inline

@@ -16,8 +16,9 @@ Each quantized weight ``M.weight`` (of a module ``M``; ``[out_features, in_featu
 
 Scales are stored in the source's type (bfloat16, float16 or float32), as compressed-tensors keeps
 them in the model's type and its loaders read them so: the scheme's float32 scale is rounded to that
-type (ties to even; a nonzero scale that rounds to zero becomes the type's epsilon, compressed-tensors'
-rule for zero scales), and the codes are the scheme's codes of the *stored* scale; DequantizeLinear of
+type (ties to even), a zero scale (a block of zeros, or a scale that rounds to zero) is replaced by
+the type's epsilon (2^-7, 2^-10, 2^-23: compressed-tensors' rule, which keeps ``x / scale`` defined),
+and the codes are the scheme's codes of the *stored* scale; DequantizeLinear of
 the stored codes, scale and zero point (``(code - zero_point) * scale`` in float32, then rounded to
 the scale's type, as compressed-tensors' decompression computes it in that type) is ``dequantize``.
 A float32 source keeps the scheme's float32 scales.
@@ -101,6 +102,7 @@ class CompressedTensorsFormat(QuantspecFormat):
 
     name = "compressed-tensors"
     config_name = "config.json"
+    ct_scales = True            # scales stored as compressed-tensors keeps them (encode's ``sround``)
     extra_names = ("config.json",)
 
     def __init__(self):

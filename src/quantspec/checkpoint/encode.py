@@ -31,8 +31,19 @@ __all__ = ["Task", "SlabResult", "run", "compute", "placed", "tensor_params", "w
            "digest"]
 
 _KIND = {"float": 0, "float16": 1, "bfloat16": 2}
-#: a scale stored as bfloat16 / float16 (the compressed-tensors layout): the kernels' ``sround``
-_SROUND = {"bfloat16": 1, "float16": 2}
+#: how the compressed-tensors layout stores a scale of each type: the kernels' ``sround``
+_SROUND = {"bfloat16": 1, "float16": 2, "float": 3}
+
+
+def _scale_store(e: Entry) -> str:
+    """The numpy path's ``scale_type`` (:func:`quantspec.checkpoint.reference.stored_scale`)."""
+    return ("ct:" + e.output("scale").type) if getattr(e.format, "ct_scales", False) else "float"
+
+
+def _sround(e: Entry) -> int:
+    """The kernels' ``sround`` for ``e``'s scale: 0 (as computed) unless its layout stores scales as
+    compressed-tensors does."""
+    return _SROUND.get(e.output("scale").type, 0) if getattr(e.format, "ct_scales", False) else 0
 _SRC_DTYPE = {"float": np.float32, "float16": np.float16}
 
 
@@ -139,7 +150,7 @@ def _scratch(name: str, n: int, dtype=np.uint8) -> np.ndarray:
 # -- parameters of per-tensor schemes --------------------------------------------------------------
 def tensor_params(entry: Entry, mn: float, mx: float) -> tuple[float, int]:
     """(scale, zero point) of a per-tensor scheme from the whole tensor's min and max."""
-    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx, entry.output("scale").type)
+    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx, _scale_store(entry))
     return float(scale), zp
 
 
@@ -280,7 +291,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
         zp = _scratch("zp", rows if s.zero_point else 0)
         mode = {"litert": k.CH_LITERT, "amax": k.CH_FP8}.get(s.params, k.CH_ORT_ASYM if s.zero_point else k.CH_ORT_SYM)
         k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), codes, scale, zp, stats,
-                  buf, dq, _SROUND.get(e.output("scale").type, 0))
+                  buf, dq, _sround(e))
         outputs["scale"] = scale
         if s.zero_point:
             outputs["zero_point"] = zp
@@ -299,7 +310,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
             zp[:] = 0
             blocks = [_scratch(f"blk{i}", nb, np.float32) for i in range(4)]
             k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf, *blocks,
-                    _scratch("blkz", nb, np.int32), _SROUND.get(e.output("scale").type, 0))
+                    _scratch("blkz", nb, np.int32), _sround(e))
             if s.zero_point:
                 outputs["zero_point"] = zp
         outputs["scale"] = scale
@@ -329,7 +340,7 @@ def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: in
     if not finite.all():
         stats[3] = int(np.argmin(finite))
         return stats, {}
-    codes, scale, zp = reference.encode(s, x, task.params, e.output("scale").type)
+    codes, scale, zp = reference.encode(s, x, task.params, _scale_store(e))
     if s.params == "litert" and not np.all(np.isfinite(scale)):
         raise RangeError("src", f"tensor {e.source.name!r} has values too large for a float32 LiteRT scale",
                          e.source.path)

@@ -84,9 +84,9 @@ class QuantizedCheckpoint:
             raise TensorFileError("path", f"is not a converted checkpoint (no {_MANIFEST}, nor a config.json with a "
                                   "compressed-tensors quantization_config)", str(self.path))
         self.foreign = not self.manifest          # written by another tool: no quantspec manifest
-        self._where = self._weight_map()
         self._headers: dict[str, dict[str, sources.SourceTensor]] = {}
         self._stored: dict[str, Stored] = {}
+        self._where = self._weight_map()
         if self.foreign:
             self._foreign = _ForeignLayout(self)
         self._tensors: dict = self.manifest.get("tensors", {}) if not self.foreign else self._foreign.records

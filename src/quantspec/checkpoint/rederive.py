@@ -122,7 +122,9 @@ def ct_codes(codes_type: str, x: np.ndarray, scale: np.ndarray, zero_point: np.n
         with jit.reference_only():
             return np.clip(q, -m, m).astype(t.dtype)
     lo, hi = t.qmin - offset, t.qmax - offset
-    return (np.rint(np.clip(q, lo, hi)).astype(np.int64) + offset).astype(t.dtype)
+    with np.errstate(invalid="ignore"):          # NaN (0 / 0): torch's cast gives 0, as numpy's here
+        r = np.rint(np.clip(q, lo, hi))
+        return (np.where(np.isnan(r), 0, r).astype(np.int64) + offset).astype(t.dtype)
 
 
 def code_distance(a: np.ndarray, b: np.ndarray, codes_type: str) -> np.ndarray:

@@ -27,22 +27,27 @@ __all__ = ["encode", "tensor_params", "ort_int_params", "mx_exponents", "dequant
 _TINY32 = np.finfo(np.float32).tiny
 
 
-#: a nonzero scale that rounds to zero in the stored type becomes that type's epsilon
-_EPS = {"bfloat16": np.float32(2.0 ** -7), "float16": np.float32(2.0 ** -10)}
+#: the epsilon compressed-tensors puts in place of a zero scale, per stored type
+_EPS = {"bfloat16": np.float32(2.0 ** -7), "float16": np.float32(2.0 ** -10), "float": np.float32(2.0 ** -23)}
 
 
 def stored_scale(scale: np.ndarray, scale_type: str = "float") -> np.ndarray:
-    """The float32 scale as stored in ``scale_type``: unchanged for float32 (and float8e8m0, already
-    exact), rounded to bfloat16 / float16 (ties to even) for the compressed-tensors layout, which
-    keeps scales in the model's type; a nonzero scale that rounds to zero becomes the type's epsilon
-    with its sign (compressed-tensors' rule for zero scales).  Returned as float32 values."""
-    if scale_type not in _EPS:
+    """The float32 scale as stored: unchanged for ``"float"`` (quantspec's layout; float8e8m0 scales
+    are exact already); ``"ct:bfloat16"``, ``"ct:float16"``, ``"ct:float"``: as compressed-tensors
+    keeps it — rounded to bfloat16 / float16 (ties to even), or float32 — and a zero scale (±0: a
+    block of zeros, or a scale that rounds to zero) replaced by the type's epsilon, as
+    compressed-tensors replaces zero scales.  Returned as float32 values."""
+    if not scale_type.startswith("ct:"):
         return scale
     import ml_dtypes
 
+    kind = scale_type[3:]
     s = np.asarray(scale, np.float32)
-    r = s.astype(ml_dtypes.bfloat16 if scale_type == "bfloat16" else np.float16).astype(np.float32)
-    return np.where((r == 0) & (s != 0), np.copysign(_EPS[scale_type], s), r).astype(np.float32)
+    if kind in ("bfloat16", "float16"):
+        r = s.astype(ml_dtypes.bfloat16 if kind == "bfloat16" else np.float16).astype(np.float32)
+    else:
+        r = s
+    return np.where(r == 0, _EPS[kind], r).astype(np.float32)
 
 
 def ort_int_params(rmin: np.ndarray, rmax: np.ndarray, symmetric: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +128,7 @@ def encode(s: Scheme, x: np.ndarray, tparams: tuple | None = None,
         # a per-channel tensor is computed on two copies of the row (the per-axis formula)
         xx = np.concatenate([x, x]) if rows == 1 else x
         p = weight_params(xx, axis=0)
-        if scale_type in _EPS:
+        if scale_type.startswith("ct:"):
             p = type(p)(stored_scale(p.scale, scale_type), p.zero_point, p.quantized_dimension)
         codes = quantize_weights(xx, p)[:rows]
         return codes, p.scale[:rows].astype(np.float32), None

@@ -140,7 +140,8 @@ class TensorCheck:
     or "missing in DST".  ``differing``: elements whose code (or, for a kept tensor, value) differs,
     ``max_code_diff`` the largest difference in code steps, ``positions`` the first few; the same for
     the scale and the zero point (compared in the default mode).  ``other``: other findings (a source
-    of another shape or type, NaN in the source, compressed-tensors' weight_shape).  ``explained``:
+    of another shape or type, NaN in the source, compressed-tensors' weight_shape); ``notes``: remarks
+    that are not differences (codes under a zero scale, which are not checked).  ``explained``:
     of the differing codes of a compressed-tensors checkpoint checked with ``params_from_dst``, how
     many are what compressed-tensors' own arithmetic gives (``explain``: that was checked).
     ``source_digest_ok``: whether the source bytes have the digest the manifest records (None: not
@@ -158,6 +159,7 @@ class TensorCheck:
     zero_point_differing: int = 0
     zero_point_positions: list[Difference] = field(default_factory=list)
     other: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     explained: int = 0
     explain: bool = False
     source_digest_ok: bool | None = None
@@ -179,7 +181,7 @@ class TensorCheck:
                 "scale_positions": [p.to_dict() for p in self.scale_positions],
                 "zero_point_differing": self.zero_point_differing,
                 "zero_point_positions": [p.to_dict() for p in self.zero_point_positions],
-                "other": list(self.other), "source_digest_ok": self.source_digest_ok,
+                "other": list(self.other), "notes": list(self.notes), "source_digest_ok": self.source_digest_ok,
                 **({"compressed_tensors_arithmetic": self.explained} if self.explain else {})}
 
     def lines(self) -> list[str]:
@@ -201,6 +203,7 @@ class TensorCheck:
                 out.append(f"  {role}: {n} differ")
                 out += [f"    {p}" for p in pos]
         out += [f"  {o}" for o in self.other]
+        out += [f"  note: {o}" for o in self.notes]
         if self.source_digest_ok is False:
             out.append("  the source's bytes do not have the digest the manifest records (another source?)")
         return out

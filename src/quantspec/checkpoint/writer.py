@@ -92,6 +92,10 @@ class Output:
         with contextlib.suppress(Exception):
             index = json.loads((self.dir / fmt.index_name).read_text())
             names.update(index["weight_map"].values())
+        with contextlib.suppress(Exception):         # an earlier conversion to another layout, and its files
+            earlier = json.loads((self.dir / fmt.manifest_name).read_text())["format"]
+            if earlier == "compressed-tensors":
+                names.add("config.json")
         names.update(sh.name for sh in self.plan.shards)
         return names
 
