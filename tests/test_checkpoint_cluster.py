@@ -32,7 +32,7 @@ def _fast():
 @pytest.fixture(scope="module")
 def client():
     distributed = require("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -154,16 +154,20 @@ def test_tasks_failing_for_good_name_their_tensors_and_leave_nothing_final(corpu
 
 
 def test_bad_data_found_on_a_worker_is_the_same_error_and_is_not_retried(client, tmp_path):
+    distributed = require("distributed")
+    from quantspec.errors import RangeError
+
     rng = np.random.default_rng(4)
     w = (rng.standard_normal((40, 64)) * 0.1).astype(np.float32)
     w[33, 5] = np.nan
-    tensorio.write_tensors(tmp_path / "m.safetensors", {"a.weight": w * 0 + 1, "l4.weight": w})
+    tensorio.write_tensors(tmp_path / "m.safetensors", {"a.weight": np.ones((8, 64), np.float32), "l4.weight": w})
     out = tmp_path / "out"
-    from quantspec.errors import RangeError
-
-    with pytest.raises(RangeError, match=r"'l4.weight' holds NaN or infinity \(row 33\)"):
-        checkpoint.convert(tmp_path / "m.safetensors", out, "int8", progress=False, dask=client)
+    with distributed.get_task_stream(client) as stream:
+        with pytest.raises(RangeError, match=r"'l4.weight' holds NaN or infinity \(row 33\)"):
+            checkpoint.convert(tmp_path / "m.safetensors", out, "int8", progress=False, dask=client)
     assert list(out.iterdir()) == []
+    keys = [str(t["key"]) for t in stream.data if str(t["key"]).startswith("_remote")]
+    assert keys and len(keys) == len(set(keys))                 # each task ran once: no retry
 
 
 def test_the_dask_argument(client, tmp_path):
@@ -205,3 +209,12 @@ def test_without_dask_the_command_says_how_to_install_it(corpus, tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'quantspec[dask]'" in err
     assert not (tmp_path / "a").exists()
+
+
+def test_bench_reports_one_and_two_workers_beside_one_process(capsys):
+    require("onnxruntime")
+    assert main(["bench", "--only", "convert", "--size", str(1 << 20), "--rounds", "1", "--dask", "local:2"]) == 0
+    out = capsys.readouterr().out
+    assert "convert int4-b32 on Dask, 1 worker" in out and "convert int4-b32 on Dask, 2 workers" in out
+    assert out.count("per-task overhead") == 2 and out.count("bytes identical") == 2
+    assert "of one process's rate" in out

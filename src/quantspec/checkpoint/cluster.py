@@ -120,7 +120,7 @@ class DaskBackend(Backend):
         try:
             if kind == "local":
                 self._cluster = distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
-                                                         dashboard_address=None)
+                                                         dashboard_address=":0")
                 self.client = distributed.Client(self._cluster)
             elif kind == "address":
                 self.client = distributed.Client(value, timeout="20s")
