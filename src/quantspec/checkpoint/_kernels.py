@@ -385,8 +385,8 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
-    lo = -8 if sym else 0
-    hi = 7 if sym else 15
+    flo = np.float32(-8.0 if sym else 0.0)
+    fhi = np.float32(7.0 if sym else 15.0)
     f0 = np.float32(0.0)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -423,12 +423,17 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
         for b in range(nb):
             j0 = b * B
             j1 = min(j0 + B, n)
-            inv, z, s = pinv[b], pz[b], ps[b]
+            inv, zf, s = pinv[b], np.float32(pz[b]), ps[b]
             for j in range(j0, j1):
-                c = cvtt_int32(round_half_away(np.float32(buf[j] * inv))) + z
-                c = min(max(c, lo), hi)
-                cbuf[j] = np.uint8(c & 0xF)
-                dq[j] = np.float32(c - z) * s
+                # clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to [-64, 64] first
+                # (the bounds less any zero point lie inside), and a q that cvttss2si turns into
+                # INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo
+                q = np.float32(buf[j] * inv)
+                rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
+                f = min(max(rq + zf, flo), fhi)
+                f = f if abs(q) < np.float32(2147483648.0) else flo
+                cbuf[j] = np.uint8(np.int32(f) & 0xF)
+                dq[j] = (f - zf) * s
         o = np.uint64(r) * nb
         for b in range(nb):
             scale[o + b] = ps[b]
