@@ -58,13 +58,14 @@ def _final(d: Path) -> list[str]:
     return sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
 
 
-@pytest.mark.parametrize("scheme", ["int4-b32", "int8-tensor", "mxfp6-e3m2"])
-def test_two_workers_write_the_bytes_of_one_machine(corpus, client, tmp_path, small_slabs, scheme):
+@pytest.mark.parametrize("scheme, fmt", [("int4-b32", "quantspec"), ("int8-tensor", "quantspec"),
+                                         ("mxfp6-e3m2", "quantspec"), ("uint8-asym", "compressed-tensors")])
+def test_two_workers_write_the_bytes_of_one_machine(corpus, client, tmp_path, small_slabs, scheme, fmt):
     src, _ = corpus
     one = tmp_path / "one"
-    checkpoint.convert(src, one, scheme, max_shard_size="20KB", progress=False)
+    checkpoint.convert(src, one, scheme, max_shard_size="20KB", format=fmt, progress=False)
     events = []
-    rep = checkpoint.convert(f"file://{src}", f"file://{tmp_path}/two", scheme, max_shard_size="20KB",
+    rep = checkpoint.convert(f"file://{src}", f"file://{tmp_path}/two", scheme, max_shard_size="20KB", format=fmt,
                              progress=events.append, dask=client)
     assert len(rep.shards) > 3
     assert _files(tmp_path / "two") == _files(one)

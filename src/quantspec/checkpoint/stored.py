@@ -59,7 +59,11 @@ class Part:
                                   detail=f"bytes {start}..{start + length} of {self.nbytes}")
         t = sources.SourceTensor(self.name, self.path, self.path, "uint8", (self.nbytes,), self.offset, self.nbytes, 1,
                                  0)
-        return sources.read_rows(t, start, start + length)
+        try:
+            return sources.read_rows(t, start, start + length)
+        except TensorFileError as e:          # the checkpoint's file, not a source's
+            raise TensorFileError("dst", f"tensor {tensor!r} cannot be read ({self.name})", self.path,
+                                  detail=e.rule) from None
 
 
 @dataclass(frozen=True)
