@@ -171,13 +171,14 @@ def test_bad_data_found_on_a_worker_is_the_same_error_and_is_not_retried(client,
     assert keys and len(keys) == len(set(keys))                 # each task ran once: no retry
 
 
-def test_the_dask_argument(client, tmp_path):
+def test_the_dask_argument(client, tmp_path, monkeypatch):
     assert parse("local:3") == ("local", 3) and parse(" tcp://10.0.0.5:8786 ") == ("address", "tcp://10.0.0.5:8786")
     assert parse(client) == ("client", client)
     for bad in ("local:0", "local:x", "", 3, "tcp://a b"):
         with pytest.raises(InvalidArgumentError, match="dask"):
             parse(bad)
     tensorio.write_tensors(tmp_path / "m.safetensors", {"w": np.ones((4, 32), np.float32)})
+    monkeypatch.setattr("quantspec.checkpoint.cluster.CONNECT_TIMEOUT", "2s")
     with pytest.raises(InvalidArgumentError, match="could not connect to a Dask scheduler"):
         checkpoint.convert(tmp_path / "m.safetensors", tmp_path / "o", "int8", progress=False,
                            dask="tcp://127.0.0.1:9")

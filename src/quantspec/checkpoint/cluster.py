@@ -21,8 +21,9 @@ Failures: a task that raises (an I/O error) is retried (``RETRIES`` times), and 
 dies is run again elsewhere (the scheduler's ``allowed-failures``); a slab computed twice writes the
 same bytes at the same place.  Bad data found by a task (NaN in a weight) is not retried: it is the
 same error again.  A task that fails for good stops the run: no new task starts, the ones running
-finish, and :class:`TaskFailedError` names every tensor (and rows) that failed; no file is left under
-a final name (shards already finished stay, hidden, for a rerun to keep).
+finish (and the shards that the tasks before the failed one complete are finished), and
+:class:`TaskFailedError` names every tensor (and rows) that failed; no file is left under a final
+name (finished shards stay, hidden, for a rerun to keep).
 
 Tasks keep no file open between them (:func:`quantspec.checkpoint.sources.private_files`): a
 long-lived worker reads a replaced file afresh, and on a network file system each write reaches the
@@ -42,6 +43,8 @@ __all__ = ["DaskBackend", "TaskFailedError", "RETRIES", "INSTALL", "parse"]
 
 #: times a task that raised is run again before it fails for good
 RETRIES = 3
+#: how long to try to reach a scheduler given by its address
+CONNECT_TIMEOUT = "20s"
 INSTALL = "pip install 'quantspec[dask]'"
 _LOCAL = re.compile(r"local:(\d+)")
 
@@ -123,7 +126,7 @@ class DaskBackend(Backend):
                                                          dashboard_address=":0")
                 self.client = distributed.Client(self._cluster)
             elif kind == "address":
-                self.client = distributed.Client(value, timeout="20s")
+                self.client = distributed.Client(value, timeout=CONNECT_TIMEOUT)
             else:
                 self.client = value
         except QuantSpecError:
@@ -171,14 +174,14 @@ class DaskBackend(Backend):
                         done[fut.key] = (False, e)
                     if not done[fut.key][0]:
                         failures.append((next(i for i, f in pending if f.key == fut.key), done[fut.key][1]))
-                if failures:
-                    if len(done) == len(pending):     # the tasks already running have finished
-                        self._raise(failures)
-                    continue
-                while pending and pending[0][1].key in done:
+                # results in order, up to the first that failed (the tasks before it all finish: the
+                # shards they complete are finished, for a rerun to keep)
+                while pending and pending[0][1].key in done and done[pending[0][1].key][0]:
                     item, fut = pending.popleft()
                     _, result = done.pop(fut.key)
                     on_result(item, result)
+                if failures and len(done) == len(pending):     # the tasks already running have finished
+                    self._raise(failures)
         except BaseException:
             futures = [f for _, f in pending]
             if futures:

@@ -31,6 +31,7 @@ __all__ = ["Task", "SlabResult", "run", "compute", "placed", "tensor_params", "w
            "digest"]
 
 _KIND = {"float": 0, "float16": 1, "bfloat16": 2}
+_SRC_DTYPE = {"float": np.float32, "float16": np.float16}
 #: how the compressed-tensors layout stores a scale of each type: the kernels' ``sround``
 _SROUND = {"bfloat16": 1, "float16": 2, "float": 3}
 
@@ -44,7 +45,6 @@ def _sround(e: Entry) -> int:
     """The kernels' ``sround`` for ``e``'s scale: 0 (as computed) unless its layout stores scales as
     compressed-tensors does."""
     return _SROUND.get(e.output("scale").type, 0) if getattr(e.format, "ct_scales", False) else 0
-_SRC_DTYPE = {"float": np.float32, "float16": np.float16}
 
 
 @dataclass(frozen=True)
