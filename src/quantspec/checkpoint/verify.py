@@ -308,8 +308,7 @@ def _plan(ck: QuantizedCheckpoint, source: sources.Source, params_from_dst: bool
         algorithm = digests.algorithm_of(want_digest) if isinstance(want_digest, str) else None
         if scheme == KEEP:
             data = ck._part(rec.get("data", {"name": name}))
-            if data.nbytes != t.nbytes or tuple(data.shape) != tuple(t.shape) and data.packing == "none" and \
-                    len(data.shape) == len(t.shape):
+            if data.nbytes != t.nbytes or tuple(data.shape) != tuple(t.shape):
                 tc.status = "different"
                 tc.other.append(f"shape or size: {tuple(t.shape)} {t.dtype} in SRC, stored {tuple(data.shape)} "
                                 f"({data.nbytes} bytes)")
