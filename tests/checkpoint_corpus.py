@@ -95,3 +95,24 @@ def build(path: str | os.PathLike, seed: int = 0, shards: int = 2) -> dict[str, 
         weight_map.update({n: fname for n in group})
     (path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     return values
+
+
+def build_ct(path: str | os.PathLike, seed: int = 1, dtype=BF16) -> dict[str, np.ndarray]:
+    """A small Llama-style checkpoint whose weights take compressed-tensors' groups of 32 and 128
+    (in_features 128 and 256), planted as :func:`build`; one shard and a config.json."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    shapes = llama_shapes(128, 256, 1, 64, kv=64)
+    values: dict[str, np.ndarray] = {}
+    for name, shape in shapes.items():
+        if len(shape) == 2:
+            values[name] = _planted(rng, *shape)
+        else:
+            values[name] = (1 + rng.standard_normal(shape) * 0.1).astype(BF16).astype(np.float32)
+    if dtype is np.float16:                    # the huge planted values, at float16's largest
+        values = {n: np.clip(v, -65504, 65504).astype(np.float16).astype(np.float32) for n, v in values.items()}
+    tensorio.write_tensors(path / "model.safetensors", {n: v.astype(dtype) for n, v in values.items()})
+    (path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                                                  "hidden_size": 128, "torch_dtype": "bfloat16"}))
+    return values

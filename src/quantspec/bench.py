@@ -532,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
     parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "convert"),
                         help="run only these groups (convert: whole checkpoints, only when asked)")
+    parser.add_argument("--dask", metavar="local:N|ADDRESS", help="with --only convert: also time the conversion on a "
+                        "Dask cluster (local:N: 1 to N worker processes), with the per-task overhead")
     parser.add_argument("--tf-worker", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tf_worker:
@@ -569,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         from .checkpoint import bench as convert_bench
 
         print()
-        ok &= convert_bench.run(2 * args.size if args.size else (32 << 20) if args.quick else (1 << 30), rounds)
+        ok &= convert_bench.run(2 * args.size if args.size else (32 << 20) if args.quick else (1 << 30), rounds,
+                                dask=args.dask)
     print("\nall timed outputs equal the peers'" if ok else "\nSOME OUTPUTS DIFFER FROM THE PEER'S")
     return 0 if ok else 1
 

@@ -109,6 +109,8 @@ COMMANDS = {
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
     "convert": ("quantize a whole checkpoint (safetensors, sharded or not), or an ONNX model's weights",
                 lambda a: _delegate("quantspec.onnx.models._cli", "convert_main", a)),
+    "verify": ("check a quantized checkpoint against its float source, byte for byte",
+               lambda a: _delegate("quantspec.checkpoint._cli", "verify_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),

@@ -20,15 +20,18 @@ import numpy as np
 
 from numba import njit
 
-from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_half_away,
-                            uand, uor, ushl, ushr, usub)
+from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
+                            round_half_away, uand, uor, ushl, ushr, usub)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
-           "T_INT8", "T_FP8"]
+           "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
 
 # per-channel rules (kernel ``channel``) and per-tensor codes (kernel ``tensor``)
 CH_ORT_SYM, CH_ORT_ASYM, CH_LITERT, CH_FP8 = 0, 1, 2, 3
 T_INT8, T_FP8 = 0, 1
+# how a scale is stored (``sround``): float32 as computed (quantspec's layout), or as compressed-tensors
+# keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
+S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
 
 _U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
@@ -199,6 +202,26 @@ def _err(buf, dq, j0, j1, acc):
 
 
 @inline
+def _stored(s, sround):
+    """The scale ``s`` as stored (``sround``): unchanged (S_FLOAT32), or as compressed-tensors keeps
+    it: rounded to bfloat16 / float16 (ties to even) or kept as float32, and a zero scale (a
+    block of zeros, or a scale that rounds to zero) replaced by the type's epsilon (2^-7, 2^-10,
+    2^-23), compressed-tensors' rule.  Codes are then computed from the stored scale."""
+    if sround == 0:
+        return s
+    if sround == 1:
+        r = round_bf16(s)
+        eps = np.float32(0.0078125)
+    elif sround == 2:
+        r = round_f16(s)
+        eps = np.float32(0.0009765625)
+    else:
+        r = s
+        eps = np.float32(1.1920928955078125e-07)
+    return eps if r == 0 else r
+
+
+@inline
 def _q_int(v, s, lo, hi):
     """ONNX QuantizeLinear to an integer type, less the zero point (finite ``v``): rint(v / s) with
     the quotient first clamped in float to [lo, hi] (the type's bounds less the zero point), which
@@ -253,7 +276,7 @@ def minmax(src, kind, rows, cols, out, buf):
 
 
 @kernel
-def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf, dq):
+def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf, dq, sround):
     """Per-channel (axis 0) parameters and codes, a row at a time:
 
     - CH_ORT_SYM: onnxruntime.quantization int8 symmetric; CH_ORT_ASYM: uint8 asymmetric (codes:
@@ -261,6 +284,8 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     - CH_LITERT: the TFLite converter's per-channel int8 weights;
     - CH_FP8: amax scaling to the float8 type of ``fmt``, whose largest finite value is ``maxv``
       (codes: QuantizeLinear, saturating).
+
+    ``sround``: the scale's stored type (:func:`_stored`); codes are those of the stored scale.
     """
     acc = (0.0, 0.0, 0.0)
     n = np.uint64(cols)
@@ -274,7 +299,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
             m = abs(max(np.float64(mx), -np.float64(mn)))
             if not (2.0 * m > 1.0e-6):
                 m = 5.0e-7
-            s = (np.float32(m) - np.float32(-m)) / np.float32(254.0)
+            s = _stored((np.float32(m) - np.float32(-m)) / np.float32(254.0), sround)
             inv = np.float32(1.0 / np.float64(s))
             scale[r] = s
             for j in range(n):
@@ -287,6 +312,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
             s = a / maxv
             if a == 0 or s == 0:
                 s = np.float32(1.0)
+            s = _stored(s, sround)
             scale[r] = s
             for j in range(n):
                 code = _narrow(buf[j] / s, fmt)
@@ -310,6 +336,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
                     s = np.float32(s64)
                 lo, hi = 0, 255
                 zp[r] = np.uint8(z)
+            s = _stored(s, sround)
             scale[r] = s
             flo = np.float32(lo - z)
             fhi = np.float32(hi - z)
@@ -347,18 +374,19 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
 
 
 @kernel
-def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, cbuf, pmn, pmx, ps, pinv, pz):
+def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, cbuf, pmn, pmx, ps, pinv, pz, sround):
     """onnxruntime's MatMulNBitsQuantizer, 4 bits, QDQ format (MLAS ``BlockwiseQDQQuantizer``), for a
     weight ``[out, in]`` with blocks along ``in``: per block the scale (and zero point), and codes
     ``clamp(int(roundf(x * (1 / scale))) + zp)``; codes and zero points packed two a byte.  A row at a
     time: the blocks' ranges, then their parameters (``pmn`` ... ``pz``: one entry per block, a loop
-    that vectorises across blocks), then the codes."""
+    that vectorises across blocks), then the codes.  ``sround``: the scale's stored type
+    (:func:`_stored`; the zero point is the tool's, from the unrounded scale)."""
     acc = (0.0, 0.0, 0.0)
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
-    lo = -8 if sym else 0
-    hi = 7 if sym else 15
+    flo = np.float32(-8.0 if sym else 0.0)
+    fhi = np.float32(7.0 if sym else 15.0)
     f0 = np.float32(0.0)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -377,7 +405,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             for b in range(nb):
                 mn, mx = pmn[b], pmx[b]
                 m = mx if abs(mx) > abs(mn) else mn
-                s = -m / np.float32(8.0)
+                s = _stored(-m / np.float32(8.0), sround)
                 ps[b] = s
                 pinv[b] = np.float32(1.0) / s if s != 0 else f0
                 pz[b] = 0
@@ -389,17 +417,23 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
                 zf = f0 - mn / s if s != 0 else mn
                 z = np.int32(round_half_away(zf))
                 pz[b] = 0 if zf < 0 else (15 if zf > 15 else z)
+                s = _stored(s, sround)
                 ps[b] = s
                 pinv[b] = np.float32(1.0) / s if s != 0 else f0
         for b in range(nb):
             j0 = b * B
             j1 = min(j0 + B, n)
-            inv, z, s = pinv[b], pz[b], ps[b]
+            inv, zf, s = pinv[b], np.float32(pz[b]), ps[b]
             for j in range(j0, j1):
-                c = cvtt_int32(round_half_away(np.float32(buf[j] * inv))) + z
-                c = min(max(c, lo), hi)
-                cbuf[j] = np.uint8(c & 0xF)
-                dq[j] = np.float32(c - z) * s
+                # clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to [-64, 64] first
+                # (the bounds less any zero point lie inside), and a q that cvttss2si turns into
+                # INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo
+                q = np.float32(buf[j] * inv)
+                rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
+                f = min(max(rq + zf, flo), fhi)
+                f = f if abs(q) < np.float32(2147483648.0) else flo
+                cbuf[j] = np.uint8(np.int32(f) & 0xF)
+                dq[j] = (f - zf) * s
         o = np.uint64(r) * nb
         for b in range(nb):
             scale[o + b] = ps[b]

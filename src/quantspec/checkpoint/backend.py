@@ -7,7 +7,8 @@ kernels, reading, hashing and writing all release the GIL), one per core: while 
 being read, another's is computed and a third's written.  At most ``2 x workers`` tasks are in
 flight, so memory holds a few slabs whatever the checkpoint's size.
 
-Another backend (a cluster's) implements the same :meth:`Backend.map`.
+A cluster's backend (:class:`quantspec.checkpoint.cluster.DaskBackend`) implements the same
+:meth:`Backend.map`.
 """
 
 from __future__ import annotations
@@ -85,9 +86,10 @@ class LocalBackend(Backend):
 
 
 def backend(dask: Any = None, workers: int | None = None) -> Backend:
-    """The backend for ``convert``'s ``dask`` argument: None gives :class:`LocalBackend`."""
+    """The backend for ``convert``'s ``dask`` argument: None gives :class:`LocalBackend`, anything
+    else a :class:`quantspec.checkpoint.cluster.DaskBackend`."""
     if dask is None:
         return LocalBackend(workers)
-    from ..errors import UnsupportedError
+    from .cluster import DaskBackend
 
-    raise UnsupportedError("dask", "is not supported yet (None runs on this machine's cores)", dask)
+    return DaskBackend(dask)

@@ -9,6 +9,8 @@ directory, reads it once so the page cache holds it, and then, side by side in t
   buffers (``f.read``, what a loader does), and into one reused buffer (``readinto``);
 - **convert**: :func:`quantspec.checkpoint.convert` end to end (planning, reading, hashing,
   quantizing, writing, ``fsync``) under several schemes, as a fraction of the ``f.read`` rate;
+- **Dask** (``--dask local:N`` or an address): the int4-b32 conversion on clusters of 1 to N worker
+  processes beside the single-process run, with the per-task overhead;
 - **onnxruntime**: the routine ``MatMulNBitsQuantizer`` runs for each weight
   (``quantize_qdq_matmul_4bits``, on the float32 transposed weight it builds) and
   ``quantization.quant_utils.quantize_data`` per output channel (its per-channel weight path), on the
@@ -170,10 +172,69 @@ def _ort_quantize_data(tensors, raw_reader, limit_elems: int):
     return spent, elems
 
 
+def _noop(x):
+    """A task that does nothing (the per-task overhead of a cluster)."""
+    return x
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    names = sorted(p.name for p in a.iterdir())
+    return names == sorted(p.name for p in b.iterdir()) and all((a / n).read_bytes() == (b / n).read_bytes()
+                                                                 for n in names)
+
+
+def dask_section(src: Path, base: Path, total: int, local_best: float, rounds: int, dask, say,
+                 scheme: str = "int4-b32") -> bool:
+    """Time ``scheme``'s conversion on Dask: for ``local:N``, clusters of 1 to N worker processes
+    (one thread each), else the cluster given; beside the single-process run (``local_best``
+    seconds), with the per-task overhead (no-op tasks through the same backend) and the share of
+    the run it accounts for.  True when every cluster run wrote the single-process run's bytes."""
+    from . import convert, layout, schemes as schemes_module, sources
+    from .cluster import DaskBackend, parse
+
+    kind, value = parse(dask)
+    plan = layout.plan(sources.discover(src), schemes_module.load_recipe(None, scheme), layout.DEFAULT_MAX_SHARD_SIZE)
+    tasks = sum(len(e.slabs()) for e in plan.entries)
+    specs = [f"local:{n}" for n in range(1, value + 1)] if kind == "local" else [dask]
+    say(f"Dask: {scheme}, {tasks} tasks (slabs of about {layout.SLAB_BYTES >> 20} MiB); beside this process's "
+        f"{os.cpu_count()} threads: {total / local_best / 1e9:.2f} GB/s")
+    ok = True
+    for spec in specs:
+        be = DaskBackend(spec)
+        try:
+            client = be.client
+            dst = base / f"dask-{scheme}"
+            shutil.rmtree(dst, ignore_errors=True)
+            convert(src, dst, scheme, progress=False, resume=False, dask=client)      # workers load the kernels
+            best = math.inf
+            for _ in range(rounds):
+                shutil.rmtree(dst, ignore_errors=True)
+                t0 = time.perf_counter()
+                convert(src, dst, scheme, progress=False, resume=False, dask=client)
+                best = min(best, time.perf_counter() - t0)
+            same = _same_files(dst, base / f"out-{scheme}") if (base / f"out-{scheme}").exists() else True
+            ok &= same
+            k = 200
+            be.map(_noop, range(20), lambda i, r: None)
+            t0 = time.perf_counter()
+            be.map(_noop, range(k), lambda i, r: None)
+            per_task = (time.perf_counter() - t0) / k
+            label = f"{be.workers} worker{'s' if be.workers > 1 else ''}" + (" (local processes)" if kind == "local"
+                                                                              else f" at {dask}")
+            say(f"{'convert ' + scheme + ' on Dask, ' + label:<44} {total / best / 1e9:7.2f} GB/s  "
+                f"({100 * local_best / best:.0f}% of one process's rate; per-task overhead {per_task * 1e3:.1f} ms, "
+                f"{100 * per_task * tasks / best:.0f}% of the wall time; bytes "
+                f"{'identical' if same else 'DIFFERENT'})")
+        finally:
+            be.close()
+    return ok
+
+
 def run(size: int, rounds: int, schemes: tuple[str, ...] = ("int4-b32", "int8", "fp8-e4m3", "mxfp4"),
-        keep: str | None = None) -> bool:
+        keep: str | None = None, dask=None) -> bool:
     """Run the benchmark (``size``: the checkpoint's bytes); True when quantspec's int4 codes and
-    scales equal onnxruntime's on every weight."""
+    scales equal onnxruntime's on every weight (and, with ``dask``, when every run on the cluster
+    wrote the single-process run's bytes)."""
     from . import convert, sources
 
     def say(text=""):
@@ -235,6 +296,9 @@ def run(size: int, rounds: int, schemes: tuple[str, ...] = ("int4-b32", "int8", 
         say(f"{'onnxruntime quantize_data, int8 per channel':<44} {elems / secs / 1e9:7.3f} Gelem/s (compute only, "
             f"{elems} elements)")
         sources.close_all()
+        if dask is not None:
+            scheme = "int4-b32" if "int4-b32" in best else schemes[0]
+            equal &= dask_section(src, base, total, best[scheme], rounds, dask, say, scheme)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)

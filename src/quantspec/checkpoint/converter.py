@@ -30,8 +30,11 @@ from .. import __version__
 from ..errors import InvalidArgumentError, QuantSpecError, UnsupportedError
 from . import encode, layout, sources
 from .backend import backend as make_backend
+from .cluster import parse as parse_dask
+from .ctlayout import CompressedTensorsFormat
 from .encode import Task
 from .layout import FORMAT_VERSION, Plan
+from .paths import local_path
 from .progress import progress_for
 from .report import ConversionReport, TensorReport, format_stats, parse_stats
 from .schemes import KEEP, SCHEMES, load_recipe
@@ -39,7 +42,7 @@ from .writer import Output, read_header
 
 __all__ = ["convert", "FORMATS"]
 
-FORMATS = {"quantspec": layout.QuantspecFormat}
+FORMATS = {"quantspec": layout.QuantspecFormat, "compressed-tensors": CompressedTensorsFormat}
 
 
 def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None = None, *, recipe: Any = None,
@@ -55,18 +58,23 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
     names; tensors not included, or excluded, are kept.  Tensors a scheme cannot take (1-D norms and
     biases, integer tensors, a blocked scheme's non-2-D tensors) are kept and reported, unless a rule
     names them exactly (then it is an error).  ``max_shard_size``: "2GB", "500MiB" or bytes
-    (default 5 GB).  ``format``: "quantspec".  ``dask``: None (this machine's cores).
+    (default 5 GB).  ``format``: "quantspec", or "compressed-tensors" (the layout vLLM and transformers
+    load; :mod:`.ctlayout`).  ``dask``: None (this machine's cores), "local:N" (N worker processes
+    here), a scheduler address or a ``dask.distributed.Client`` (:mod:`.cluster`).
     ``progress``: None (bars on a terminal), True, False, or a callable taking
     :class:`~quantspec.checkpoint.progress.ProgressEvent`.  ``resume``: keep the shards an
     interrupted run of the same conversion finished.
     """
     start = time.perf_counter()
     if format not in FORMATS:
-        raise UnsupportedError("format", "must be 'quantspec' (the only layout written so far)", format)
+        raise UnsupportedError("format", "must be 'quantspec' or 'compressed-tensors'", format)
     if not isinstance(resume, bool):
         raise InvalidArgumentError("resume", "must be True or False", resume)
     rules = load_recipe(recipe, scheme, include, exclude)
     size = layout.parse_size(max_shard_size)
+    src, dst = local_path(src, "src"), local_path(dst, "dst")
+    if dask is not None:
+        parse_dask(dask)
     source = sources.discover(src)
     plan = layout.plan(source, rules, size, FORMATS[format]())
     be = make_backend(dask)
@@ -98,7 +106,8 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
     except BaseException as e:
         if opened:
             out.clean(keep_done=True)
-        if isinstance(e, QuantSpecError):     # bad input: nothing this run wrote stays
+        if isinstance(e, QuantSpecError) and not getattr(e, "keeps_finished", False):
+            # bad input: nothing this run wrote stays (tasks failing on a cluster keep finished shards)
             for p in made:
                 p.unlink(missing_ok=True)
         raise

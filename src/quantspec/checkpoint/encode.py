@@ -12,7 +12,6 @@ the files, and no two tasks write the same bytes (packed outputs start each slab
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -23,15 +22,29 @@ from .._core import jit
 from .._core.packing import pack_codes, packed_size
 from ..dtypes import qtype
 from ..errors import RangeError, TensorFileError
+from . import digest as _digest
 from . import reference, sources
 from .layout import Entry
 from .schemes import SCHEMES, Scheme
 
-__all__ = ["Task", "SlabResult", "run", "encode_rows", "tensor_params", "write_at", "close_file", "close_all",
+__all__ = ["Task", "SlabResult", "run", "compute", "encode_rows", "placed", "tensor_params", "write_at", "close_file", "close_all",
            "digest"]
 
 _KIND = {"float": 0, "float16": 1, "bfloat16": 2}
 _SRC_DTYPE = {"float": np.float32, "float16": np.float16}
+#: how the compressed-tensors layout stores a scale of each type: the kernels' ``sround``
+_SROUND = {"bfloat16": 1, "float16": 2, "float": 3}
+
+
+def _scale_store(e: Entry) -> str:
+    """The numpy path's ``scale_type`` (:func:`quantspec.checkpoint.reference.stored_scale`)."""
+    return ("ct:" + e.output("scale").type) if getattr(e.format, "ct_scales", False) else "float"
+
+
+def _sround(e: Entry) -> int:
+    """The kernels' ``sround`` for ``e``'s scale: 0 (as computed) unless its layout stores scales as
+    compressed-tensors does."""
+    return _SROUND.get(e.output("scale").type, 0) if getattr(e.format, "ct_scales", False) else 0
 
 
 @dataclass(frozen=True)
@@ -63,8 +76,8 @@ class SlabResult:
 
 
 def digest(pieces) -> str:
-    """A tensor's digest from its slabs' SHA-256 digests, in order: SHA-256 of their concatenation."""
-    return "sha256:" + hashlib.sha256(b"".join(pieces)).hexdigest()
+    """A tensor's digest from its slabs' hashes, in order (:mod:`.digest`)."""
+    return _digest.combine(pieces)
 
 
 # -- files written --------------------------------------------------------------------------------
@@ -104,12 +117,20 @@ def write_at(path: str, offset: int, data: np.ndarray) -> None:
     """Write ``data``'s bytes at ``offset`` of ``path`` (opened once per process)."""
     view = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
     done = 0
+    own = sources.private()      # a cluster's task: the file is opened for this write only
+    fd = -1
     try:
-        fd = _out_fd(path)
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)) if own else _out_fd(path)
         while done < len(view):
             done += os.pwrite(fd, view[done:], offset + done)
+        if own:
+            f, fd = fd, -1
+            os.close(f)          # on a network file system, close reports a failed write
     except OSError as e:   # a full disk, a quota, an I/O error
         raise TensorFileError("dst", "could not be written", path, detail=e.strerror or str(e)) from None
+    finally:
+        if own and fd >= 0:
+            os.close(fd)
 
 
 # -- per-thread scratch buffers ---------------------------------------------------------------------
@@ -129,7 +150,7 @@ def _scratch(name: str, n: int, dtype=np.uint8) -> np.ndarray:
 # -- parameters of per-tensor schemes --------------------------------------------------------------
 def tensor_params(entry: Entry, mn: float, mx: float) -> tuple[float, int]:
     """(scale, zero point) of a per-tensor scheme from the whole tensor's min and max."""
-    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx)
+    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx, _scale_store(entry))
     return float(scale), zp
 
 
@@ -138,7 +159,7 @@ def run(task: Task) -> SlabResult:
     """Run one task (see :class:`Task`)."""
     e, t = task.entry, task.entry.source
     raw = sources.read_rows(t, task.r0, task.r1, _scratch("src", task.nbytes))
-    h = hashlib.sha256(raw).digest() if task.hash else None
+    h = _digest.piece(raw) if task.hash else None
     if task.phase == "hash":
         return SlabResult(task, h)
     if task.phase == "copy":
@@ -150,9 +171,20 @@ def run(task: Task) -> SlabResult:
         out = _minmax(raw, t.dtype, rows, cols)
         _check_finite(e, task, out[2])
         return SlabResult(task, h, minmax=(out[0], out[1]))
-    stats = _encode_fast(e, task, raw, rows, cols) if jit.enabled() else _encode_reference(e, task, raw, rows, cols)
+    stats, arrays = compute(task, raw)
     _check_finite(e, task, stats[3])
+    _write(e, task, arrays)
     return SlabResult(task, h, stats=stats[:3].copy())
+
+
+def compute(task: Task, raw: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The outputs of an "encode" task's rows from their source bytes ``raw``, not written: (error
+    sums ``[sum (x-dq)^2, sum x^2, max |x-dq|, first row holding NaN or inf (-1: none)]``, role ->
+    array as the kernels give it).  The arrays are this thread's scratch buffers: use them before
+    the thread's next task."""
+    e = task.entry
+    rows, cols = task.r1 - task.r0, e.cols
+    return _encode_fast(e, task, raw, rows, cols) if jit.enabled() else _encode_reference(e, task, raw, rows, cols)
 
 
 def _check_finite(e: Entry, task: Task, bad: float) -> None:
@@ -213,13 +245,24 @@ def _positions(e: Entry, r0: int) -> dict[str, int]:
     return out
 
 
-def _write(e: Entry, task: Task, arrays: dict[str, np.ndarray]) -> None:
-    pos = _positions(e, task.r0)
+def placed(e: Entry, r0: int, r1: int, arrays: dict[str, np.ndarray]) -> list[tuple[str, int, np.ndarray]]:
+    """(role, offset in the file, data) of each output of rows ``[r0, r1)`` (offsets from the
+    plan's; relative to each output's start when its ``offset`` is 0)."""
+    if e.format is not None:                        # a layout that places its bytes itself
+        return e.format.place(e, r0, r1, arrays)
+    pos = _positions(e, r0)
+    out = []
     for role, data in arrays.items():
         o = e.output(role)
-        if role == "scale" and SCHEMES[e.scheme].granularity == "tensor" and task.r0 != 0:
+        if role == "scale" and SCHEMES[e.scheme].granularity == "tensor" and r0 != 0:
             continue                                # the per-tensor scale: written once, by the first slab
-        write_at(task.target, o.offset + pos[role], data)
+        out.append((role, o.offset + pos[role], data))
+    return out
+
+
+def _write(e: Entry, task: Task, arrays: dict[str, np.ndarray]) -> None:
+    for _, offset, data in placed(e, task.r0, task.r1, arrays):
+        write_at(task.target, offset, data)
 
 
 def encode_rows(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params: tuple | None = None, *,
@@ -228,23 +271,22 @@ def encode_rows(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, pa
     holds the rows' bytes (``dtype``: float, float16 or bfloat16; ``[rows, cols]``, row-major);
     ``params``: a per-tensor scheme's (scale, zero point).  Returns ``(outputs, stats)``: ``outputs``
     maps codes / scale / zero_point to their stored bytes (sub-byte types packed from the slab's first
-    element; this thread's scratch buffers, valid until its next call) and ``stats`` is [sum (x-dq)^2,
-    sum x^2, max |x-dq|, first row holding NaN or infinity or -1] (then ``outputs`` is not filled).
-    ``name`` and ``path`` name the tensor in errors.  The fast kernels, or the reference path when
-    the fast path is off."""
+    element; this thread's scratch buffers, valid until its next call; float32 scales) and ``stats`` is
+    [sum (x-dq)^2, sum x^2, max |x-dq|, first row holding NaN or infinity or -1] (then ``outputs`` is
+    empty).  ``name`` and ``path`` name the tensor in errors.  The fast kernels, or the reference path
+    when the fast path is off."""
     impl = _fast_outputs if jit.enabled() else _reference_outputs
-    return impl(s, dtype, raw, rows, cols, params, name, path)
+    stats, outputs = impl(s, dtype, raw, rows, cols, params, name, path, 0, "float")
+    return outputs, stats
 
 
-def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    outputs, stats = _fast_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params, e.source.name,
-                                   e.source.path)
-    if stats[3] < 0:
-        _write(e, task, outputs)
-    return stats
+def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, dict]:
+    return _fast_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params, e.source.name,
+                         e.source.path, _sround(e), _scale_store(e))
 
 
-def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str):
+def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
+                  sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
     k = _kernels()
     t = qtype(s.codes)
     kind = _KIND[dtype]
@@ -269,12 +311,13 @@ def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, 
         zp = _scratch("zp", rows if s.zero_point else 0)
         mode = {"litert": k.CH_LITERT, "amax": k.CH_FP8}.get(s.params, k.CH_ORT_ASYM if s.zero_point else k.CH_ORT_SYM)
         k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), codes, scale, zp, stats,
-                  buf, dq)
+                  buf, dq, sround)
         outputs["scale"] = scale
         if s.zero_point:
             outputs["zero_point"] = zp
         if s.params == "litert" and stats[3] < 0 and not np.all(np.isfinite(scale)):
-            raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
+            raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale",
+                             path)
     else:
         nb = -(-cols // s.block)
         if s.params == "mx":
@@ -287,11 +330,11 @@ def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, 
             zp[:] = 0
             blocks = [_scratch(f"blk{i}", nb, np.float32) for i in range(4)]
             k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf, *blocks,
-                    _scratch("blkz", nb, np.int32))
+                    _scratch("blkz", nb, np.int32), sround)
             if s.zero_point:
                 outputs["zero_point"] = zp
         outputs["scale"] = scale
-    return outputs, stats
+    return stats, outputs if stats[3] < 0 else {}
 
 
 _FORMATS: dict = {}
@@ -308,33 +351,32 @@ def _float_format(t):
     return hit
 
 
-def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    outputs, stats = _reference_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params,
-                                        e.source.name, e.source.path)
-    if stats[3] < 0:
-        _write(e, task, outputs)
-    return stats
+def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, dict]:
+    return _reference_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params, e.source.name,
+                              e.source.path, _sround(e), _scale_store(e))
 
 
-def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str):
+def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
+                       sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
     x = _as_float32(raw, dtype, rows, cols)
     stats = np.zeros(4)
     stats[3] = -1
     finite = np.isfinite(x).all(axis=1)
     if not finite.all():
         stats[3] = int(np.argmin(finite))
-        return {}, stats
-    codes, scale, zp = reference.encode(s, x, params)
+        return stats, {}
+    codes, scale, zp = reference.encode(s, x, params, scale_store)
     if s.params == "litert" and not np.all(np.isfinite(scale)):
         raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
     dq = reference.dequantize(s, codes, scale, zp)
     d = x.astype(np.float64) - dq.astype(np.float64)
     stats[:3] = (d * d).sum(), (x.astype(np.float64) ** 2).sum(), np.abs(d).max() if d.size else 0.0
     t = qtype(s.codes)
-    out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(s.scale_type))}
+    scale_type = s.scale_type if scale_store == "float" else scale_store[len("ct:"):]
+    out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(scale_type))}
     if zp is not None:
         out["zero_point"] = _bytes(zp, t)
-    return out, stats
+    return stats, out
 
 
 def _bytes(a: np.ndarray, t) -> np.ndarray:

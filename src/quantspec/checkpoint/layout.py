@@ -36,8 +36,8 @@ SLAB_BYTES = 16 << 20
 #: the default largest shard (data bytes), as ``save_pretrained`` writes them
 DEFAULT_MAX_SHARD_SIZE = 5 * 10 ** 9
 #: the version of the file layout and of the rules the converter follows (part of every plan's fingerprint)
-FORMAT_VERSION = 1
-DIGEST_PLACEHOLDER = "sha256:" + "0" * 64
+FORMAT_VERSION = 2
+DIGEST_PLACEHOLDER = "xxh64:" + "0" * 16
 STATS_PLACEHOLDER = format_stats((0.0, 0.0, 0.0))
 
 # a quantspec type stored in safetensors as (dtype code, typed view recorded in metadata)
@@ -79,6 +79,7 @@ class Entry:
     outputs: list[OutTensor]
     slab_rows: int
     shard: int = -1
+    format: Any = None         # the output format, when it places bytes itself (``format.place``)
 
     @property
     def rule(self) -> Scheme | None:
@@ -172,6 +173,32 @@ class QuantspecFormat:
     name = "quantspec"
     index_name = "model.safetensors.index.json"
     manifest_name = "quantspec.json"
+    #: files beside the shards that the format writes (besides the index and the manifest)
+    extra_names: tuple[str, ...] = ()
+
+    def check(self, recipe: Recipe, source: Source) -> None:
+        """Refuse, before planning, what this format cannot write (every scheme is written here)."""
+
+    def refuses(self, t: SourceTensor, scheme: Scheme) -> str | None:
+        """Why this format cannot store ``t`` under ``scheme`` (None: it can)."""
+        return None
+
+    def row_step(self, outputs: list[OutTensor], t: SourceTensor) -> int:
+        """The fewest rows after which every output of the tensor starts on a byte boundary."""
+        return _row_step(outputs, t)
+
+    def metadata(self) -> dict[str, str]:
+        """The fixed part of each shard's ``__metadata__``."""
+        return {"format": "quantspec"}
+
+    def is_ours(self, header: dict) -> bool:
+        """Whether a safetensors header is one this format wrote (an earlier conversion's shard)."""
+        meta = header.get("__metadata__", {})
+        return isinstance(meta, dict) and meta.get("format") == "quantspec"
+
+    def extra_files(self, plan: "Plan") -> dict[str, dict]:
+        """JSON files beside the shards: name -> content."""
+        return {}
 
     @staticmethod
     def shard_name(i: int, n: int) -> str:
@@ -254,7 +281,7 @@ class QuantspecFormat:
         entry index -> (source digest, error statistics text); placeholders of the same length when
         None."""
         tensors: dict[str, Any] = {}
-        meta: dict[str, str] = {"format": "quantspec"}
+        meta: dict[str, str] = self.metadata()
         records = {}
         pos = 0
         for i in shard.entries:
@@ -324,17 +351,27 @@ def plan(source: Source, recipe: Recipe, max_shard_size: int, fmt: QuantspecForm
     name, a type the format cannot hold) is raised here, before anything is written."""
     fmt = fmt or QuantspecFormat()
     slab_bytes = slab_bytes or SLAB_BYTES
+    fmt.check(recipe, source)
+    places = fmt if hasattr(fmt, "place") else None
     entries: list[Entry] = []
     for i, t in enumerate(source.tensors):
         a = recipe.assign(t.name, t.dtype, t.shape)
         if a.scheme != KEEP and a.explicit and SCHEMES[a.scheme].takes(t.dtype, t.shape) is not None:
             raise InvalidArgumentError("recipe", f"asks for scheme {a.scheme} on tensor {t.name!r}, which it cannot "
                                        f"take: {a.reason}", t.path)
-        outs = fmt.outputs(t, a.scheme)
-        step = _row_step(outs, t)
+        scheme, reason = a.scheme, a.reason
+        if scheme != KEEP:
+            why = fmt.refuses(t, SCHEMES[scheme])
+            if why is not None:
+                if a.explicit:
+                    raise InvalidArgumentError("recipe", f"asks for scheme {scheme} on tensor {t.name!r}, which the "
+                                               f"{fmt.name} layout cannot store: {why}", t.path)
+                scheme, reason = KEEP, why
+        outs = fmt.outputs(t, scheme)
+        step = fmt.row_step(outs, t)
         per = max(1, slab_bytes // max(t.row_bytes, 1))
         slab = max(step, per - per % step)
-        entries.append(Entry(i, t, a.scheme, a.reason, outs, slab))
+        entries.append(Entry(i, t, scheme, reason, outs, slab, format=places))
     owner: dict[str, str] = {}
     for e in entries:
         for o in e.outputs:

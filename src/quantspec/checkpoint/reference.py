@@ -22,9 +22,32 @@ from .._core.rounding import half_away_from_zero
 from ..dtypes import qtype
 from .schemes import Scheme
 
-__all__ = ["encode", "tensor_params", "ort_int_params", "mx_exponents", "dequantize"]
+__all__ = ["encode", "tensor_params", "ort_int_params", "mx_exponents", "dequantize", "stored_scale"]
 
 _TINY32 = np.finfo(np.float32).tiny
+
+
+#: the epsilon compressed-tensors puts in place of a zero scale, per stored type
+_EPS = {"bfloat16": np.float32(2.0 ** -7), "float16": np.float32(2.0 ** -10), "float": np.float32(2.0 ** -23)}
+
+
+def stored_scale(scale: np.ndarray, scale_type: str = "float") -> np.ndarray:
+    """The float32 scale as stored: unchanged for ``"float"`` (quantspec's layout; float8e8m0 scales
+    are exact already); ``"ct:bfloat16"``, ``"ct:float16"``, ``"ct:float"``: as compressed-tensors
+    keeps it — rounded to bfloat16 / float16 (ties to even), or float32 — and a zero scale (±0: a
+    block of zeros, or a scale that rounds to zero) replaced by the type's epsilon, as
+    compressed-tensors replaces zero scales.  Returned as float32 values."""
+    if not scale_type.startswith("ct:"):
+        return scale
+    import ml_dtypes
+
+    kind = scale_type[3:]
+    s = np.asarray(scale, np.float32)
+    if kind in ("bfloat16", "float16"):
+        r = s.astype(ml_dtypes.bfloat16 if kind == "bfloat16" else np.float16).astype(np.float32)
+    else:
+        r = s
+    return np.where(r == 0, _EPS[kind], r).astype(np.float32)
 
 
 def ort_int_params(rmin: np.ndarray, rmax: np.ndarray, symmetric: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -64,13 +87,14 @@ def mx_exponents(amax: np.ndarray, s: Scheme) -> np.ndarray:
     return np.maximum(e + s.scale_shift, -127)
 
 
-def tensor_params(s: Scheme, mn: float, mx: float) -> tuple[np.float32, int]:
-    """(scale, zero point) of a per-tensor scheme from the tensor's float32 min and max."""
+def tensor_params(s: Scheme, mn: float, mx: float, scale_type: str = "float") -> tuple[np.float32, int]:
+    """(scale, zero point) of a per-tensor scheme from the tensor's float32 min and max, the scale
+    as stored in ``scale_type`` (:func:`stored_scale`)."""
     if s.params == "ort-int":
         scale, zp = ort_int_params(np.float32(mn), np.float32(mx), not s.zero_point)
-        return np.float32(scale), int(zp)
+        return np.float32(stored_scale(scale, scale_type)), int(zp)
     a = np.maximum(np.abs(np.float32(mn)), np.abs(np.float32(mx)))
-    return np.float32(amax_scale(a, s.codes)), 0
+    return np.float32(stored_scale(amax_scale(a, s.codes), scale_type)), 0
 
 
 def _quantize_linear(x, scale, zp, **attrs):
@@ -84,9 +108,11 @@ def _blocks(x: np.ndarray, block: int, func) -> np.ndarray:
     return func.reduceat(x, np.arange(0, x.shape[1], block), axis=1)
 
 
-def encode(s: Scheme, x: np.ndarray, tparams: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def encode(s: Scheme, x: np.ndarray, tparams: tuple | None = None,
+           scale_type: str = "float") -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(codes, scale, zero point or None) of the rows ``x`` (float32 ``[rows, cols]``) under scheme
-    ``s``; ``tparams``: the (scale, zero point) of a per-tensor scheme."""
+    ``s``; ``tparams``: the (scale, zero point) of a per-tensor scheme.  ``scale_type``: the type the
+    scale is stored as (:func:`stored_scale`); the codes are those of the stored scale."""
     t = qtype(s.codes)
     rows = x.shape[0]
     if s.granularity == "tensor":
@@ -102,16 +128,19 @@ def encode(s: Scheme, x: np.ndarray, tparams: tuple | None = None) -> tuple[np.n
         # a per-channel tensor is computed on two copies of the row (the per-axis formula)
         xx = np.concatenate([x, x]) if rows == 1 else x
         p = weight_params(xx, axis=0)
+        if scale_type.startswith("ct:"):
+            p = type(p)(stored_scale(p.scale, scale_type), p.zero_point, p.quantized_dimension)
         codes = quantize_weights(xx, p)[:rows]
         return codes, p.scale[:rows].astype(np.float32), None
     if s.granularity == "channel":
         mn, mx = x.min(axis=1), x.max(axis=1)
         if s.params == "ort-int":
             scale, zp = ort_int_params(mn, mx, not s.zero_point)
+            scale = stored_scale(scale, scale_type)
             zero = zp.astype(t.dtype)
             codes = _quantize_linear(x, scale, zero, axis=0)
             return codes, scale, (zero if s.zero_point else None)
-        scale = amax_scale(np.maximum(np.abs(mn), np.abs(mx)), s.codes)
+        scale = stored_scale(amax_scale(np.maximum(np.abs(mn), np.abs(mx)), s.codes), scale_type)
         return _quantize_linear(x, scale, None, axis=0, output_dtype=t.name), scale, None
     if s.params == "mx":
         amax = _blocks(np.abs(x), s.block, np.maximum)
@@ -119,10 +148,10 @@ def encode(s: Scheme, x: np.ndarray, tparams: tuple | None = None) -> tuple[np.n
         scale = (e + 127).astype(np.uint8).view(qtype("float8e8m0").dtype)
         codes = _quantize_linear(x, scale, None, axis=1, block_size=s.block, output_dtype=t.name)
         return codes, scale, None
-    return _nbits(s, x)
+    return _nbits(s, x, scale_type)
 
 
-def _nbits(s: Scheme, x: np.ndarray):
+def _nbits(s: Scheme, x: np.ndarray, scale_type: str = "float"):
     """onnxruntime MatMulNBits (QDQ, RTN), for rows x (blocks along axis 1): MLAS's float32 steps."""
     mn = _blocks(x, s.block, np.minimum)
     mx = _blocks(x, s.block, np.maximum)
@@ -145,6 +174,7 @@ def _nbits(s: Scheme, x: np.ndarray):
         scale = (-m / np.float32(8)).astype(np.float32)
         zp = np.zeros(scale.shape, np.int64)
         lo, hi = -8, 7
+    scale = stored_scale(scale, scale_type)            # the zero point stays the tool's
     with np.errstate(divide="ignore", over="ignore"):
         inv = np.where(scale != 0, np.float32(1) / scale, f0).astype(np.float32)
     cols = x.shape[1]

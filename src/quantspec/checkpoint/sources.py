@@ -17,6 +17,7 @@ holds only that buffer.  Anything else (a Fortran-ordered or big-endian ``.npy``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,7 +33,7 @@ from .._core import tensorio
 from ..dtypes import qtype
 from ..errors import TensorFileError
 
-__all__ = ["SourceTensor", "Source", "discover", "read_rows", "SAFETENSORS_CODES"]
+__all__ = ["SourceTensor", "Source", "discover", "read_rows", "SAFETENSORS_CODES", "private_files", "private"]
 
 #: safetensors dtype code -> quantspec type name, for every code a source may hold
 SAFETENSORS_CODES = dict(tensorio._ST_CODES)
@@ -163,28 +164,30 @@ def _from_files(root: Path, files: list[Path], index: Path | None) -> Source:
                   None if index is None else str(index.resolve()))
 
 
-def _safetensors_header(path: Path, root: Path, start: int) -> list[SourceTensor]:
+def _safetensors_header(path: Path, root: Path, start: int, argument: str = "src") -> list[SourceTensor]:
     try:
         size = path.stat().st_size
         with path.open("rb") as f:
             head = f.read(8)
             if len(head) < 8:
-                raise TensorFileError("src", "is too short to be a safetensors file", str(path))
+                raise TensorFileError(argument, "is too short to be a safetensors file", str(path))
             (n,) = struct.unpack("<Q", head)
             if n > size - 8:
-                raise TensorFileError("src", "has a safetensors header longer than the file", str(path))
+                raise TensorFileError(argument, "has a safetensors header longer than the file", str(path))
             raw = f.read(n)
     except OSError as e:
-        raise TensorFileError("src", "could not be read", str(path), detail=e.strerror or str(e)) from None
+        raise TensorFileError(argument, "could not be read", str(path), detail=e.strerror or str(e)) from None
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=tensorio._no_duplicate_keys)
     except tensorio._DuplicateKey as e:
-        raise TensorFileError("src", f"has a safetensors header naming tensor {e.args[0]!r} twice", str(path)) from None
+        raise TensorFileError(argument, f"has a safetensors header naming tensor {e.args[0]!r} twice", str(path)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TensorFileError("src", "has a safetensors header that is not JSON", str(path), detail=str(e)) from None
+        raise TensorFileError(argument, "has a safetensors header that is not JSON", str(path), detail=str(e)) from None
     if not isinstance(header, dict):
-        raise TensorFileError("src", "has a safetensors header that is not a JSON object", str(path))
-    header.pop("__metadata__", None)
+        raise TensorFileError(argument, "has a safetensors header that is not a JSON object", str(path))
+    meta = header.pop("__metadata__", None)
+    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        raise TensorFileError(argument, "has a safetensors header whose __metadata__ is not a map of strings", str(path))
     base, length = 8 + n, size - 8 - n
     out = []
     ordered = sorted(header.items(), key=lambda kv: _offsets(kv[1]))
@@ -196,18 +199,18 @@ def _safetensors_header(path: Path, root: Path, start: int) -> list[SourceTensor
         elif code in _UNSIGNED_EXTRA:
             dtype, itemsize = _UNSIGNED_EXTRA[code].str, _UNSIGNED_EXTRA[code].itemsize
         else:
-            raise TensorFileError("src", f"tensor {name!r} has a dtype quantspec cannot read", str(path),
+            raise TensorFileError(argument, f"tensor {name!r} has a dtype quantspec cannot read", str(path),
                                   detail=f"dtype {code!r}")
         shape, offsets = info.get("shape"), info.get("data_offsets")
         if (not isinstance(shape, list) or not all(tensorio._is_count(s) for s in shape) or not isinstance(offsets, list)
                 or len(offsets) != 2 or not all(tensorio._is_count(o) for o in offsets)):
-            raise TensorFileError("src", f"tensor {name!r} has a malformed header entry", str(path))
+            raise TensorFileError(argument, f"tensor {name!r} has a malformed header entry", str(path))
         count = 1
         for s in shape:
             count *= s
         a, b = offsets
         if not (a <= b <= length) or b - a != count * itemsize:
-            raise TensorFileError("src", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
+            raise TensorFileError(argument, f"tensor {name!r} has data offsets that do not fit its shape and dtype",
                                   str(path), detail=f"offsets {offsets}")
         out.append(SourceTensor(name, str(path.resolve()), _relative(path, root), dtype, tuple(shape), base + a, b - a,
                                 itemsize, start + i))
@@ -325,7 +328,35 @@ def _retyped(t: SourceTensor, name: str | None) -> SourceTensor:
 _PREADV = hasattr(os, "preadv")
 _FDS: dict[str, int] = {}
 _FDS_LOCK = threading.Lock()
-_ARRAYS: dict[tuple[str, str], np.ndarray] = {}
+_ARRAYS: dict[tuple, np.ndarray] = {}
+_PRIVATE = threading.local()
+
+
+@contextlib.contextmanager
+def private_files():
+    """Within this block, this thread keeps no file open between calls: each read (and each write of
+    :func:`quantspec.checkpoint.encode.write_at`) opens its file and closes it again.  Tasks on a
+    cluster's long-lived worker processes run so: a file replaced between two runs is read afresh,
+    and on a network file system a worker's writes reach the server when it closes the file
+    (close-to-open consistency), before the client finishes the shard."""
+    before = getattr(_PRIVATE, "on", False)
+    _PRIVATE.on = True
+    try:
+        yield
+    finally:
+        _PRIVATE.on = before
+
+
+def private() -> bool:
+    """Whether this thread is inside :func:`private_files`."""
+    return getattr(_PRIVATE, "on", False)
+
+
+def _open(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise TensorFileError("src", "could not be opened", path, detail=e.strerror or str(e)) from None
 
 
 def _fd(path: str) -> int:
@@ -334,11 +365,7 @@ def _fd(path: str) -> int:
         with _FDS_LOCK:
             fd = _FDS.get(path)
             if fd is None:
-                try:
-                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                except OSError as e:
-                    raise TensorFileError("src", "could not be opened", path, detail=e.strerror or str(e)) from None
-                _FDS[path] = fd
+                fd = _FDS[path] = _open(path)
     return fd
 
 
@@ -355,8 +382,13 @@ def close_all() -> None:
 
 
 def _array(t: SourceTensor) -> np.ndarray:
-    """A tensor that cannot be read by offset: through numpy (mapped when it can be)."""
-    key = (t.path, t.name)
+    """A tensor that cannot be read by offset: through numpy (mapped when it can be), kept while the
+    file is unchanged."""
+    try:
+        st = os.stat(t.path)
+    except OSError as e:
+        raise TensorFileError("src", "could not be opened", t.path, detail=e.strerror or str(e)) from None
+    key = (t.path, t.name, st.st_mtime_ns, st.st_size)
     a = _ARRAYS.get(key)
     if a is None:
         with _FDS_LOCK:
@@ -380,28 +412,38 @@ def read_rows(t: SourceTensor, r0: int, r1: int, out: np.ndarray | None = None) 
     if n == 0:
         return buf
     if t.offset is not None:
-        fd = _fd(t.path)
-        view = memoryview(buf)
-        done, pos = 0, t.offset + r0 * rb
-        while done < n:
-            try:
-                if _PREADV:
-                    got = os.preadv(fd, [view[done:]], pos + done)
-                else:  # pragma: no cover - systems without preadv: a read, then a copy
-                    chunk = os.pread(fd, min(n - done, 1 << 26), pos + done)
-                    view[done:done + len(chunk)] = chunk
-                    got = len(chunk)
-            except OSError as e:
-                raise TensorFileError("src", f"tensor {t.name!r} could not be read", t.path,
-                                      detail=e.strerror or str(e)) from None
-            if got <= 0:
-                raise TensorFileError("src", f"tensor {t.name!r} ends before its header says (the file is truncated)",
-                                      t.path)
-            done += got
-        return buf
+        own = private()
+        fd = _open(t.path) if own else _fd(t.path)
+        try:
+            return _pread(t, fd, buf, r0 * rb, n)
+        finally:
+            if own:
+                os.close(fd)
     a = _array(t)
     rows = np.ascontiguousarray(a.reshape(t.rows, -1)[r0:r1] if a.ndim else a.reshape(1))
     rows = rows.astype(rows.dtype.newbyteorder("="), copy=False)
     buf[:] = rows.reshape(-1).view(np.uint8)
     tensorio.release(a)
+    return buf
+
+
+def _pread(t: SourceTensor, fd: int, buf: np.ndarray, start: int, n: int) -> np.ndarray:
+    """``n`` bytes of ``t`` from byte ``start`` of its data into ``buf``."""
+    view = memoryview(buf)
+    done, pos = 0, t.offset + start
+    while done < n:
+        try:
+            if _PREADV:
+                got = os.preadv(fd, [view[done:]], pos + done)
+            else:  # pragma: no cover - systems without preadv: a read, then a copy
+                chunk = os.pread(fd, min(n - done, 1 << 26), pos + done)
+                view[done:done + len(chunk)] = chunk
+                got = len(chunk)
+        except OSError as e:
+            raise TensorFileError("src", f"tensor {t.name!r} could not be read", t.path,
+                                  detail=e.strerror or str(e)) from None
+        if got <= 0:
+            raise TensorFileError("src", f"tensor {t.name!r} ends before its header says (the file is truncated)",
+                                  t.path)
+        done += got
     return buf

@@ -59,9 +59,8 @@ class Output:
             if str(p.resolve()) in src_files:
                 raise TensorFileError("dst", "holds the source checkpoint; write the conversion to another directory",
                                       str(self.dir))
-            if p.name not in ours and not p.name.startswith(".") and not (fmt.name == "quantspec" and
-                                                                        p.name.endswith(".safetensors")
-                                                                        and self._is_quantspec(p)):
+            if p.name not in ours and not p.name.startswith(".") and not (p.name.endswith(".safetensors")
+                                                                        and self._is_ours(p)):
                 raise TensorFileError("dst", "holds files that are not a quantspec conversion's; give an empty or new "
                                       "directory", str(self.dir), detail=f"for example {p.name!r}")
         try:
@@ -89,17 +88,20 @@ class Output:
     def _ours(self) -> set[str]:
         """The names an earlier quantspec conversion left in ``DST`` (from its index)."""
         fmt = self.plan.format
-        names = {fmt.index_name, fmt.manifest_name}
+        names = {fmt.index_name, fmt.manifest_name, *fmt.extra_names}
         with contextlib.suppress(Exception):
             index = json.loads((self.dir / fmt.index_name).read_text())
             names.update(index["weight_map"].values())
+        with contextlib.suppress(Exception):         # an earlier conversion to another layout, and its files
+            earlier = json.loads((self.dir / fmt.manifest_name).read_text())["format"]
+            if earlier == "compressed-tensors":
+                names.add("config.json")
         names.update(sh.name for sh in self.plan.shards)
         return names
 
-    @staticmethod
-    def _is_quantspec(path: Path) -> bool:
+    def _is_ours(self, path: Path) -> bool:
         header = read_header(path)
-        return header is not None and header.get("__metadata__", {}).get("format") == "quantspec"
+        return header is not None and self.plan.format.is_ours(header)
 
     def check_space(self, shards: list[Shard]) -> None:
         """Refuse to start when the device cannot hold the shards still to be written."""
@@ -178,10 +180,12 @@ class Output:
                 if self.done(sh).exists() or not self.final(sh).exists():   # else: kept where it was
                     os.replace(self.done(sh), self.final(sh))
             _atomic_json(self.dir / fmt.index_name, fmt.index(self.plan))
+            for name, content in fmt.extra_files(self.plan).items():
+                _atomic_json(self.dir / name, content)
             _atomic_json(self.dir / fmt.manifest_name, manifest)
         except OSError as e:
             raise TensorFileError("dst", "could not be written", str(self.dir), detail=e.strerror or str(e)) from None
-        keep = {fmt.index_name, fmt.manifest_name} | {sh.name for sh in self.plan.shards}
+        keep = {fmt.index_name, fmt.manifest_name, *fmt.extra_names} | {sh.name for sh in self.plan.shards}
         for name in old - keep:
             with contextlib.suppress(OSError):
                 (self.dir / name).unlink()
