@@ -231,19 +231,41 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     # dequantize alike, measured)
     stream = (par and y.nbytes >= STREAM_FROM and y.flags.aligned
               and (not together(lay, params) if isinstance(lay, RowLayout) else lay.L * y.itemsize >= STREAM_BLOCK))
-    token = np.empty(0, y.dtype) if stream else None
     kernels = _kernels()
-    parts = max(min(kernels.threads(), lay.work), 1) if par else 1
+    if not par:
+        kernel, args = kernels.serial, (x, y, params, lay, op[0], op[1], 0, 1)
+    else:
+        parts = max(min(kernels.threads(), lay.work), 1)
+        if stream:
+            buf = np.empty(parts * kernels.buffer_elements(y.dtype), y.dtype)
+            kernel, args = kernels.parallel_streamed, (x, y, params, lay, op[0], op[1], buf, parts)
+        else:
+            kernel, args = kernels.parallel, (x, y, params, lay, op[0], op[1], parts)
     if memo is None:
-        kernels.map_(par)(x, y, params, lay, op[0], op[1], token, parts)
+        kernel(*args)
         return
     # everything numba's type of the arguments depends on that can change from call to call: the
     # arrays' dtype, dimensions and flags (contiguity, writeable, aligned), and the kernel chosen
     key = (par, stream, x.dtype, x.ndim, x.flags.num, y.dtype, y.ndim, y.flags.num)
     entry = memo.get(key)
     if entry is None:
-        entry = memo[key] = _entry(kernels.map_(par), (x, y, params, lay, op[0], op[1], token, parts))
-    entry(x, y, params, lay, op[0], op[1], token, parts)
+        entry = memo[key] = _entry(kernel, args)
+    entry(*args)
+
+
+def _buffer_elements(y: np.ndarray) -> int:
+    return max(STREAM_BUFFER, 64) // y.itemsize
+
+
+_EMPTY: dict = {}
+
+
+def _no_stream(dtype: np.dtype) -> np.ndarray:
+    """The parallel kernels' ``stream`` argument when the output is stored plainly: no buffers."""
+    empty = _EMPTY.get(dtype)
+    if empty is None:
+        empty = _EMPTY[dtype] = np.empty(0, dtype)
+    return empty
 
 
 def _entry(dispatcher, args: tuple):

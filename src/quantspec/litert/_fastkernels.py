@@ -14,7 +14,7 @@ from numba import prange
 from numba.extending import overload
 
 from .._core import fastmap
-from .._core.nbprim import iand, inline, isub, ixor, round_half_away, twin
+from .._core.nbprim import iand, inline, isub, ixor, round_half_away, shared, twin
 from .fast import (AddSub, DequantizeAxis, DequantizeSmall, DequantizeTensor, Quantize, Requantize,
                    RequantizeDouble)
 
@@ -29,13 +29,13 @@ _TWO31 = 2147483648.0
 
 
 # -- gemmlowp fixed point (int64 values holding int32 ones) ---------------------------------------
-@inline
+@shared
 def _wrap32(v):
     """Two's-complement wrap into the int32 range (C++ int32 overflow), as int64."""
     return np.int64(np.int32(v))
 
 
-@inline
+@shared
 def _srdhm(a, b):
     """SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2^31 truncated, INT32_MIN^2 saturated."""
     ab = a * b
@@ -44,7 +44,7 @@ def _srdhm(a, b):
     return np.int64(_I32_MAX) if (a == _I32_MIN) & (b == _I32_MIN) else q
 
 
-@inline
+@shared
 def _rdbpot(x, e):
     """RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero (0 <= e <= 31)."""
     mask = (np.int64(1) << e) - 1
@@ -52,7 +52,7 @@ def _rdbpot(x, e):
     return (x >> e) + (np.int64(1) if (x & mask) > threshold else np.int64(0))
 
 
-@inline
+@shared
 def _mbqm(x, m, s):
     """MultiplyByQuantizedMultiplier (double rounding); the left shift is an int32 product (wraps)."""
     left = s if s > 0 else np.int64(0)
@@ -60,7 +60,7 @@ def _mbqm(x, m, s):
     return _rdbpot(_srdhm(_wrap32(x << left), m), right)
 
 
-@inline
+@shared
 def _clamp(v, lo, hi):
     return min(max(v, np.int64(lo)), np.int64(hi))
 
@@ -162,7 +162,9 @@ def _binary_op(x, y, p):
     """ADD/SUB or MUL, chosen by the class of ``p``."""
 
 
-@overload(_binary_op, inline="always", jit_options={"fastmath": False, "error_model": "numpy"})
+# compiled once per record class, then always inlined by LLVM (forceinline): inlining the operation into
+# the kernel's code (``inline="always"``) made numba type it anew in every kernel that calls it
+@overload(_binary_op, jit_options={"fastmath": False, "error_model": "numpy", "forceinline": True})
 def _ov_binary_op(x, y, p):
     if p.instance_class is AddSub:
         return lambda x, y, p: _add_sub(x, y, p)
