@@ -106,6 +106,8 @@ COMMANDS = {
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),
+    "warmup": ("compile every fast kernel ahead of time (once per machine)",
+               lambda a: _delegate("quantspec.warmup", "main", a)),
 }
 
 

@@ -41,16 +41,29 @@ def inline(func):
     return njit(inline="always", **_OPTIONS)(func)
 
 
+def shared(func):
+    """A building block that many kernels or operations call: compiled once per signature (numba types
+    it once, not once per place it is used, as it does what :func:`inline` gives it) and always
+    inlined by LLVM (``forceinline``), so that the loops that call it still vectorise."""
+    return njit(forceinline=True, **_OPTIONS)(func)
+
+
 def function(func):
     """A function called (not inlined at numba level) by kernels."""
     return njit(**_OPTIONS)(func)
 
 
 def kernel(func=None, *, parallel: bool = False):
-    """A kernel: compiled on first use for each signature, and cached on disk."""
+    """A kernel: compiled on first use for each signature, and cached on disk (where no cache
+    directory can be written, compiled in memory: :func:`quantspec._core.jit.uncached`)."""
     def wrap(f):
-        dispatcher = njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+        try:
+            dispatcher = njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+        except RuntimeError:                # numba: "cannot cache function ...: no locator available"
+            jit.uncached(f.__code__.co_filename)
+            dispatcher = njit(parallel=parallel, cache=False, nogil=True, **_OPTIONS)(f)
         jit.lock_cache_saves(dispatcher)
+        jit.mark_kernel(dispatcher)
         return dispatcher
 
     return wrap(func) if func is not None else wrap
@@ -75,7 +88,7 @@ def twin(py_func):
     pick.parallel, pick.serial = par, ser
     return pick
 
-__all__ = ["inline", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
+__all__ = ["inline", "shared", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
            "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
 
 
