@@ -8,6 +8,7 @@
     quantspec run MODEL.tflite --input FILE.npy [--compare-litert]
     quantspec bench [--quick]
     quantspec demo
+    quantspec warmup [--spec {onnx,tf,litert}]
 
 ``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx
 --help`` lists them.  Each spec package holds its own command-line half in a ``_cli`` module with
@@ -130,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if cmd != "warmup":
+        from ._core import jit
+
+        jit.announce_compiles()          # once, on stderr, if this command compiles a kernel
     try:
         return COMMANDS[cmd][1](rest)
     except QuantSpecError as e:
