@@ -496,15 +496,20 @@ def test_errors_are_the_same_on_both_paths(monkeypatch):
             qo.dequantize_linear(np.ones(3, np.int8), np.float32(1), out=np.empty(4, np.float32))
 
 
-def test_sleeping_thread_pools_raise_the_parallel_threshold(monkeypatch):
-    """With OMP_WAIT_POLICY=PASSIVE every parallel call pays a thread wake-up, so medium arrays run
-    on the serial kernels (SERIAL_BELOW_PASSIVE); with spinning threads they go parallel from
-    SERIAL_BELOW."""
+def test_parallel_threshold_ignores_openmp_settings(monkeypatch):
+    """The pool's helpers sleep when idle whatever OMP_WAIT_POLICY says (quantspec._core.pool): calls
+    go parallel from SERIAL_BELOW elements, except inside a serial_below block of the same thread."""
     n = core.SERIAL_BELOW * 4
-    assert n < core.SERIAL_BELOW_PASSIVE
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert not core.parallel(core.SERIAL_BELOW - 1) and core.parallel(n)
-    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
-    assert not core.parallel(n) and core.parallel(core.SERIAL_BELOW_PASSIVE)
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    for policy in (None, "passive", "ACTIVE"):
+        if policy is None:
+            monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        else:
+            monkeypatch.setenv("OMP_WAIT_POLICY", policy)
+        assert not core.parallel(core.SERIAL_BELOW - 1) and core.parallel(n) and core.parallel(core.SERIAL_BELOW)
+    with core.serial_below(n + 1):
+        assert not core.parallel(n)
+        with core.serial_below(2):
+            assert not core.parallel(n)
+        assert core.parallel(n + 1)
     assert core.parallel(n)
+

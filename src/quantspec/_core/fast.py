@@ -18,36 +18,59 @@ below); :func:`flat_params` puts parameters in the shape the layout expects.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
+import threading
 from collections import namedtuple
 
 import numpy as np
 
-from . import jit
+from . import jit, pool
 
-__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "CHUNK",
-           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
+__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "serial_below", "CHUNK",
+           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "CLAIMS_PER_THREAD", "launch", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
            "ROWS_TOGETHER_FROM", "ROWS_GROUPED_FROM", "together"]
 
 #: elements per unit of parallel work
 CHUNK = 1 << 15
-#: arrays smaller than this run on the calling thread (no thread-pool launch)
-SERIAL_BELOW = 1 << 16
-#: ... and this, when OpenMP's idle threads sleep (``OMP_WAIT_POLICY=PASSIVE``): waking them costs
-#: every parallel call 50-100 us on the 2-core machine of docs/performance.md (a spinning pool: about
-#: 2 us), more than the serial kernels take below about 1 Mi elements (float32 -> int8 and back, and
-#: float8, measured)
-SERIAL_BELOW_PASSIVE = 1 << 20
+#: arrays smaller than this run on the calling thread alone.  A parallel call wakes the pool's
+#: helpers (quantspec._core.pool), which takes 15-100 us on the 2-core machine of docs/performance.md
+#: and costs the caller a few microseconds (the caller does not wait for them: it starts at once);
+#: below this the caller is done before a helper would have joined (float32 -> int8 runs at about
+#: 13 Gelem/s on one thread, in cache)
+SERIAL_BELOW = 1 << 19
+#: kept for code that set it: the pool's helpers always sleep when idle, so OpenMP's wait policy no
+#: longer changes where parallel calls start
+SERIAL_BELOW_PASSIVE = SERIAL_BELOW
+#: a parallel call's work items are claimed about this many times per thread (a few at a time: the
+#: threads share out the work as they come, the last claims are small enough that no thread waits
+#: long for another)
+CLAIMS_PER_THREAD = 16
 
 
 def parallel(n: int) -> bool:
-    """Whether ``n`` elements run on the parallel kernels (SERIAL_BELOW, SERIAL_BELOW_PASSIVE; never
-    in a process forked after numba's thread pool had started, :data:`FORKED_AFTER_POOL`)."""
-    if n < SERIAL_BELOW or FORKED_AFTER_POOL:
-        return False
-    return n >= SERIAL_BELOW_PASSIVE or jit.env("OMP_WAIT_POLICY").strip().upper() != "PASSIVE"
+    """Whether ``n`` elements run on the pool's threads (SERIAL_BELOW, a :func:`serial_below` block of
+    this thread; never in a process forked after numba's OpenMP pool had started,
+    :data:`FORKED_AFTER_POOL`, for kernels that still use it)."""
+    return not (n < SERIAL_BELOW or FORKED_AFTER_POOL or n < getattr(_LOCAL, "serial_below", 0))
+
+
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def serial_below(n: int):
+    """Within the block, this thread's calls below ``n`` elements run on the serial kernels (the
+    LiteRT interpreter's: a parallel call is worth its thread wake-up and its final wait for every
+    worker only on large tensors, and on a busy machine that wait is long)."""
+    before = getattr(_LOCAL, "serial_below", 0)
+    _LOCAL.serial_below = max(before, n)
+    try:
+        yield
+    finally:
+        _LOCAL.serial_below = before
 
 
 #: True in a process made by ``fork()`` (multiprocessing's default start method on Linux) from a
@@ -61,8 +84,8 @@ FORKED_AFTER_POOL = False
 
 def _after_fork_in_child() -> None:
     global FORKED_AFTER_POOL
-    pool = sys.modules.get("numba.np.ufunc.parallel")
-    if pool is not None and getattr(pool, "_is_initialized", False):
+    omp = sys.modules.get("numba.np.ufunc.parallel")
+    if omp is not None and getattr(omp, "_is_initialized", False):
         FORKED_AFTER_POOL = True
 
 
@@ -213,8 +236,9 @@ def together(lay, params: tuple) -> bool:
 
 def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None,
         memo: dict | None = None) -> None:
-    """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements (:func:`parallel`), streaming the
-    output from STREAM_FROM bytes (when ``y`` is aligned to its element size).
+    """``y = op(x)`` elementwise (flat arrays): on the pool's threads from SERIAL_BELOW elements
+    (:func:`parallel`, quantspec._core.pool), streaming the output from STREAM_FROM bytes (when ``y``
+    is aligned to its element size).
 
     ``memo``: a dict owned by the caller's prepared state, for calls that repeat with the same
     ``params``, ``lay`` and ``op`` objects (a cached plan): it keeps the compiled kernel's entry point
@@ -223,49 +247,48 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     n = x.size if n is None else n
     if n == 0:
         return
-    par = parallel(n)
+    work = lay.work
+    parts = min(pool.threads(), work) if parallel(n) else 1
     # SegLayout runs are streamed run by run: only runs of whole lines gain (blocked runs of 32 bytes
     # would all be written by the scalar head and tail)
     # rows computed four at a time (ROWS_TOGETHER_FROM) are not streamed: the stream buffer holds
     # part of one row, and streaming took them a row at a time again (slower, for quantize and
     # dequantize alike, measured)
-    stream = (par and y.nbytes >= STREAM_FROM and y.flags.aligned
+    stream = (parts > 1 and y.nbytes >= STREAM_FROM and y.flags.aligned
               and (not together(lay, params) if isinstance(lay, RowLayout) else lay.L * y.itemsize >= STREAM_BLOCK))
-    kernels = _kernels()
-    if not par:
-        kernel, args = kernels.serial, (x, y, params, lay, op[0], op[1], 0, 1)
-    else:
-        parts = max(min(kernels.threads(), lay.work), 1)
-        if stream:
-            buf = np.empty(parts * kernels.buffer_elements(y.dtype), y.dtype)
-            kernel, args = kernels.parallel_streamed, (x, y, params, lay, op[0], op[1], buf, parts)
-        else:
-            kernel, args = kernels.parallel, (x, y, params, lay, op[0], op[1], parts)
+    claims = np.zeros(2, np.int64)
+    step = max(1, work // (parts * CLAIMS_PER_THREAD)) if parts > 1 else work
+    args = (x, y, params, lay, op[0], op[1], claims, step)
     if memo is None:
-        kernel(*args)
+        kernels = _kernels()
+        entry = kernels.streamed if stream else kernels.plain
+    else:
+        # everything numba's type of the arguments depends on that can change from call to call: the
+        # arrays' dtype, dimensions and flags (contiguity, writeable, aligned), and the kernel chosen
+        key = (stream, x.dtype, x.ndim, x.flags.num, y.dtype, y.ndim, y.flags.num)
+        entry = memo.get(key)
+        if entry is None:
+            kernels = _kernels()
+            entry = memo[key] = _entry(kernels.streamed if stream else kernels.plain, args)
+    if parts > 1:
+        pool.run(entry, args, claims, work, parts)
+    else:
+        entry(*args)
+
+
+def launch(kernel, args: tuple, work: int, n: int) -> None:
+    """Run ``kernel(*args, claims, step)``, a kernel that claims ``work`` work items from ``claims``
+    ``step`` at a time and returns the number finished (quantspec._core.pool), over ``n`` elements in
+    all: on the pool's threads from SERIAL_BELOW elements (:func:`parallel`), else on this one."""
+    if work <= 0:
         return
-    # everything numba's type of the arguments depends on that can change from call to call: the
-    # arrays' dtype, dimensions and flags (contiguity, writeable, aligned), and the kernel chosen
-    key = (par, stream, x.dtype, x.ndim, x.flags.num, y.dtype, y.ndim, y.flags.num)
-    entry = memo.get(key)
-    if entry is None:
-        entry = memo[key] = _entry(kernel, args)
-    entry(*args)
-
-
-def _buffer_elements(y: np.ndarray) -> int:
-    return max(STREAM_BUFFER, 64) // y.itemsize
-
-
-_EMPTY: dict = {}
-
-
-def _no_stream(dtype: np.dtype) -> np.ndarray:
-    """The parallel kernels' ``stream`` argument when the output is stored plainly: no buffers."""
-    empty = _EMPTY.get(dtype)
-    if empty is None:
-        empty = _EMPTY[dtype] = np.empty(0, dtype)
-    return empty
+    parts = min(pool.threads(), work) if parallel(n) else 1
+    claims = np.zeros(2, np.int64)
+    step = max(1, work // (parts * CLAIMS_PER_THREAD)) if parts > 1 else work
+    if parts > 1:
+        pool.run(kernel, (*args, claims, step), claims, work, parts)
+    else:
+        kernel(*args, claims, step)
 
 
 def _entry(dispatcher, args: tuple):

@@ -26,15 +26,14 @@ ordinary stores; the serial kernel never streams.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange, types
+from numba import njit, types
 from numba.extending import overload
 
 from .fast import ROWS_TOGETHER_FROM, STREAM_BUFFER, SegLayout
-from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, data_address, kernel, mxcsr_get, mxcsr_set,
-                     stream_fence, stream_line)
+from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, claim, data_address, finished, kernel, mxcsr_get,
+                     mxcsr_set, stream_fence, stream_line)
 
-__all__ = ["serial", "serial_streamed", "parallel", "parallel_streamed", "buffer_elements", "register", "threads",
-           "KERNEL_SOURCES"]
+__all__ = ["plain", "streamed", "register", "KERNEL_SOURCES"]
 
 #: every module whose element functions the compiled kernels inline (jit.py keys the on-disk cache
 #: by their contents): this one, nbprim.py and these
@@ -269,17 +268,17 @@ def _make_rows(op, per_element):
 
 
 
-# -- a worker's share ------------------------------------------------------------------------------
-def _share(x, y, prm, lay, e0, e1, t, parts):
-    """Worker ``t`` of ``parts``: its contiguous share of the work items (numba's own split of a
-    ``prange`` is the same static one), with ordinary stores.  Runs the element operation with
-    FTZ/DAZ set where it was registered so."""
+# -- a thread's part of a call ------------------------------------------------------------------------
+def _share(x, y, prm, lay, e0, e1, claims, step):
+    """The work items this thread claims, ``step`` at a time, from ``claims`` (quantspec._core.pool),
+    with ordinary stores; the number of work items finished when none are left to claim.  Runs the
+    element operation with FTZ/DAZ set where it was registered so."""
 
 
-def _share_streamed(x, y, prm, lay, e0, e1, buf, t, parts):
-    """:func:`_share` writing the output with streaming stores (y must be aligned to its element size)
-    through ``buf[t * STREAM_BUFFER bytes:]``, or, for one run (per-tensor), worker ``t``'s share of
-    the whole lines of y in one piece; fences its streamed stores once, at the end."""
+def _share_streamed(x, y, prm, lay, e0, e1, claims, step):
+    """:func:`_share` writing the output with streaming stores (y must be aligned to its element
+    size), through a stream buffer of STREAM_BUFFER bytes; fences its streamed stores before it
+    counts them finished."""
 
 
 def _flush(key) -> bool:
@@ -287,144 +286,136 @@ def _flush(key) -> bool:
 
 
 @overload(_share, jit_options=_JIT)
-def _ov_share(x, y, prm, lay, e0, e1, t, parts):
+def _ov_share(x, y, prm, lay, e0, e1, claims, step):
     key = (_key(e0), _key(e1))
     op, flush = _OPS[key], _flush(key)
     if _is(lay, SegLayout):
         runs = _made("runs", op, _line_elements(y), _block_elements(y), False)
 
-        def seg(x, y, prm, lay, e0, e1, t, parts):
+        def seg(x, y, prm, lay, e0, e1, claims, step):
             if flush:
                 mode = mxcsr_get()
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            for w in range(lay.work * t // parts, lay.work * (t + 1) // parts):
-                a, b = _seg_work(w, lay)
+            while True:
+                w0 = claim(claims, step)
+                if w0 >= lay.work:
+                    break
+                w1 = min(w0 + step, lay.work)
+                a, _ = _seg_work(w0, lay)
+                _, b = _seg_work(w1 - 1, lay)
                 runs(x, y, a, b, prm, lay, e0, e1, y, 0)
+                finished(claims, w1 - w0)
             if flush:
                 mxcsr_set(mode)
+            return finished(claims, 0)
 
         return seg
     rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types))   # bytes of parameters an element
 
-    def row(x, y, prm, lay, e0, e1, t, parts):
+    def row(x, y, prm, lay, e0, e1, claims, step):
         if flush:
             mode = mxcsr_get()
             mxcsr_set(mode | MXCSR_FTZ_DAZ)
-        for w in range(lay.work * t // parts, lay.work * (t + 1) // parts):
-            a, b = _row_work(w, lay)
+        while True:
+            w0 = claim(claims, step)
+            if w0 >= lay.work:
+                break
+            w1 = min(w0 + step, lay.work)
+            a, _ = _row_work(w0, lay)
+            _, b = _row_work(w1 - 1, lay)
             rows(x, y, a, b, a, prm, lay, e0, e1)
+            finished(claims, w1 - w0)
         if flush:
             mxcsr_set(mode)
+        return finished(claims, 0)
 
     return row
 
 
 @overload(_share_streamed, jit_options=_JIT)
-def _ov_share_streamed(x, y, prm, lay, e0, e1, buf, t, parts):
+def _ov_share_streamed(x, y, prm, lay, e0, e1, claims, step):
     key = (_key(e0), _key(e1))
     op, flush = _OPS[key], _flush(key)
     n, full = _line_elements(y), _block_elements(y)
     if _is(lay, SegLayout):
         runs = _made("runs", op, n, full, True)
 
-        def seg(x, y, prm, lay, e0, e1, buf, t, parts):
+        def seg(x, y, prm, lay, e0, e1, claims, step):
             if flush:
                 mode = mxcsr_get()
                 mxcsr_set(mode | MXCSR_FTZ_DAZ)
-            # one run (per-tensor): worker t from line boundary t to line boundary t + 1 of y's
-            # whole lines (the first worker from element 0, the last to the end)
-            one = lay.units == 1
-            first = 0 if one else lay.work * t // parts
-            last = 1 if one else lay.work * (t + 1) // parts
-            for w in range(first, last):
-                if one:
-                    m = lay.D * lay.I
-                    lead = min(m, ((LINE - np.int64(data_address(y) % np.uint64(LINE))) % LINE) // y.itemsize)
-                    lines = (m - lead) // n
-                    a = 0 if t == 0 else lead + lines * t // parts * n
-                    b = m if t == parts - 1 else lead + lines * (t + 1) // parts * n
-                else:
-                    a, b = _seg_work(w, lay)
-                runs(x, y, a, b, prm, lay, e0, e1, buf, t * full)
-            stream_fence()
+            buf = np.empty(full, y.dtype)
+            while True:
+                w0 = claim(claims, step)
+                if w0 >= lay.work:
+                    break
+                w1 = min(w0 + step, lay.work)
+                a, _ = _seg_work(w0, lay)
+                _, b = _seg_work(w1 - 1, lay)
+                runs(x, y, a, b, prm, lay, e0, e1, buf, 0)
+                stream_fence()
+                finished(claims, w1 - w0)
             if flush:
                 mxcsr_set(mode)
+            return finished(claims, 0)
 
         return seg
     rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types))
 
-    def row(x, y, prm, lay, e0, e1, buf, t, parts):
+    def row(x, y, prm, lay, e0, e1, claims, step):
         if flush:
             mode = mxcsr_get()
             mxcsr_set(mode | MXCSR_FTZ_DAZ)
+        buf = np.empty(full, y.dtype)
         base = data_address(y)
-        off = t * full
-        for w in range(lay.work * t // parts, lay.work * (t + 1) // parts):
-            a, b = _row_work(w, lay)
+        while True:
+            w0 = claim(claims, step)
+            if w0 >= lay.work:
+                break
+            w1 = min(w0 + step, lay.work)
+            a, _ = _row_work(w0, lay)
+            _, b = _row_work(w1 - 1, lay)
             # a buffer of whole lines at a time (the head up to the first line boundary, and the
             # tail, through the buffer too, stored)
             pos = a
             while pos < b:
                 lead = ((LINE - np.int64((base + np.uint64(pos * y.itemsize)) % np.uint64(LINE))) % LINE) // y.itemsize
                 m = min(b - pos, lead if lead else full)
-                rows(x, buf, pos, pos + m, off, prm, lay, e0, e1)
+                rows(x, buf, pos, pos + m, 0, prm, lay, e0, e1)
                 whole = 0 if lead else m // n * n
                 for c in range(0, whole, n):
-                    stream_line(y, pos + c, buf, off + c)
+                    stream_line(y, pos + c, buf, c)
                 for j in range(whole, m):
-                    y[pos + j] = buf[off + j]
+                    y[pos + j] = buf[j]
                 pos += m
-        stream_fence()
+            stream_fence()
+            finished(claims, w1 - w0)
         if flush:
             mxcsr_set(mode)
+        return finished(claims, 0)
 
     return row
 
 
 # -- the kernels -------------------------------------------------------------------------------------
-def _serial(x, y, prm, lay, e0, e1, t, parts):
-    """y = op(x) over worker ``t``'s share (:func:`_share`); with ``t = 0, parts = 1``, the whole array
-    on the calling thread."""
-    _share(x, y, prm, lay, e0, e1, t, parts)
-
-
-def _serial_streamed(x, y, prm, lay, e0, e1, buf, t, parts):
-    """:func:`_serial` with streaming stores (:func:`_share_streamed`)."""
-    _share_streamed(x, y, prm, lay, e0, e1, buf, t, parts)
-
-
-#: the serial kernel, and each worker's share in the parallel one: the same compiled code
-serial = kernel(_serial)
-serial_streamed = kernel(_serial_streamed)
-
-
-def _map(x, y, prm, lay, e0, e1, parts):
-    """y = op(x) over the whole array in work items of about ``lay.chunk`` elements, split into
-    ``parts`` contiguous shares, one per worker (:func:`_share`).
+def _plain(x, y, prm, lay, e0, e1, claims, step):
+    """y = op(x) over the work items this thread claims (:func:`_share`): called by the calling thread
+    alone (serial: ``step`` = all the work items), or by it and the pool's helpers at once
+    (quantspec._core.pool).
 
     ``prm``: a tuple of parameter arrays; ``lay``: SegLayout (runs that share one parameter entry:
     per-tensor, per-axis, blocked along the last axis) or RowLayout (rows whose parameters change
-    along the row); ``(e0, e1)``: the operation (:func:`register`)."""
-    for t in prange(parts):
-        # (a parallel loop hands its index out as uint64: as int64 the workers call the kernel that
-        # serial calls use, compiled once)
-        serial(x, y, prm, lay, e0, e1, np.int64(t), parts)
+    along the row); ``(e0, e1)``: the operation (:func:`register`); ``claims``: the work counter."""
+    return _share(x, y, prm, lay, e0, e1, claims, step)
 
 
-def _map_streamed(x, y, prm, lay, e0, e1, buf, parts):
-    """:func:`_map` with streaming stores: ``buf`` holds ``parts`` stream buffers of
-    :func:`buffer_elements` elements of y's type."""
-    for t in prange(parts):
-        serial_streamed(x, y, prm, lay, e0, e1, buf, np.int64(t), parts)
+def _streamed(x, y, prm, lay, e0, e1, claims, step):
+    """:func:`_plain` with streaming stores (:func:`_share_streamed`)."""
+    return _share_streamed(x, y, prm, lay, e0, e1, claims, step)
 
 
-parallel = kernel(_map, parallel=True)
-parallel_streamed = kernel(_map_streamed, parallel=True)
-
-
-def buffer_elements(dtype) -> int:
-    """Elements of ``dtype`` in one worker's stream buffer."""
-    return max(STREAM_BUFFER, LINE) // np.dtype(dtype).itemsize
+plain = kernel(_plain)
+streamed = kernel(_streamed)
 
 
 def _fill(x, y, a, b, d0, prm, lay, e0, e1):
@@ -443,11 +434,3 @@ def _ov_fill(x, y, a, b, d0, prm, lay, e0, e1):
 
 
 _MAKERS = {"runs": _make_runs, "rows": _make_rows}
-
-
-def threads() -> int:
-    """The workers of the parallel kernels (numba's thread count)."""
-    return get_num_threads()
-
-
-

@@ -89,7 +89,8 @@ def twin(py_func):
     return pick
 
 __all__ = ["inline", "shared", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
-           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
+           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor",
+           "claim", "finished"]
 
 
 
@@ -356,3 +357,41 @@ def stream_fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
+
+
+# -- work shared between threads ------------------------------------------------------------------
+# A parallel call's work items are claimed a few at a time from a counter that every participating
+# thread increments atomically (quantspec._core.pool): the calling thread starts at once and does
+# all the work if no other thread comes, and waits only for work another thread has claimed.
+# ``claims`` is an int64 array: [next unclaimed work item, work items finished].
+def _claims_pointer(context, builder, signature, args, index):
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    return builder.gep(ary.data, [ir.Constant(ir.IntType(64), index)])
+
+
+@intrinsic
+def claim(typingctx, claims, count):
+    """Atomically add ``count`` to ``claims[0]``; the value it had (the first work item claimed)."""
+    if not (isinstance(claims, types.Array) and claims.dtype == types.int64 and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        n = context.cast(builder, args[1], signature.args[1], types.int64)
+        return builder.atomic_rmw("add", _claims_pointer(context, builder, signature, args, 0), n, "seq_cst")
+
+    return types.int64(claims, count), codegen
+
+
+@intrinsic
+def finished(typingctx, claims, count):
+    """Atomically add ``count`` to ``claims[1]`` (work items done; after the stores of that work, which
+    a streaming kernel fences first), and return the new total."""
+    if not (isinstance(claims, types.Array) and claims.dtype == types.int64 and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        n = context.cast(builder, args[1], signature.args[1], types.int64)
+        old = builder.atomic_rmw("add", _claims_pointer(context, builder, signature, args, 1), n, "seq_cst")
+        return builder.add(old, n)
+
+    return types.int64(claims, count), codegen

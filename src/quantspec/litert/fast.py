@@ -163,12 +163,12 @@ def depthwise(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, p) -> np
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
         geometry = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
-        k.depthwise(core.parallel(out.size))(
+        core.launch(k.depthwise, (
             core.flat(x, np.int8), core.flat(np.asarray(filt, np.int32)), b,
             np.broadcast_to(np.asarray(p.multiplier, np.int64), (oc,)).copy(),
             np.broadcast_to(np.asarray(p.shift, np.int64), (oc,)).copy(), geometry,
             Requantize(int(p.output_zero_point), int(p.act_min), int(p.act_max)), int(p.input_zero_point),
-            out.reshape(-1))
+            out.reshape(-1)), n * oh, out.size)
     return out
 
 
@@ -193,7 +193,7 @@ def _binary(x: np.ndarray, y: np.ndarray, shape: tuple[int, ...], op) -> np.ndar
         xb = np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
         yb = np.ascontiguousarray(np.broadcast_to(y, shape)).reshape(-1)
         k = _kernels()
-        k.binary(core.parallel(out.size))(xb, yb, out.reshape(-1), op, core.CHUNK)
+        core.launch(k.binary, (xb, yb, out.reshape(-1), op, core.CHUNK), -(-out.size // core.CHUNK), out.size)
     return out
 
 

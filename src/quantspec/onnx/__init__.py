@@ -68,7 +68,8 @@ def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **att
         codes = np.ascontiguousarray(q).reshape(-1).view(np.uint8)
         out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
         if out.size:
-            jit.load("quantspec._core.fastpack").pack(core.parallel(codes.size))(codes, out, t.bits, core.CHUNK)
+            core.launch(jit.load("quantspec._core.fastpack").pack, (codes, out, t.bits, core.CHUNK),
+                        -(-out.size // core.CHUNK), codes.size)
         return out
     return np.frombuffer(pack(q), np.uint8).copy()
 

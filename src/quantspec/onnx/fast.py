@@ -137,7 +137,7 @@ def float_format(t: QType, saturate: bool, compat: str) -> Float:
         overmag = maxmag if saturate else (_code(np.inf, t) & ~signbit if not fnuz else _code(np.inf, t))
     wlo = whi = math.inf
     wcode = 0
-    if compat == "onnxruntime":             # notes/onnx.md §2.4: onnxruntime's float8 quirks
+    if compat == "onnxruntime":             # onnxruntime's float8 quirks (docs/onnx.md)
         if t.name == "float8e5m2":
             nanbits = 0x7F
             if not saturate:
@@ -246,7 +246,8 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
     core.run(xf, yf, pr.params, pr.lay, pr.op, memo=pr.memo)
     if pr.edges is not None:
         scale, zi, full, dl, bl, rec = pr.edges
-        kernels.q_ort_edges(core.parallel(xf.size))(xf, yf, scale, zi, full, dl, bl, rec)
+        core.launch(kernels.q_ort_edges, (xf, yf, scale, zi, full, dl, bl, rec), (xf.size // dl) * -(-dl // bl),
+                    xf.size)
     if fresh:
         np.copyto(result, dest)
     return result
