@@ -9,6 +9,7 @@
     quantspec bench [--quick]
     quantspec demo
     quantspec warmup [--spec {onnx,tf,litert}]
+    quantspec example [DIR]
 
 ``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx
 --help`` lists them.  Each spec package holds its own command-line half in a ``_cli`` module with
@@ -109,6 +110,8 @@ COMMANDS = {
              lambda a: _delegate("quantspec.demo", "main", a)),
     "warmup": ("compile every fast kernel ahead of time (once per machine)",
                lambda a: _delegate("quantspec.warmup", "main", a)),
+    "example": ("write the files the README's shell examples use into a directory",
+                lambda a: _delegate("quantspec.examples", "main", a)),
 }
 
 

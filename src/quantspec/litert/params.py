@@ -1,4 +1,5 @@
-"""LiteRT quantization parameters (notes/litert.md §4; spec: litert-8bit-quantization-spec.md).
+"""LiteRT quantization parameters (the LiteRT 8-bit quantization specification,
+https://ai.google.dev/edge/litert/models/quantization_spec, as the TF 2.21 converter applies it).
 
 A real value ``r`` and its quantized code ``q`` are related by ``r = scale * (q - zero_point)``,
 with one (scale, zero_point) pair per tensor, or one per slice of ``quantized_dimension`` for
@@ -233,7 +234,7 @@ def activation_params(min: Any, max: Any, dtype: str = "int8") -> QuantParams:  
     is ``[min, max]`` (the global min/max the calibrator recorded over the representative dataset).
 
     Exactly as ``ConvertStatsToQDQs`` / ``TensorRangeSanityCheck`` / ``DownCastScale`` compute it
-    (notes/litert.md §4), with ``min`` and ``max`` taken as float32 (the calibrator stores them so):
+    with ``min`` and ``max`` taken as float32 (the calibrator stores them so):
 
     1. the range is widened to include 0: ``rmin = min(min, 0)``, ``rmax = max(max, 0)``;
     2. a range narrower than 1e-6 is widened by 1e-6 on both sides (double arithmetic), so an

@@ -1,9 +1,9 @@
 """Compute step of ONNX QuantizeLinear / DequantizeLinear: the readable reference path.
 
 One function per (operator, compat mode), each a few numpy lines over a prepared plan
-(:mod:`quantspec.onnx.plan`).  Semantics, with the notes/onnx.md sections they come from:
+(:mod:`quantspec.onnx.plan`).  Semantics:
 
-``spec`` (the operator text; where it is silent, DESIGN.md's choices)
+``spec`` (the operator text; where it is silent, quantspec's documented choices, docs/onnx.md)
     Q: ``q = x / scale`` as one IEEE division in the precision P (``precision``, else the scale's
     type; an e8m0 scale is a power of two and divides exactly in float32; an int32 scale divides in
     float64, which is exact for int32 operands); both operands are first converted to P.  Integer
@@ -13,14 +13,14 @@ One function per (operator, compat mode), each a few numpy lines over a prepared
     is added in float (float64) before one RNE rounding that saturates; NaN -> +max (onnx
     docs/technical/float4.md, float6.md).
     DQ: ``(x - zero_point) * scale`` with the subtraction exact, the product in float32, rounded
-    once to the output type (§2.6).
+    once to the output type.
 
-``reference`` (onnx.reference 1.23.2 on x86-64, §3)
+``reference`` (onnx.reference 1.23.2 on x86-64)
     The same numpy operations in the same order and dtypes (numpy type promotion included), with the
     x86 conversion of NaN, ±inf and out-of-range values to INT32_MIN emulated explicitly so the
     result does not depend on the platform quantspec runs on, and the int32 wrap of ``xi += zp``.
 
-``onnxruntime`` (onnxruntime 1.31.1 CPU, §2.2, §2.4, §5; the paths were measured)
+``onnxruntime`` (onnxruntime 1.31.1 CPU; the paths were measured)
     The quotient is always float32 (``precision`` ignored).  Integer outputs take one of two paths
     per element: MLAS (clamp in float to [qmin-zp, qmax-zp], then round, then add zp: +inf -> qmax,
     NaN -> qmin) or a plain loop (``int32(nearbyint(q)) + zp`` with the x86 cast and int32 wrap, then

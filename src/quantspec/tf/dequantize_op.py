@@ -1,7 +1,7 @@
 """Dequantize (``tf.quantization.dequantize``): qint8 / quint8 / qint16 / quint16 / qint32 -> float32
 or bfloat16.
 
-Prepare, then compute (notes/tensorflow.md §2).  Dequantize applies **no** range adjustment and
+Prepare, then compute.  Dequantize applies **no** range adjustment and
 does not check ``min_range <= max_range``: the range is used exactly as given, so pass the
 ``output_min`` / ``output_max`` QuantizeV2 returned to undo it.  Per slice, the plan holds the
 float32 factors the kernel computes:
@@ -14,7 +14,7 @@ MIN_COMBINED        ``((float(q) + half) * scale) + bias``; scale = (max - min) 
 MIN_FIRST           ``bias + float(q) * scale``; scale = float((max - min) / (2^bits - 1)) in
                     double, bias = round(min / scale) * scale - minT * scale
 SCALED              ``float(q) * scale``; scale = max(min / min_out, max / maxT) (signed),
-                    max / maxT (unsigned); oneDNN: §2, "oneDNN"
+                    max / maxT (unsigned); oneDNN: docs/tensorflow.md
 ==================  ===============================================================
 
 bfloat16 results are the float32 results rounded to nearest even.

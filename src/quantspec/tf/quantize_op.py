@@ -2,8 +2,8 @@
 
 Prepare, then compute.  :func:`prepare_quantize` checks the call against TensorFlow's rules and
 computes, for each slice (one for per-tensor, one per channel with an axis), the adjusted range
-and the scale factors in exactly the precision the kernel uses (notes/tensorflow.md §1.2-§1.7 for
-Eigen, §1.9 for oneDNN) into a frozen :class:`QuantizePlan` of 1-D float32 arrays.
+and the scale factors in exactly the precision the kernel uses (docs/tensorflow.md, for
+Eigen and for oneDNN) into a frozen :class:`QuantizePlan` of 1-D float32 arrays.
 :func:`compute_quantize` is then a few lines of float32 array arithmetic per mode, with
 flush-to-zero after every operation (:mod:`quantspec.tf._fp`).
 
@@ -59,7 +59,7 @@ class QuantizePlan:
     output_max: np.ndarray
 
 
-# -- range adjustment (§1.2) ---------------------------------------------------------------
+# -- range adjustment ---------------------------------------------------------------------
 def adjust_range(in_min: np.ndarray, in_max: np.ndarray, emr: np.float32):
     """QuantizeV2's range adjustment, per slice: the range is widened to contain 0 and to be at
     least ``max(1, |min|, |max|) * ensure_minimum_range`` wide."""
@@ -112,7 +112,7 @@ def _eigen_scaled(T: TFType, min_r, max_r, narrow_range: bool):
     return lo, hi, scale, np.zeros_like(scale), lo, hi
 
 
-# -- oneDNN parameters (§1.9) ----------------------------------------------------------------
+# -- oneDNN parameters ----------------------------------------------------------------------
 def _onednn_scaled(T: TFType, min_r, max_r):
     max_abs = std_max(np.abs(min_r), np.abs(max_r)).astype(f32)
     target = f32(127.5) if T.signed else f32(255.0)      # (2^bits - 1) / 2 for signed (sic)
