@@ -31,6 +31,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
+from .._core.arrays import from_foreign
 from .._core.threads import blas_on_caller
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
 from .model import Model, Operator, Tensor, load_model
@@ -246,6 +247,7 @@ class Interpreter:
             return self._run(inputs)
 
     def _run(self, inputs: Any) -> list[np.ndarray]:
+        inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
         model = self.model
         sg = model.main
         arrays: dict[int, np.ndarray] = {}
@@ -253,6 +255,7 @@ class Interpreter:
             if t.data is not None:
                 arrays[t.index] = t.data
         for pos, (i, x) in enumerate(zip(model.inputs, self._input_list(inputs))):
+            x = from_foreign(x)
             t = sg.tensors[i]
             where = f"inputs[{pos}] ({t.name!r})"
             if not isinstance(x, np.ndarray):

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
-from .._core.arrays import native
+from .._core.arrays import from_foreign, native
 from .._core.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
@@ -43,7 +43,7 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     """
     attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, saturate=saturate, precision=precision,
                  opset=opset, compat=compat)
-    x = _native(x)
+    x, y_scale, y_zero_point = _native(x), from_foreign(y_scale), from_foreign(y_zero_point)
     plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
     x = np.asarray(x, dtype=plan.x_type.dtype)
     if prepared is not None and jit.enabled():
@@ -80,7 +80,7 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
     """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
     (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
     attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, opset=opset, compat=compat)
-    x = _native(x)
+    x, x_scale, x_zero_point = _native(x), from_foreign(x_scale), from_foreign(x_zero_point)
     plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
     if prepared is not None and jit.enabled():
         return fast.dequantize(plan, np.asarray(x), out, prepared)
@@ -89,7 +89,9 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
 
 
 def _native(x: Any) -> Any:
-    """A big-endian (non-native) array as the same values in this machine's byte order."""
+    """Another library's array (torch, JAX, ...) as a numpy array over its memory, and a big-endian
+    (non-native) array as the same values in this machine's byte order."""
+    x = from_foreign(x)
     return native(x) if isinstance(x, np.ndarray) else x
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from .._core.arrays import from_foreign
 from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
@@ -179,6 +180,7 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     uint16 / int32, read as qint8 / quint8 / qint16 / quint16 / qint32; ``T`` defaults to the type
     of ``x``).  ``dtype`` is float32 or bfloat16; ``out=`` receives the result.  See
     docs/tensorflow.md."""
+    x, min_range, max_range = from_foreign(x), from_foreign(min_range), from_foreign(max_range)
     q, T = codes(x, T)
     key = _PLANS.key("dq", q, (min_range, max_range), (T, mode, narrow_range, axis, dtype, kernel))
     hit = _PLANS.get(key)

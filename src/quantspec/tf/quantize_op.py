@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import from_foreign
 from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
@@ -283,6 +284,7 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
     kernel stock TensorFlow on x86-64 Linux runs where it rewrites the op.  ``out=`` receives the
     codes.  See docs/tensorflow.md.
     """
+    x, min_range, max_range = from_foreign(x), from_foreign(min_range), from_foreign(max_range)
     x = _args.tensor(x, "x", (np.dtype(f32),), "QuantizeV2")
     key = _PLANS.key("q", x, (min_range, max_range),
                      (T, mode, round_mode, narrow_range, axis, ensure_minimum_range, kernel))
