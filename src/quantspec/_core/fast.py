@@ -204,8 +204,11 @@ def zeros(shape, dtype) -> np.ndarray:
 
 def flat(x: np.ndarray, dtype=None) -> np.ndarray:
     """``x`` as a flat contiguous array (a view when it already is one), reinterpreted as ``dtype``."""
-    f = np.ascontiguousarray(x).reshape(-1)
-    return f if dtype is None else f.view(dtype)
+    if type(x) is np.ndarray and x.ndim == 1 and x.flags.c_contiguous:
+        f = x
+    else:
+        f = np.ascontiguousarray(x).reshape(-1)
+    return f if dtype is None or f.dtype == dtype else f.view(dtype)
 
 
 def _kernels():
@@ -248,6 +251,13 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     if n == 0:
         return
     work = lay.work
+    if n < SERIAL_BELOW and memo is not None:
+        # the common small call: the plain kernel on this thread, its entry point remembered for
+        # these argument types (x and y are flat: their types differ only by dtype and flags)
+        entry = memo.get((False, x.dtype, x.flags.num & TYPE_FLAGS, y.dtype, y.flags.num & TYPE_FLAGS))
+        if entry is not None:
+            entry(x, y, params, lay, op[0], op[1], np.zeros(2, np.int64), work)
+            return
     parts = min(pool.threads(), work) if parallel(n) else 1
     # SegLayout runs are streamed run by run: only runs of whole lines gain (blocked runs of 32 bytes
     # would all be written by the scalar head and tail)
@@ -264,8 +274,8 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
         entry = kernels.streamed if stream else kernels.plain
     else:
         # everything numba's type of the arguments depends on that can change from call to call: the
-        # arrays' dtype, dimensions and flags (contiguity, writeable, aligned), and the kernel chosen
-        key = (stream, x.dtype, x.ndim, x.flags.num, y.dtype, y.ndim, y.flags.num)
+        # arrays' dtype and flags (contiguity, writeable, aligned; both are flat), and the kernel
+        key = (stream, x.dtype, x.flags.num & TYPE_FLAGS, y.dtype, y.flags.num & TYPE_FLAGS)
         entry = memo.get(key)
         if entry is None:
             kernels = _kernels()
@@ -274,6 +284,11 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
         pool.run(entry, args, claims, work, parts)
     else:
         entry(*args)
+
+
+#: the array flags numba's type of an array depends on (C / F contiguous, aligned, writeable): an
+#: entry point's key keeps only these (a view and the array it views share one entry point)
+TYPE_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
 
 
 def launch(kernel, args: tuple, work: int, n: int) -> None:

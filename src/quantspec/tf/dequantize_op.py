@@ -182,13 +182,20 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     docs/tensorflow.md."""
     x, min_range, max_range = from_foreign(x), from_foreign(min_range), from_foreign(max_range)
     q, T = codes(x, T)
-    key = _PLANS.key("dq", q, (min_range, max_range), (T, mode, narrow_range, axis, dtype, kernel))
-    hit = _PLANS.get(key)
+    attrs = (T, mode, narrow_range, axis, dtype, kernel)
+    hit = _PLANS.recall("dq", q, (min_range, max_range), attrs)
+    if hit is None:
+        key = _PLANS.key("dq", q, (min_range, max_range), attrs)
+        hit = _PLANS.get(key)
+        if hit is not None:
+            _PLANS.remember("dq", q, (min_range, max_range), attrs, hit)
     if hit is None:
         plan = prepare_dequantize(own(min_range), own(max_range), T, shape=q.shape, mode=mode,
                                   narrow_range=narrow_range, axis=axis, dtype=dtype, kernel=kernel)
         prepared = fast.prepare_dequantize(plan, q.shape, True) if key is not None and q.size else None
         _PLANS.put(key, (plan, prepared))
+        if key is not None:
+            _PLANS.remember("dq", q, (min_range, max_range), attrs, (plan, prepared))
     else:
         plan, prepared = hit
     _args.check_out(out, q.shape, plan.dtype)

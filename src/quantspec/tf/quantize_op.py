@@ -286,9 +286,13 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
     """
     x, min_range, max_range = from_foreign(x), from_foreign(min_range), from_foreign(max_range)
     x = _args.tensor(x, "x", (np.dtype(f32),), "QuantizeV2")
-    key = _PLANS.key("q", x, (min_range, max_range),
-                     (T, mode, round_mode, narrow_range, axis, ensure_minimum_range, kernel))
-    hit = _PLANS.get(key)
+    attrs = (T, mode, round_mode, narrow_range, axis, ensure_minimum_range, kernel)
+    hit = _PLANS.recall("q", x, (min_range, max_range), attrs)
+    if hit is None:
+        key = _PLANS.key("q", x, (min_range, max_range), attrs)
+        hit = _PLANS.get(key)
+        if hit is not None:
+            _PLANS.remember("q", x, (min_range, max_range), attrs, hit)
     if hit is None:
         plan = prepare_quantize(own(min_range), own(max_range), T, shape=x.shape, mode=mode, round_mode=round_mode,
                                 narrow_range=narrow_range, axis=axis, ensure_minimum_range=ensure_minimum_range,
@@ -296,6 +300,8 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
         fastable = key is not None and x.size and plan.path in ("eigen", "onednn")
         prepared = fast.prepare_quantize(plan, x.shape, True) if fastable else None
         _PLANS.put(key, (plan, prepared))
+        if key is not None:
+            _PLANS.remember("q", x, (min_range, max_range), attrs, (plan, prepared))
     else:
         plan, prepared = hit
     _args.check_out(out, x.shape, plan.T.dtype)
