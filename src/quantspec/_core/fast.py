@@ -30,7 +30,7 @@ import numpy as np
 from . import jit, pool
 
 __all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "serial_below", "CHUNK",
-           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "CLAIMS_PER_THREAD", "launch", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
+           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "CLAIMS_PER_THREAD", "launch", "fast_from", "reference_below", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
            "ROWS_TOGETHER_FROM", "ROWS_GROUPED_FROM", "together"]
 
 #: elements per unit of parallel work
@@ -58,6 +58,25 @@ def parallel(n: int) -> bool:
 
 
 _LOCAL = threading.local()
+
+
+def fast_from() -> int:
+    """The fewest elements this thread's calls take the fast kernels for (:func:`reference_below`)."""
+    return getattr(_LOCAL, "fast_from", 0)
+
+
+@contextlib.contextmanager
+def reference_below(n: int):
+    """Within the block, this thread's operations on fewer than ``n`` elements take the numpy
+    reference path (the same bytes) where their spec's code asks (:func:`fast_from`): the LiteRT
+    interpreter's, whose smallest tensors (a model's input of a few thousand values, its output of
+    ten) would each compile a kernel (about a second, once) to save microseconds."""
+    before = fast_from()
+    _LOCAL.fast_from = max(before, n)
+    try:
+        yield
+    finally:
+        _LOCAL.fast_from = before
 
 
 @contextlib.contextmanager

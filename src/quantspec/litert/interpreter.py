@@ -75,6 +75,10 @@ def _too_big(e: Exception, op: Operator, specs: Sequence[Any]) -> None:
 #: model is far smaller: measured on a busy 2-core machine, a converter-made MobileNetV2 ran 6x
 #: faster with its kernels serial than with the thread pool woken for each of its larger tensors)
 SERIAL_IN_MODELS = 1 << 20
+#: ... and take the numpy reference path (the same bytes) below this many elements: a model's
+#: smallest tensors (its input of a few thousand values, its output of ten) would each compile a
+#: kernel (about a second, once per machine) to save a few microseconds a run
+REFERENCE_IN_MODELS = 1 << 12
 
 
 class Interpreter:
@@ -243,7 +247,7 @@ class Interpreter:
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
         # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
         # below SERIAL_IN_MODELS elements
-        with blas_on_caller(), core.serial_below(SERIAL_IN_MODELS):
+        with blas_on_caller(), core.serial_below(SERIAL_IN_MODELS), core.reference_below(REFERENCE_IN_MODELS):
             return self._run(inputs)
 
     def _run(self, inputs: Any) -> list[np.ndarray]:
