@@ -205,7 +205,7 @@ def test_long_rows_four_at_a_time(short_runs, monkeypatch, shape, g, axis, block
     x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "long-rows")
     plan = qo.plan_quantize(x, s, zp, **kw)
     pr = fast.prepare_quantize(plan)
-    assert type(pr.lay) is core.RowLayout
+    assert type(pr.lay) is core.LongRowLayout
     grouped = core.together(pr.lay, pr.params)
     assert grouped == (shape[0] * (shape[1] if g == "block" else 1) >= 32), pr.lay
     want = kernels.quantize(plan, x)
@@ -235,9 +235,11 @@ def test_run_walker_on_any_range():
     for shape, g, axis, block, kind in (((9, 100), "block", 1, 32, core.SegLayout),
                                         ((7, 6, 20), "axis", 1, 0, core.SegLayout),
                                         ((5, 40), "block", 1, 7, core.SegLayout),
-                                        ((9, L), "axis", 1, 0, core.RowLayout),
-                                        ((2, 9, L), "block", 1, 4, core.RowLayout),
-                                        ((2, 7, L), "block", 1, 3, core.RowLayout)):
+                                        ((9, L), "axis", 1, 0, core.LongRowLayout),
+                                        ((2, 9, L), "block", 1, 4, core.LongRowLayout),
+                                        ((2, 7, L), "block", 1, 3, core.LongRowLayout),
+                                        ((300, 6), "axis", 1, 0, core.RowLayout),
+                                        ((4, 9, 20), "block", 1, 3, core.RowLayout)):
         x, s, zp, kw = _short_inputs(shape, g, axis, block, "int8", "walker")
         plan = qo.plan_quantize(x, s, zp, **kw)
         want = kernels.quantize(plan, x).reshape(-1).view(np.uint8)

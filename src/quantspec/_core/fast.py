@@ -29,7 +29,7 @@ import numpy as np
 
 from . import jit, pool
 
-__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "serial_below", "CHUNK",
+__all__ = ["SegLayout", "RowLayout", "LongRowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "serial_below", "CHUNK",
            "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "CLAIMS_PER_THREAD", "launch", "fast_from", "reference_below", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
            "ROWS_TOGETHER_FROM", "ROWS_GROUPED_FROM", "together"]
 
@@ -147,6 +147,19 @@ SegLayout = namedtuple("SegLayout", _FIELDS)
 RowLayout = namedtuple("RowLayout", _FIELDS)
 
 
+class LongRowLayout(RowLayout):
+    """A RowLayout of rows of at least ROWS_GROUPED_FROM elements: the only rows the kernels may
+    compute four at a time (:func:`together`), a branch compiled into their kernels alone (the
+    kernels of shorter rows, such as a convolution's requantization per channel, compile faster
+    without it)."""
+
+    __slots__ = ()
+
+
+def _rows(*fields) -> RowLayout:
+    return (LongRowLayout if fields[6] >= ROWS_GROUPED_FROM else RowLayout)(*fields)
+
+
 def _size(shape) -> int:
     return int(math.prod(shape))
 
@@ -188,10 +201,10 @@ def layout(shape: tuple[int, ...], granularity: str, axis: int | None = None, bl
             B, nb, Op = block_size, -(-D // block_size), 1
     if rows and granularity == "block" and I > 1:
         # blocked along a non-last axis: rows (o, d) of I elements, parameter row (o, d // B)
-        return RowLayout(O, D, I, B, nb, Op, I, *_row_work(O * D, I))
+        return _rows(O, D, I, B, nb, Op, I, *_row_work(O * D, I))
     if rows and granularity == "axis" and I < 16:
         # per-axis with short runs: rows of D*I elements against the parameters repeated I times
-        return RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_row_work(O, D * I))
+        return _rows(O, 1, D * I, 1, 1, 0, D * I, *_row_work(O, D * I))
     return SegLayout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
 
 

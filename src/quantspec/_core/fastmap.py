@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from .fast import ROWS_TOGETHER_FROM, STREAM_BUFFER, SegLayout
+from .fast import ROWS_TOGETHER_FROM, STREAM_BUFFER, LongRowLayout, SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, claim, data_address, finished, kernel, mxcsr_get,
                      mxcsr_set, stream_fence, stream_line)
 
@@ -226,14 +226,39 @@ def _make_runs(op, n, full, streamed):
     return runs
 
 
-def _make_rows(op, per_element):
+def _make_rows(op, per_element, long_rows):
     """RowLayout: ``dst[d0 + j] = op(x[a + j])`` for the elements [a, b), each with its own
-    parameters.  Rows whose parameters outgrow L1 beside the streaming data are taken
-    four at once where they share a parameter row, each parameter entry loaded once for the four
-    (ROWS_TOGETHER_FROM; ``per_element``: bytes of parameters an element)."""
+    parameters.  Long rows (LongRowLayout) whose parameters outgrow L1 beside the streaming data
+    are taken four at once where they share a parameter row, each parameter entry loaded once for
+    the four (ROWS_TOGETHER_FROM; ``per_element``: bytes of parameters an element); shorter rows'
+    kernels do without that branch."""
 
     @_inline
-    def rows(x, dst, a, b, d0, prm, lay, e0, e1):
+    def row(x, dst, pos, end, first, prow, d0, a, prm, lay, e0, e1):
+        """Elements [pos, end) of the row that starts at ``first``."""
+        p = np.uint64(prow * lay.L + pos - first)
+        xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
+        for j in range(np.uint64(end - pos)):
+            dst[ya + j] = op(x[xa + j], _take(prm, p + j), e0, e1)
+
+    if not long_rows:
+        @_inline
+        def rows(x, dst, a, b, d0, prm, lay, e0, e1):
+            L = lay.L
+            r = a // L
+            pos = a
+            while pos < b:
+                first = r * L
+                end = min(first + L, b)
+                row(x, dst, pos, end, first, (r // lay.D) * lay.Op * lay.nb + (r % lay.D) // lay.B, d0, a, prm,
+                    lay, e0, e1)
+                pos = end
+                r += 1
+
+        return rows
+
+    @_inline
+    def long(x, dst, a, b, d0, prm, lay, e0, e1):
         L = lay.L
         together = L * per_element >= ROWS_TOGETHER_FROM
         r = a // L
@@ -256,14 +281,11 @@ def _make_rows(op, per_element):
                 r += 4
                 continue
             end = min(first + L, b)
-            p = np.uint64(prow * L + pos - first)
-            xa, ya = np.uint64(pos), np.uint64(d0 + pos - a)
-            for j in range(np.uint64(end - pos)):
-                dst[ya + j] = op(x[xa + j], _take(prm, p + j), e0, e1)
+            row(x, dst, pos, end, first, prow, d0, a, prm, lay, e0, e1)
             pos = end
             r += 1
 
-    return rows
+    return long
 
 
 
@@ -310,7 +332,7 @@ def _ov_share(x, y, prm, lay, e0, e1, claims, step):
             return finished(claims, 0)
 
         return seg
-    rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types))   # bytes of parameters an element
+    rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types), _is(lay, LongRowLayout))
 
     def row(x, y, prm, lay, e0, e1, claims, step):
         if flush:
@@ -360,7 +382,7 @@ def _ov_share_streamed(x, y, prm, lay, e0, e1, claims, step):
             return finished(claims, 0)
 
         return seg
-    rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types))
+    rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types), _is(lay, LongRowLayout))
 
     def row(x, y, prm, lay, e0, e1, claims, step):
         if flush:
@@ -429,7 +451,7 @@ def _ov_fill(x, y, a, b, d0, prm, lay, e0, e1):
     if _is(lay, SegLayout):
         runs = _made("runs", op, _line_elements(y), _block_elements(y), False)
         return lambda x, y, a, b, d0, prm, lay, e0, e1: runs(x, y, a, b, prm, lay, e0, e1, y, 0)
-    rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types))
+    rows = _made("rows", op, sum(p.dtype.bitwidth // 8 for p in prm.types), _is(lay, LongRowLayout))
     return lambda x, y, a, b, d0, prm, lay, e0, e1: rows(x, y, a, b, d0, prm, lay, e0, e1)
 
 
