@@ -1,8 +1,8 @@
 """The fast path's plumbing shared by every spec (no numba here; the kernels are in :mod:`.fastmap`).
 
 An element-wise operation of any spec — ONNX QuantizeLinear, TensorFlow QuantizeV2, LiteRT
-QUANTIZE, their dequantize twins — is one generic kernel, :func:`quantspec._core.fastmap.map_`,
-applied to
+QUANTIZE, their dequantize twins — is one generic kernel, :data:`quantspec._core.fastmap.plain`
+(or ``streamed``), applied to
 
 - ``x`` and ``y``: flat contiguous arrays;
 - ``params``: a tuple of flat parameter arrays (one entry per scale "unit": 1 for per-tensor, one per
@@ -12,8 +12,9 @@ applied to
 - ``op``: a pair of records whose classes select the element function (registered by the spec's
   kernel module with :func:`quantspec._core.fastmap.register`) and whose fields are its constants.
 
-:func:`run` picks the serial or parallel kernel and whether to stream the output (§ thresholds
-below); :func:`flat_params` puts parameters in the shape the layout expects.
+:func:`run` picks the calling thread alone or quantspec's thread pool (:mod:`.pool`) and whether to
+stream the output (§ thresholds below); :func:`launch` does the same for the other kernels;
+:func:`flat_params` puts parameters in the shape the layout expects.
 """
 
 from __future__ import annotations

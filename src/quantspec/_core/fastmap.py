@@ -1,26 +1,25 @@
 """The generic element-wise kernel of the fast path (numba; see :mod:`quantspec._core.fast`).
 
-:func:`map_` computes ``y[i] = op(x[i], params of i)`` over a flat array, in parallel work items of
-about ``lay.chunk`` elements (part of a long run, or a group of short ones).  Each work item is a
-contiguous range of x and y; inside it, every run of elements that share one parameter entry (or
-every row, for row layouts) is a plain ``for`` loop over contiguous memory that LLVM vectorises.
-For large outputs the 64-byte-aligned middle of each run is computed a buffer at a time and
-written with streaming stores (:func:`quantspec._core.nbprim.stream_line`); each worker fences its
-streamed stores once, at the end of its share of the work items.  A per-tensor operation (one run)
-is streamed without work items: each worker takes one piece of whole output lines.
+:data:`plain` computes ``y[i] = op(x[i], params of i)`` over a flat array, in work items of about
+``lay.chunk`` elements (part of a long run, or a group of short ones) that the calling thread — and,
+for large arrays, quantspec's helper threads (:mod:`quantspec._core.pool`) — claim a few at a time.
+The work items of one claim are one contiguous range of x and y; inside it, every run of elements
+that share one parameter entry (or every row, for row layouts) is a plain ``for`` loop over
+contiguous memory that LLVM vectorises.  :data:`streamed` is the same for large outputs: the
+64-byte-aligned middle of each run is computed a buffer at a time and written with streaming stores
+(:func:`quantspec._core.nbprim.stream_line`), fenced once per claim.
 
 The element function is found at compile time from the classes of the two ``op`` records
 (:func:`register`; each spec's kernel module registers its own), so every compiled kernel contains
-one operation and no per-element branch on a mode.  Every kernel exists twice: parallel (numba's
-thread pool) and a serial twin for small arrays (:func:`quantspec._core.nbprim.twin`).
+one operation and no per-element branch on a mode.
 
 Compilation time.  numba types every function a kernel calls, and optimises the machine code of
 each callee again inside every caller; a kernel built of a dozen nested helpers took about 2 s to
-compile.  Here a worker's whole share is one function (:func:`_share`), made for the operation, the
-layout's class and whether the output is streamed, out of building blocks that numba copies into it
-(``inline="always"``): one function to type and to optimise, about a third of that time.  The
-parallel kernel takes ``stream`` as a run-time flag, so that one compilation serves streamed and
-ordinary stores; the serial kernel never streams.
+compile.  Here a thread's part of a call is one function (:func:`_share`), made for the operation,
+the layout's class and whether the output is streamed, out of building blocks that numba copies
+into it (``inline="always"``); the element operation itself is compiled once and always inlined by
+LLVM (``forceinline``, :func:`_called`): about a third of that time.  The same compiled kernel runs
+serial calls and every thread of a parallel one.
 """
 
 from __future__ import annotations

@@ -70,8 +70,11 @@ def kernel(func=None, *, parallel: bool = False):
 
 
 def twin(py_func):
-    """``parallel -> dispatcher``: a kernel compiled with ``parallel=True`` and a serial twin (for
-    arrays too small to be worth waking the thread pool).
+    """``parallel -> dispatcher``: a kernel compiled with ``parallel=True`` (numba's OpenMP pool) and a
+    serial twin (for arrays too small to be worth waking the thread pool).  quantspec's own kernels
+    no longer use it: they claim work items from a counter (:func:`claim`) and run on quantspec's
+    pool (:func:`quantspec._core.fast.launch`), whose idle threads do not spin and which a forked
+    child can use.
 
     The twin is a copy of the function under another name, so that numba's on-disk cache (keyed by
     the function's qualified name) keeps the two apart."""

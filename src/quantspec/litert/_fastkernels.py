@@ -2,7 +2,7 @@
 :mod:`.fast`), and the two-input kernel of ADD / SUB / MUL.
 
 Imported only through :func:`quantspec._core.jit.load`.  The unary operations are inlined into the
-generic kernel :func:`quantspec._core.fastmap.map_`, selected by the class of their record.  The
+generic kernel :data:`quantspec._core.fastmap.plain`, selected by the class of their record.  The
 fixed-point primitives are gemmlowp's, on int64 values holding int32 ones, line for line as
 :mod:`quantspec.litert.fixedpoint` computes them with numpy.
 """

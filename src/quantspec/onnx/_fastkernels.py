@@ -1,7 +1,7 @@
 """numba element functions of ONNX QuantizeLinear / DequantizeLinear (the fast path; see :mod:`.fast`).
 
 Imported only through :func:`quantspec._core.jit.load`, on the first call that needs it.  Each
-operation is a small function inlined into the generic kernel :func:`quantspec._core.fastmap.map_`;
+operation is a small function inlined into the generic kernel :data:`quantspec._core.fastmap.plain`;
 the classes of the two ``op`` records select it (:func:`quantspec._core.fastmap.register`):
 ``(Q32, output rule)`` for QuantizeLinear (a float16 / bfloat16 quotient is a pass of its own,
 ``(QF16 or QBF16, Quotient)``), ``(value table, decoding)`` for DequantizeLinear.  The element's parameters are ``(scale, integer zero point)`` for integer codes,
