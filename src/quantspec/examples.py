@@ -67,8 +67,10 @@ def write_examples(directory: str = ".") -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="quantspec example", description=__doc__.split("\n\n")[0],
-                                     epilog="Files: " + ", ".join(FILES))
+    parser = argparse.ArgumentParser(
+        prog="quantspec example", epilog="Files: " + ", ".join(FILES),
+        description="Write the files the README's shell examples use (a weight tensor, activations, a bundled "
+        "int8 model and an input for it) into DIR.")
     parser.add_argument("directory", nargs="?", default=".", metavar="DIR",
                         help="where to write them (default: the current directory)")
     args = parser.parse_args(argv)

@@ -211,7 +211,10 @@ def warmup(specs=SPECS, processes: int | None = None, out=sys.stderr) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="quantspec warmup", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="quantspec warmup",
+        description="Compile every fast kernel ahead of time, once per machine (kernels are otherwise compiled "
+        "on first use, about a second each, and cached). A few minutes on 2 cores the first time.")
     parser.add_argument("--spec", action="append", choices=SPECS, help="only this spec's kernels (repeatable)")
     parser.add_argument("--processes", type=int, default=None, help="processes to compile in (default: one per core)")
     args = parser.parse_args(argv)
