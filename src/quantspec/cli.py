@@ -10,6 +10,8 @@
     quantspec convert SRC DST --scheme NAME       # a checkpoint, or MODEL.onnx OUT.onnx
     quantspec bench [--quick]
     quantspec demo
+    quantspec warmup [--spec {onnx,tf,litert}]
+    quantspec example [DIR]
 
 ``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx
 --help`` lists them.  Each spec package holds its own command-line half in a ``_cli`` module with
@@ -114,6 +116,10 @@ COMMANDS = {
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),
+    "warmup": ("compile every fast kernel ahead of time (once per machine)",
+               lambda a: _delegate("quantspec.warmup", "main", a)),
+    "example": ("write the files the README's shell examples use into a directory",
+                lambda a: _delegate("quantspec.examples", "main", a)),
 }
 
 
@@ -136,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if cmd != "warmup":
+        from ._core import jit
+
+        jit.announce_compiles()          # once, on stderr, if this command compiles a kernel
     try:
         return COMMANDS[cmd][1](rest)
     except QuantSpecError as e:

@@ -1,5 +1,5 @@
 """Checking a .tflite model against the LiteRT 8-bit quantization spec: :func:`check_model`
-(spec: litert-8bit-quantization-spec.md; notes/litert.md §5).
+(the LiteRT 8-bit quantization specification, https://ai.google.dev/edge/litert/models/quantization_spec).
 
 Every rule comes from the op table (:data:`quantspec.litert.optable.OP_TABLE`): for each operator of
 each subgraph, the table's restrictions are evaluated on the operator's tensors

@@ -1,7 +1,7 @@
 """Running a .tflite model on quantspec's kernels: :class:`Interpreter`.
 
 The interpreter does what LiteRT's does with the reference kernels (``OpResolverType.BUILTIN_REF``,
-the oracle of notes/litert.md §0), in the same two phases:
+the oracle of the tests), in the same two phases:
 
 - **prepare**, once, when the interpreter is made: every operator of the subgraph it runs gets its
   kernel from :data:`quantspec.litert.OPS` and the kernel's ``prepare`` sees each tensor's shape,
@@ -31,12 +31,16 @@ from typing import Any
 
 import numpy as np
 
+from .._core import fast as core
+from .._core import jit
+from .._core.arrays import from_foreign
+from .._core.threads import blas_on_caller
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
 
 __all__ = ["Interpreter", "SUM_SEMANTICS", "CONTROL_FLOW"]
 
-#: the two behaviours of int8 SUM (notes/litert.md §0.6): the correct integer result, or LiteRT's
+#: the two behaviours of int8 SUM: the correct integer result, or LiteRT's
 #: reference kernel, which reads int8 data as uint8
 SUM_SEMANTICS = ("correct", "reference")
 
@@ -69,6 +73,16 @@ def _too_big(e: Exception, op: Operator, specs: Sequence[Any]) -> None:
     raise ModelError(f"operator {op.index} ({op.name})", "needs more memory than this machine can give it: the "
                      "model's shapes, sizes or paddings ask for tensors that large (a damaged model?)", shapes,
                      detail=f"{type(e).__name__}: {e}") from None
+
+
+#: inside a model, the fast kernels run in parallel from this many elements (a tensor of a mobile
+#: model is far smaller: measured on a busy 2-core machine, a converter-made MobileNetV2 ran 6x
+#: faster with its kernels serial than with the thread pool woken for each of its larger tensors)
+SERIAL_IN_MODELS = 1 << 20
+#: ... and take the numpy reference path (the same bytes) below this many elements: a model's
+#: smallest tensors (its input of a few thousand values, its output of ten) would each compile a
+#: kernel (about a second, once per machine) to save a few microseconds a run
+REFERENCE_IN_MODELS = 1 << 12
 
 
 class _Graph:
@@ -401,9 +415,20 @@ class Interpreter:
 
     def run(self, inputs: Any) -> list[np.ndarray]:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
+        if not jit.enabled():
+            return self._run(inputs)
+        # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
+        # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
+        # below SERIAL_IN_MODELS elements
+        with blas_on_caller(), core.serial_below(SERIAL_IN_MODELS), core.reference_below(REFERENCE_IN_MODELS):
+            return self._run(inputs)
+
+    def _run(self, inputs: Any) -> list[np.ndarray]:
+        inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
         sg = self.subgraph
         checked = []
         for pos, (i, x) in enumerate(zip(sg.inputs, self._input_list(inputs))):
+            x = from_foreign(x)
             t = sg.tensors[i]
             where = f"inputs[{pos}] ({t.name!r})"
             if not isinstance(x, np.ndarray):

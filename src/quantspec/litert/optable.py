@@ -1,4 +1,6 @@
-"""The LiteRT int8 op table, as data (spec: litert-8bit-quantization-spec.md; notes/litert.md §5).
+"""The LiteRT int8 op table, as data (the LiteRT 8-bit quantization specification,
+https://ai.google.dev/edge/litert/models/quantization_spec, and what the converter and the
+interpreter were measured to do).
 
 :data:`OP_TABLE` maps a builtin operator name to an :class:`OpRule`: for every op of the 8-bit
 spec's list (plus QUANTIZE's float input and DEQUANTIZE, which appear at the edges of int8 models)
@@ -470,7 +472,7 @@ _FC_BIAS_SCALE = (
 
 _FC_NOTE = ("The spec text says per-tensor weights and bias; LiteRT runs per-axis FULLY_CONNECTED weights "
             "(quantized dimension 0) with a per-axis bias, as the current converter writes them, and quantspec "
-            "treats that as conformant (DESIGN.md).")
+            "treats that as conformant.")
 
 _OPS: list[OpRule] = [
     _binary_free("ADD", 0, limits=("add-output-multiplier", "broadcast-rank", "activation-range",

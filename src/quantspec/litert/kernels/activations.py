@@ -1,5 +1,5 @@
-"""int8 activations: LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION (notes/litert.md §3;
-``K/activations.cc``, ``K/l2norm.cc``, ``KI/reference/softmax.h``, ``KI/reference/integer_ops/
+"""int8 activations: LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION
+(``K/activations.cc``, ``K/l2norm.cc``, ``KI/reference/softmax.h``, ``KI/reference/integer_ops/
 log_softmax.h``, ``KI/reference/integer_ops/l2normalization.h``).
 
 **LOGISTIC / TANH** look the input byte up in a 256-entry table built in float32 at prepare

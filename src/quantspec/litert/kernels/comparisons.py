@@ -1,5 +1,5 @@
-"""int8 comparisons: LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL (notes/litert.md §3;
-``K/comparisons.cc``, ``reference_ops::ComparisonWithScaling``).
+"""int8 comparisons: LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL
+(``K/comparisons.cc``, ``reference_ops::ComparisonWithScaling``).
 
 The inputs may have different scales and zero points.  Each is brought to a common fixed-point
 scale before the integer comparison::

@@ -1,4 +1,4 @@
-"""CONV_2D and DEPTHWISE_CONV_2D, int8 (notes/litert.md §3; ``tflite/kernels/conv.cc``,
+"""CONV_2D and DEPTHWISE_CONV_2D, int8 (``tflite/kernels/conv.cc``,
 ``tflite/kernels/depthwise_conv.cc``, ``tflite/kernels/internal/reference/integer_ops/{conv,depthwise_conv}.h``,
 ``tflite/kernels/kernel_util.cc`` ``PopulateConvolutionQuantizationParams``).
 
@@ -27,7 +27,7 @@ raw products ``Σ w·x`` are corrected to ``Σ w·(x - z_in)`` with the precompu
 multiply-add per filter tap (``KH·KW`` passes over the output), with numpy's int32 arithmetic
 wrapping as the C++ accumulator does.
 
-Where the other LiteRT paths differ (notes/litert.md §2): the optimized kernels go through ruy,
+Where the other LiteRT paths differ (measured): the optimized kernels go through ruy,
 whose x86 requantization rounds the final shift half *up* (not away from zero) — 5 of 2880 CONV
 outputs differ by one; XNNPACK requantizes in float32 with ties to even — 6 CONV, 7 DEPTHWISE.
 """

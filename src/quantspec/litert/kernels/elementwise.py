@@ -1,4 +1,4 @@
-"""Binary element-wise int8 kernels: ADD, SUB, MUL, MAXIMUM, MINIMUM (notes/litert.md §3).
+"""Binary element-wise int8 kernels: ADD, SUB, MUL, MAXIMUM, MINIMUM.
 
 All broadcast their inputs (numpy rules, up to rank 8 as LiteRT's ``BroadcastBinaryOpSimple``) and
 the arithmetic ones take a fused activation.  Reference kernels: ``K/add.cc`` + ``reference_integer_ops

@@ -1,4 +1,4 @@
-"""FULLY_CONNECTED, int8 (notes/litert.md §3 "FULLY_CONNECTED"; ``tflite/kernels/fully_connected.cc``,
+"""FULLY_CONNECTED, int8 (``tflite/kernels/fully_connected.cc``,
 ``tflite/kernels/internal/reference/integer_ops/fully_connected.h``).
 
 The reference kernel, per output row ``b`` and unit ``o``::

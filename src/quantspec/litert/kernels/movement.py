@@ -1,5 +1,5 @@
 """Pure data movement: CONCATENATION, RESHAPE, SQUEEZE, TRANSPOSE, GATHER, SLICE, SPACE_TO_DEPTH,
-BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, PADV2 and SHAPE (notes/litert.md §3 "Pure data movement").
+BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, PADV2 and SHAPE (pure data movement).
 
 The output bytes are input bytes (or the pad value); no arithmetic touches the codes.  Each
 prepare step checks what the LiteRT kernel's Prepare (and, for values only known at run time,

@@ -1,4 +1,4 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 and int16 (the same arithmetic on int16 codes; notes/litert.md §3; ``tflite/kernels/pooling.cc``,
+"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 and int16 (the same arithmetic on int16 codes; ``tflite/kernels/pooling.cc``,
 ``tflite/kernels/internal/reference/integer_ops/pooling.h``).
 
 Both work on raw int8 codes; input and output parameters are meant to be equal (LiteRT only

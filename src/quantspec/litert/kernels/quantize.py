@@ -1,4 +1,4 @@
-"""QUANTIZE and DEQUANTIZE (notes/litert.md §3; ``K/quantize.cc``, ``K/dequantize.cc``).
+"""QUANTIZE and DEQUANTIZE (``K/quantize.cc``, ``K/dequantize.cc``).
 
 QUANTIZE has two uses in int8 models:
 

@@ -1,4 +1,4 @@
-"""Reductions: MEAN, SUM (int8) and ARG_MAX (notes/litert.md §3; ``K/reduce.cc``,
+"""Reductions: MEAN, SUM (int8) and ARG_MAX (``K/reduce.cc``,
 ``KI/reference/reduce.h`` ``QuantizedMeanOrSum``, ``KI/reference/arg_min_max.h``).
 
 The axis input is an int32 tensor (constant or not); negative axes count from the end and repeats
