@@ -94,6 +94,16 @@ def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], opt
         for f, r in zip(result, reference):
             assert f.dtype == r.dtype and f.shape == r.shape and f.tobytes() == r.tobytes(), \
                 f"{op}: the fast path and the reference path differ"
+        # the interpreter's run plan of the operator (quantspec.litert.plans), where it has one
+        from quantspec.litert import plans
+
+        plan = plans.make(op, kernel, prepared, [spec(t) for t in inputs], [spec(t) for t in outputs],
+                          dict(options or {}))
+        if plan is not None:
+            planned = plan.compute(None, arrays)
+            for f, r in zip(planned, result):
+                assert f.dtype == r.dtype and f.shape == r.shape and f.tobytes() == r.tobytes(), \
+                    f"{op}: the run plan ({type(plan).__name__}) and the kernel differ"
     return result
 
 

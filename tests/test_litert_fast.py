@@ -260,6 +260,7 @@ def test_small_tensors_of_a_model_take_the_reference_path(monkeypatch):
     the same bytes either way."""
     from quantspec.litert import interpreter
 
+    monkeypatch.setattr(interpreter, "PLANS", False)     # the kernels' own paths (plans: test_litert_plans.py)
     model = L.example_model("mlp_softmax.tflite")
     interp = L.Interpreter(model)
     x = np.random.default_rng(4).integers(-128, 128, interp.inputs[0].shape, dtype=np.int8)

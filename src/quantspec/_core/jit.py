@@ -250,8 +250,11 @@ def _announce() -> None:
         return
     where = cache_location()
     kept = f"kept in {where} for later runs" if where else "not cached: no writable cache directory"
-    print(f"quantspec: compiling fast kernels for this machine ({KERNEL_SECONDS} for each new combination of "
-          f"types, once; {kept}; `quantspec warmup` compiles them all ahead of time)", file=stream, flush=True)
+    try:
+        print(f"quantspec: compiling fast kernels for this machine ({KERNEL_SECONDS} for each new combination of "
+              f"types, once; {kept}; `quantspec warmup` compiles them all ahead of time)", file=stream, flush=True)
+    except (ValueError, OSError):        # the stream was closed since (a finished command's, in the same process)
+        pass
 
 
 def load(module: str) -> ModuleType:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-__all__ = ["blas_on_caller"]
+__all__ = ["blas_on_caller", "enter", "leave"]
 
 _LOCK = threading.Lock()
 _BLAS = None            # the BLAS libraries' controllers (threadpoolctl), found once
@@ -42,11 +42,20 @@ def _blas() -> list:
 def blas_on_caller():
     """Within the block, BLAS computes on the calling thread only (nested blocks and several threads
     share one setting: the first to enter sets it, the last to leave restores it)."""
-    global _DEPTH, _SAVED
-    libs = _blas()
-    if not libs:
+    entered = enter()
+    try:
         yield
-        return
+    finally:
+        leave(entered)
+
+
+def enter() -> bool:
+    """:func:`blas_on_caller`'s entry, for a caller that saves the ``with`` statement (the LiteRT
+    interpreter's run); returns what :func:`leave` needs."""
+    global _DEPTH, _SAVED
+    libs = _BLAS if _BLAS is not None else _blas()
+    if not libs:
+        return False
     with _LOCK:
         if _DEPTH == 0:
             _SAVED = []
@@ -56,12 +65,17 @@ def blas_on_caller():
                     lib.set_num_threads(1)
                     _SAVED.append((lib, n))
         _DEPTH += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _DEPTH -= 1
-            if _DEPTH == 0:
-                for lib, n in _SAVED:
-                    lib.set_num_threads(n)
-                _SAVED = []
+    return True
+
+
+def leave(entered: bool) -> None:
+    """:func:`blas_on_caller`'s exit (``entered``: what :func:`enter` returned)."""
+    global _DEPTH, _SAVED
+    if not entered:
+        return
+    with _LOCK:
+        _DEPTH -= 1
+        if _DEPTH == 0:
+            for lib, n in _SAVED:
+                lib.set_num_threads(n)
+            _SAVED = []

@@ -104,11 +104,17 @@ def quantize(x: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
         return None
     _kernels()
     if out.size:
-        def make(g):
-            return (params.scale.astype(np.float32), params.zero_point.astype(np.int32)), (Quantize(-128, 127), 0)
-
-        _apply(np.asarray(x, np.float32), out, _prepared("q", x.shape, np.dtype(np.float32), params, make))
+        _apply(np.asarray(x, np.float32), out, quantize_prepared(x.shape, params))
     return out
+
+
+def quantize_prepared(shape: tuple, params):
+    """The prepared state of :func:`quantize` for float32 arrays of ``shape`` (for a caller that runs
+    it itself with :func:`_apply`, whatever the size: the interpreter's plans)."""
+    def make(g):
+        return (params.scale.astype(np.float32), params.zero_point.astype(np.int32)), (Quantize(-128, 127), 0)
+
+    return _prepared("q", tuple(shape), np.dtype(np.float32), params, make)
 
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32}

@@ -34,7 +34,7 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 from .._core.arrays import from_foreign
-from .._core.threads import blas_on_caller
+from .._core import threads
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
 
@@ -79,6 +79,9 @@ def _too_big(e: Exception, op: Operator, specs: Sequence[Any]) -> None:
 #: model is far smaller: measured on a busy 2-core machine, a converter-made MobileNetV2 ran 6x
 #: faster with its kernels serial than with the thread pool woken for each of its larger tensors)
 SERIAL_IN_MODELS = 1 << 20
+#: on the fast path, operators run their run plans (:mod:`quantspec.litert.plans`) where they have
+#: one; False runs every kernel's own compute (the same bytes; for comparisons)
+PLANS = True
 #: ... and take the numpy reference path (the same bytes) below this many elements: a model's
 #: smallest tensors (its input of a few thousand values, its output of ten) would each compile a
 #: kernel (about a second, once per machine) to save a few microseconds a run
@@ -160,14 +163,34 @@ class _Graph:
         self.steps = [(k, op, kernel, prepared, tuple(op.inputs),
                        tuple((i, tuple(sg.tensors[i].shape),
                               None if sg.tensors[i].dtype is None else sg.tensors[i].dtype.dtype) for i in op.outputs),
-                       self.release[k])
+                       self.release[k], -1)
                       for k, (op, kernel, prepared) in enumerate(self.prepared)]
+        self.planned: list | None = None          # the steps with their run plans (made on first use)
+
+    def plan_steps(self) -> list:
+        """The steps with each operator's run plan in place of its kernel where it has one
+        (:mod:`quantspec.litert.plans`: the same bytes, less work per call); made once."""
+        if self.planned is None:
+            from . import plans
+            from .kernels.base import REGISTRY
+
+            steps = []
+            for step in self.steps:
+                k, op, kernel, prepared = step[:4]
+                plan = None
+                if kernel is REGISTRY.get(op.name):        # plans reproduce the reference kernels
+                    plan = plans.make(op.name, kernel, prepared, [None if i < 0 else self.specs[i] for i in op.inputs],
+                                      [self.specs[i] for i in op.outputs], self.options[k])
+                steps.append(step if plan is None else (k, op, plan, None, *step[4:]))
+            self.planned = steps
+        return self.planned
 
     def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
         output arrays (not copied) and the arrays of the tensors still held."""
         sg = self.sg
-        arrays: dict[int, np.ndarray] = dict(self.constants)
+        arrays: dict[int, Any] = dict(self.constants)
+        arrays[-1] = None                             # an absent optional input
         for i, x in zip(sg.inputs, inputs):
             arrays[i] = x
         # tensors whose shape or type differs from the model's in this run: LiteRT computes every
@@ -175,10 +198,14 @@ class _Graph:
         # where the shape depends on a run-time tensor (RESHAPE's shape, PAD's paddings, ...), when
         # it runs it, and prepares the ops that read it again; so does this interpreter
         changed: dict[int, Any] = {}
-        for k, op, kernel, prepared, op_inputs, op_outputs, release in self.steps:
+        planned = PLANS and jit.enabled()
+        steps = self.plan_steps() if planned else self.steps
+        for k, op, kernel, prepared, op_inputs, op_outputs, release, known in steps:
             if changed and any(i in changed for i in op_inputs):
+                kernel = self.prepared[k][1]              # the kernel itself: a plan is for the model's shapes
                 prepared = self._prepared_again(k, changed)
-            ins = [None if i < 0 else arrays[i] for i in op_inputs]
+                known = -1
+            ins = [arrays[i] for i in op_inputs]
             try:
                 outs = kernel.compute(prepared, ins)
             except QuantSpecError as e:
@@ -186,21 +213,39 @@ class _Graph:
             except (MemoryError, ValueError) as e:
                 _too_big(e, op, [None if i < 0 else self.specs[i] for i in (*op.inputs, *op.outputs)])
                 raise
-            if len(outs) != len(op_outputs):  # pragma: no cover - a kernel bug
-                raise RuntimeError(f"quantspec kernel {op.name} returned {len(outs)} outputs for operator {op.index}, "
-                                   f"which has {len(op_outputs)}")
-            for (i, shape, dtype), y in zip(op_outputs, outs):
-                if type(y) is not np.ndarray:
-                    y = np.asarray(y)
-                if y.shape != shape or (dtype is not None and y.dtype != dtype):
-                    changed[i] = _actual(sg.tensors[i], y)
-                elif changed:
-                    changed.pop(i, None)
-                arrays[i] = y
-            if not keep_all:
+            if known >= 0:
+                # a plan whose one output was seen with the model's shape and type: a plan computes the
+                # same shapes on every run (it runs only on the inputs' model shapes)
+                arrays[known] = outs[0]
+                if changed:
+                    changed.pop(known, None)
+            else:
+                self._outputs(k, op, outs, op_outputs, arrays, changed, planned and prepared is None)
+            if release and not keep_all:
                 for i in release:
                     arrays.pop(i, None)
+        del arrays[-1]
         return [arrays[i] for i in sg.outputs], arrays
+
+    def _outputs(self, k: int, op: Operator, outs, op_outputs, arrays: dict, changed: dict, plan: bool) -> None:
+        """Store an operator's outputs, noting those whose shape or type differs from the model's; a
+        plan's step whose one output has the model's shape and type is marked so (``known``)."""
+        if len(outs) != len(op_outputs):  # pragma: no cover - a kernel bug
+            raise RuntimeError(f"quantspec kernel {op.name} returned {len(outs)} outputs for operator {op.index}, "
+                               f"which has {len(op_outputs)}")
+        same = True
+        for (i, shape, dtype), y in zip(op_outputs, outs):
+            if type(y) is not np.ndarray:
+                y = np.asarray(y)
+                same = False
+            if y.shape != shape or (dtype is not None and y.dtype != dtype):
+                changed[i] = _actual(self.sg.tensors[i], y)
+                same = False
+            elif changed:
+                changed.pop(i, None)
+            arrays[i] = y
+        if plan and same and len(op_outputs) == 1 and self.planned is not None and self.planned[k][3] is None:
+            self.planned[k] = (*self.planned[k][:7], op_outputs[0][0])
 
     def _prepared_again(self, k: int, changed: dict[int, Any]) -> Any:
         """Operator ``k`` prepared for the changed specs of its inputs (kept for the next run)."""
@@ -311,6 +356,9 @@ class Interpreter:
         self._state = State()
         self._main = self._graph(self._entry)
         self._last: dict[int, np.ndarray] = {}
+        # per input, the numpy type and shape run accepts without further checks
+        self._simple = tuple((t.dtype.dtype, tuple(t.shape)) if t.dtype is not None else (None, None)
+                             for t in self.inputs)
 
     @property
     def engines(self) -> list[str]:
@@ -419,13 +467,29 @@ class Interpreter:
             return self._run(inputs)
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
         # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
-        # below SERIAL_IN_MODELS elements
-        with blas_on_caller(), core.serial_below(SERIAL_IN_MODELS), core.reference_below(REFERENCE_IN_MODELS):
-            return self._run(inputs)
+        # below SERIAL_IN_MODELS elements (blas_on_caller, serial_below and reference_below, without
+        # the with statements: a small model's run takes tens of microseconds)
+        entered = threads.enter()
+        try:
+            before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
+            try:
+                return self._run(inputs)
+            finally:
+                core.restore_thresholds(before)
+        finally:
+            threads.leave(entered)
 
     def _run(self, inputs: Any) -> list[np.ndarray]:
-        inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
         sg = self.subgraph
+        simple = self._simple
+        if type(inputs) is list and len(inputs) == len(simple):
+            # the common call: a list of numpy arrays of the model's types and shapes
+            for x, (dtype, shape) in zip(inputs, simple):
+                if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape:
+                    break
+            else:
+                return self._finish(inputs)
+        inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
         checked = []
         for pos, (i, x) in enumerate(zip(sg.inputs, self._input_list(inputs))):
             x = from_foreign(x)
@@ -442,6 +506,9 @@ class Interpreter:
                 raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}",
                                  list(x.shape))
             checked.append(x)
+        return self._finish(checked)
+
+    def _finish(self, checked: list[np.ndarray]) -> list[np.ndarray]:
         self._last = {}
         outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors)
         self._last = arrays
