@@ -18,7 +18,6 @@ see :mod:`quantspec._core.jit`.
 from __future__ import annotations
 
 import platform
-import types as pytypes
 
 import numpy as np
 from llvmlite import ir
@@ -53,45 +52,25 @@ def function(func):
     return njit(**_OPTIONS)(func)
 
 
-def kernel(func=None, *, parallel: bool = False):
+def kernel(func=None):
     """A kernel: compiled on first use for each signature, and cached on disk (where no cache
-    directory can be written, compiled in memory: :func:`quantspec._core.jit.uncached`)."""
+    directory can be written, compiled in memory: :func:`quantspec._core.jit.uncached`).  Never
+    ``parallel=True``: no kernel starts numba's threading layer (OpenMP, TBB or workqueue), whose idle
+    threads spin and which a forked child cannot use; a kernel that runs on several threads claims
+    its work items (:func:`claim`) on quantspec's pool (:func:`quantspec._core.fast.launch`)."""
     def wrap(f):
         try:
-            dispatcher = njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+            dispatcher = njit(cache=True, nogil=True, **_OPTIONS)(f)
         except RuntimeError:                # numba: "cannot cache function ...: no locator available"
             jit.uncached(f.__code__.co_filename)
-            dispatcher = njit(parallel=parallel, cache=False, nogil=True, **_OPTIONS)(f)
+            dispatcher = njit(cache=False, nogil=True, **_OPTIONS)(f)
         jit.lock_cache_saves(dispatcher)
         jit.mark_kernel(dispatcher)
         return dispatcher
 
     return wrap(func) if func is not None else wrap
 
-
-def twin(py_func):
-    """``parallel -> dispatcher``: a kernel compiled with ``parallel=True`` (numba's OpenMP pool) and a
-    serial twin (for arrays too small to be worth waking the thread pool).  quantspec's own kernels
-    no longer use it: they claim work items from a counter (:func:`claim`) and run on quantspec's
-    pool (:func:`quantspec._core.fast.launch`), whose idle threads do not spin and which a forked
-    child can use.
-
-    The twin is a copy of the function under another name, so that numba's on-disk cache (keyed by
-    the function's qualified name) keeps the two apart."""
-    par = kernel(py_func, parallel=True)
-    copy = pytypes.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_serial",
-                                py_func.__defaults__, py_func.__closure__)
-    copy.__qualname__ = py_func.__qualname__ + "_serial"
-    copy.__doc__ = py_func.__doc__
-    ser = kernel(copy)
-
-    def pick(parallel: bool):
-        return par if parallel else ser
-
-    pick.parallel, pick.serial = par, ser
-    return pick
-
-__all__ = ["inline", "shared", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
+__all__ = ["inline", "shared", "function", "kernel", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
            "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor",
            "claim", "finished"]
 

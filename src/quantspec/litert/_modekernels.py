@@ -3,14 +3,15 @@
 Imported only through :func:`quantspec._core.jit.load`.  Each computes, element by element, what
 the numpy code of :mod:`quantspec.litert.kernels.optimized` and :mod:`quantspec.litert.kernels.xnnpack`
 computes with whole-array operations; ``tests/test_litert_modes_kernels.py`` proves both equal.
+Each claims rows of its output a few at a time (``nbprim.claim``), so that one compiled function runs
+on the calling thread alone or on quantspec's thread pool (:func:`quantspec._core.fast.launch`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from .._core.nbprim import inline, twin
+from .._core.nbprim import claim, finished, inline, kernel
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]
 
@@ -48,66 +49,87 @@ def _requantize(acc, m, s, half_up):
     return _rdbpot(v, right)
 
 
-def _requantize_channels(acc, mult, shift, zp, lo, hi, vector, out):
+def _requantize_channels(acc, mult, shift, zp, lo, hi, vector, out, claims, step):
     """out[r, c] = clamp(requantize(acc[r, c]) + zp): the channels below ``vector`` round the final
     shift's ties up (the optimized kernels), the others away from zero (the reference)."""
     rows, channels = acc.shape
-    for r in prange(rows):
-        for c in range(channels):
-            v = _requantize(_wrap32(np.int64(acc[r, c])), mult[c], shift[c], c < vector)
-            v = _wrap32(v + zp)
-            out[r, c] = np.int8(min(max(v, np.int64(lo)), np.int64(hi)))
+    while True:
+        r0 = claim(claims, step)
+        if r0 >= rows:
+            break
+        r1 = min(r0 + step, rows)
+        for r in range(r0, r1):
+            for c in range(channels):
+                v = _requantize(_wrap32(np.int64(acc[r, c])), mult[c], shift[c], c < vector)
+                v = _wrap32(v + zp)
+                out[r, c] = np.int8(min(max(v, np.int64(lo)), np.int64(hi)))
+        finished(claims, r1 - r0)
+    return finished(claims, 0)
 
 
-requantize_channels = twin(_requantize_channels)
+requantize_channels = kernel(_requantize_channels)
 
 
-def _requantize_fp32(acc, scale, zp, lo, hi, out):
+def _requantize_fp32(acc, scale, zp, lo, hi, out, claims, step):
     """XNNPACK: out[r, c] = clamp(rint(f32(acc) * scale[c]) + zp)."""
     rows, channels = acc.shape
     flo = np.float32(lo - zp)
     fhi = np.float32(hi - zp)
-    for r in prange(rows):
-        for c in range(channels):
-            v = np.float32(np.float32(np.int32(acc[r, c])) * scale[c])
-            v = min(max(v, flo), fhi)
-            out[r, c] = np.int8(np.int64(np.rint(v)) + zp)
+    while True:
+        r0 = claim(claims, step)
+        if r0 >= rows:
+            break
+        r1 = min(r0 + step, rows)
+        for r in range(r0, r1):
+            for c in range(channels):
+                v = np.float32(np.float32(np.int32(acc[r, c])) * scale[c])
+                v = min(max(v, flo), fhi)
+                out[r, c] = np.int8(np.int64(np.rint(v)) + zp)
+        finished(claims, r1 - r0)
+    return finished(claims, 0)
 
 
-requantize_fp32 = twin(_requantize_fp32)
+requantize_fp32 = kernel(_requantize_fp32)
 
 
-def _depthwise_accumulate(x, filt, bias, g, zx, out):
+def _depthwise_accumulate(x, filt, bias, g, zx, out, claims, step):
     """int32 DEPTHWISE_CONV_2D accumulators (flat NHWC out, filter (KH, KW, I, M) flat): the taps
-    inside the image, the bias, the int32 wrap."""
+    inside the image, the bias, the int32 wrap; work items are the output rows (n, oy)."""
     h, w, c, kh, kw, m, oh, ow = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
     sh, sw, dh, dw, ph, pw = g[8], g[9], g[10], g[11], g[12], g[13]
     oc = c * m
     rows = out.size // (ow * oc)
-    for row in prange(rows):
-        b = row // oh
-        oy = row - b * oh
-        accs = np.empty(oc, np.int64)
-        for ox in range(ow):
-            for k in range(oc):
-                accs[k] = bias[k]
-            for ky in range(kh):
-                iy = oy * sh - ph + ky * dh
-                if iy < 0 or iy >= h:
-                    continue
-                for kx in range(kw):
-                    ix = ox * sw - pw + kx * dw
-                    if ix < 0 or ix >= w:
+    accs = np.empty(oc, np.int64)
+    while True:
+        r0 = claim(claims, step)
+        if r0 >= rows:
+            break
+        r1 = min(r0 + step, rows)
+        for row in range(r0, r1):
+            b = row // oh
+            oy = row - b * oh
+            for ox in range(ow):
+                for k in range(oc):
+                    accs[k] = bias[k]
+                for ky in range(kh):
+                    iy = oy * sh - ph + ky * dh
+                    if iy < 0 or iy >= h:
                         continue
-                    xb = ((b * h + iy) * w + ix) * c
-                    fb = (ky * kw + kx) * oc
-                    for ic in range(c):
-                        v = np.int64(x[xb + ic]) - zx
-                        for mm in range(m):
-                            accs[ic * m + mm] += v * filt[fb + ic * m + mm]
-            ob = (row * ow + ox) * oc
-            for k in range(oc):
-                out[ob + k] = np.int32(accs[k])
+                    for kx in range(kw):
+                        ix = ox * sw - pw + kx * dw
+                        if ix < 0 or ix >= w:
+                            continue
+                        xb = ((b * h + iy) * w + ix) * c
+                        fb = (ky * kw + kx) * oc
+                        for ic in range(c):
+                            v = np.int64(x[xb + ic]) - zx
+                            for mm in range(m):
+                                accs[ic * m + mm] += v * filt[fb + ic * m + mm]
+                ob = (row * ow + ox) * oc
+                for k in range(oc):
+                    out[ob + k] = np.int32(accs[k])
+        finished(claims, r1 - r0)
+    return finished(claims, 0)
 
 
-depthwise_accumulate = twin(_depthwise_accumulate)
+depthwise_accumulate = kernel(_depthwise_accumulate)

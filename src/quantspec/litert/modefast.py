@@ -29,8 +29,8 @@ def requantize_channels(acc: np.ndarray, multiplier, shift, zero_point: int, lo:
     if out.size:
         m = np.ascontiguousarray(np.broadcast_to(np.asarray(multiplier, np.int64), (c,)))
         s = np.ascontiguousarray(np.broadcast_to(np.asarray(shift, np.int64), (c,)))
-        _kernels().requantize_channels(core.parallel(out.size))(a, m, s, int(zero_point), int(lo), int(hi),
-                                                                 int(vector), out)
+        core.launch(_kernels().requantize_channels, (a, m, s, int(zero_point), int(lo), int(hi), int(vector), out),
+                    a.shape[0], out.size)
     return out.reshape(acc.shape)
 
 
@@ -43,7 +43,7 @@ def requantize_fp32(acc: np.ndarray, scale, zero_point: int, lo: int, hi: int) -
     out = np.empty(a.shape, np.int8)
     if out.size:
         sc = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, np.float32), (c,)))
-        _kernels().requantize_fp32(core.parallel(out.size))(a, sc, int(zero_point), int(lo), int(hi), out)
+        core.launch(_kernels().requantize_fp32, (a, sc, int(zero_point), int(lo), int(hi), out), a.shape[0], out.size)
     return out.reshape(acc.shape)
 
 
@@ -58,7 +58,7 @@ def depthwise_accumulate(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | Non
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
         g = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
-        _kernels().depthwise_accumulate(core.parallel(out.size))(
+        core.launch(_kernels().depthwise_accumulate, (
             core.flat(x, np.int8), core.flat(np.asarray(filt, np.int32)), b, g, int(p.input_zero_point),
-            out.reshape(-1))
+            out.reshape(-1)), n * oh, out.size)
     return out
