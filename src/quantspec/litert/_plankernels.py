@@ -14,8 +14,8 @@ import numpy as np
 from .._core.nbprim import kernel, round_half_away, shared
 from ._fastkernels import _clamp, _mbqm, _rdbpot, _srdhm, _wrap32
 
-__all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool", "MBQM32",
-           "MBQM64", "DOUBLE32", "DOUBLE64"]
+__all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
+           "lut", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
@@ -86,6 +86,21 @@ def _epilogue(g, split, corr, mult, shift, eff, kind, zo, lo, hi, out):
 
 
 epilogue = kernel(_epilogue)
+
+
+def _lut(x, table, invalid, out):
+    """out = table[x] (``x`` the codes' unsigned view, flat); returns 1 without finishing where an
+    input's entry of ``invalid`` is set (a code on which LiteRT fails; an empty ``invalid``: none)."""
+    check = invalid.size > 0
+    for i in range(np.uint64(x.size)):
+        u = x[i]
+        if check and invalid[u]:
+            return 1
+        out[i] = table[u]
+    return 0
+
+
+lut = kernel(_lut)
 
 
 def _im2col(x, g, pad, split, out):

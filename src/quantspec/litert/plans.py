@@ -421,10 +421,13 @@ class UnaryTablePlan(Plan):
         self.table, self.unsigned, self.invalid = table, unsigned, invalid
 
     def compute(self, unused, arrays):
-        index = arrays[0].view(self.unsigned)
-        if self.invalid is not None and self.invalid[index].any():
+        x = arrays[0]
+        if self.invalid is None:
+            return [np.take(self.table, x.view(self.unsigned))]
+        out = np.empty(x.shape, self.table.dtype)
+        if _k().lut(x.reshape(-1).view(self.unsigned), self.table, self.invalid, out.reshape(-1)):
             return self.reference(arrays)               # raises as LiteRT fails
-        return [np.take(self.table, index)]
+        return [out]
 
 
 def _unary_plan(kernel, p, ins, outs):
