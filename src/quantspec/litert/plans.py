@@ -57,6 +57,13 @@ def _k():
     return jit.load("quantspec.litert._plankernels")
 
 
+def _own(a, dtype=None) -> np.ndarray:
+    """A fresh, writable, contiguous copy: every array a plan hands a kernel has the same flags, so
+    that each kernel compiles one signature per combination of types (numba's array type includes
+    whether it is writable)."""
+    return np.array(a, dtype=dtype, order="C", copy=True)
+
+
 class Plan:
     """The interface the interpreter calls: ``compute(unused, arrays) -> outputs``, like a kernel
     whose prepared record is the plan itself."""
@@ -133,15 +140,15 @@ class _Requant:
     def __init__(self, channels, corr, kind, zo, lo, hi, dtype, multiplier=None, shift=None, eff=None):
         from . import _plankernels as K
 
-        self.corr = np.ascontiguousarray(np.broadcast_to(np.asarray(corr, np.int64), (channels,)))
+        self.corr = _own(np.broadcast_to(np.asarray(corr, np.int64), (channels,)))
         m = np.broadcast_to(np.asarray(0 if multiplier is None else multiplier, np.int64), (channels,))
         s = np.broadcast_to(np.asarray(0 if shift is None else shift, np.int64), (channels,))
         if kind == K.MBQM64:                          # the int64 overload's reduced multiplier, total shift
             m = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
             s = 15 - s
-        self.mult = np.ascontiguousarray(m)
-        self.shift = np.ascontiguousarray(s)
-        self.eff = np.ascontiguousarray(np.broadcast_to(np.asarray(0.0 if eff is None else eff, np.float64),
+        self.mult = _own(m)
+        self.shift = _own(s)
+        self.eff = _own(np.broadcast_to(np.asarray(0.0 if eff is None else eff, np.float64),
                                                         (channels,)))
         self.kind, self.zo, self.lo, self.hi, self.dtype = int(kind), int(zo), int(lo), int(hi), np.dtype(dtype)
 
@@ -341,10 +348,10 @@ class DepthwisePlan(Plan):
         n, oh, ow, oc = p.output_shape
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
-        self.filt = np.ascontiguousarray(p.filter, np.int32).reshape(-1)
+        self.filt = _own(p.filter, np.int32).reshape(-1)
         self.bias = bias
-        self.mult = np.ascontiguousarray(np.broadcast_to(np.asarray(p.multiplier, np.int64), (oc,)))
-        self.shift = np.ascontiguousarray(np.broadcast_to(np.asarray(p.shift, np.int64), (oc,)))
+        self.mult = _own(np.broadcast_to(np.asarray(p.multiplier, np.int64), (oc,)))
+        self.shift = _own(np.broadcast_to(np.asarray(p.shift, np.int64), (oc,)))
         self.geometry = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
         self.record = Requantize(int(p.output_zero_point), int(p.act_min), int(p.act_max))
         self.zx = int(p.input_zero_point)
@@ -371,7 +378,7 @@ class WideDepthwisePlan(Plan):
         n, oh, ow, oc = p.output_shape
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
-        self.filt = np.ascontiguousarray(p.filter, np.int64).reshape(-1)
+        self.filt = _own(p.filter, np.int64).reshape(-1)
         self.bias = bias
         self.geometry = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
         self.requant = requant
@@ -397,7 +404,7 @@ def _depthwise_plan(kernel, p, ins, outs):
     if p.filter is None or (p.has_bias and p.bias is None) or math.prod(p.output_shape) == 0:
         return None
     oc = p.output_shape[3]
-    bias = np.zeros(oc, np.int64) if p.bias is None else np.ascontiguousarray(p.bias, np.int64).reshape(oc)
+    bias = np.zeros(oc, np.int64) if p.bias is None else _own(p.bias, np.int64).reshape(oc)
     if not p.wide:
         return DepthwisePlan(kernel, p, bias)
     if p.input_zero_point != 0:
@@ -667,7 +674,7 @@ class PoolPlan(Plan):
         kh, kw = p.filter_hw
         tmin = int(np.iinfo(p.dtype).min)
         self.geometry = np.array([n, h, w, c, kh, kw, oh, ow, *p.stride, *p.pad, tmin], np.int64)
-        self.counts = np.ascontiguousarray(p.counts, np.int64).reshape(-1) if average else np.ones(1, np.int64)
+        self.counts = _own(p.counts, np.int64).reshape(-1) if average else np.ones(1, np.int64)
         self.average = average
         self.lo, self.hi = np.int64(p.act_min), np.int64(p.act_max)
 
