@@ -254,15 +254,21 @@ def _announce() -> None:
           f"types, once; {kept}; `quantspec warmup` compiles them all ahead of time)", file=stream, flush=True)
 
 
+_LOADED: dict[str, ModuleType] = {}
+
+
 def load(module: str) -> ModuleType:
-    """Import a kernel module (one that imports numba).  Looked up in ``sys.modules`` first: the
-    import machinery costs tens of microseconds on a call that follows a large kernel, whose data
-    has flushed the caches."""
-    loaded = sys.modules.get(module)
+    """Import a kernel module (one that imports numba).  Looked up in a dict of the modules this
+    function has finished importing first: the import machinery costs tens of microseconds on a call
+    that follows a large kernel, whose data has flushed the caches.  (Not ``sys.modules``: it holds a
+    module from the moment its import starts, so a second thread's first call would find it half
+    initialized; ``importlib.import_module`` waits for the other thread's import to finish.)"""
+    loaded = _LOADED.get(module)
     if loaded is not None:
         return loaded
     loaded = importlib.import_module(module)
     _listen()
+    _LOADED[module] = loaded
     return loaded
 
 
