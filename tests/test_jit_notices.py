@@ -84,3 +84,44 @@ def test_warmup_compiles_every_form(monkeypatch):
     streamed = [k for k in kernels if "fastmap._streamed" in k and "uint16" in k]
     assert plain and streamed, kernels
     assert warmup.SPECS == ("onnx", "tf", "litert")
+
+
+def test_the_notice_ends_with_the_command(tmp_path, monkeypatch, capsys):
+    """An in-process command (``quantspec.cli.main``) announces compiles only while it runs, and a
+    notice whose stream has been closed since breaks nothing (the notice used to keep the command's
+    stderr after it returned, and a later compile in library code died on it: 'I/O operation on
+    closed file')."""
+    import io
+
+    from quantspec import cli
+    from quantspec._core import jit
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["example", "ex"]) == 0
+    assert jit._ANNOUNCE is None                    # off again once the command returned
+    stream = io.StringIO()
+    with jit.announce_compiles(stream):
+        stream.close()
+        jit._announce()                             # a closed stream: nothing raised
+    assert jit._ANNOUNCE is None
+
+
+def test_warmup_lists_kernels_beside_dead_weak_references():
+    """``quantspec warmup`` lists the kernels it compiled from quantspec's own registry, not by scanning
+    every object of the process (a dead weak proxy there raised ReferenceError)."""
+    import weakref
+
+    from quantspec import warmup
+    from quantspec._core import jit
+
+    if not jit.enabled():
+        pytest.skip("no fast path here")
+
+    class Thing:
+        pass
+
+    t = Thing()
+    proxies = [weakref.proxy(t)]
+    del t
+    assert isinstance(warmup._kernels(), set)
+    assert proxies

@@ -142,12 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if cmd != "warmup":
-        from ._core import jit
+    from ._core import jit
 
-        jit.announce_compiles()          # once, on stderr, if this command compiles a kernel
+    # once, on stderr, if this command compiles a kernel (warmup says what it compiles itself)
+    announcing = jit.announce_compiles() if cmd != "warmup" else contextlib.nullcontext()
     try:
-        return COMMANDS[cmd][1](rest)
+        with announcing:
+            return COMMANDS[cmd][1](rest)
     except QuantSpecError as e:
         print(f"quantspec {cmd}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

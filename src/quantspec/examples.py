@@ -7,7 +7,12 @@ quantspec:
 - ``acts.npy``: activations, float32, 4096 values drawn from a seeded normal distribution;
 - ``model.tflite``: the bundled int8 model ``mlp_softmax.tflite`` (FULLY_CONNECTED, FULLY_CONNECTED,
   SOFTMAX; int8 in and out);
-- ``x.npy``: an input for that model (int8, its input shape, seeded).
+- ``x.npy``: an input for that model (int8, its input shape, seeded);
+- ``model.onnx``: the bundled float ONNX model ``mlp_float.onnx`` (MatMul 128x256, Relu, MatMul 256x10;
+  float32 weights), for ``quantspec convert`` (and ``check`` / ``audit`` of what it makes);
+- ``llama-bf16/``: a small sharded bfloat16 checkpoint with Llama-style tensor names and shapes (two
+  safetensors shards and their ``model.safetensors.index.json``; seeded), for ``quantspec convert`` and
+  ``quantspec verify``.
 
 Existing files of those names are replaced (each written to a temporary name and renamed).
 """
@@ -24,7 +29,7 @@ import numpy as np
 
 __all__ = ["main", "write_examples", "FILES"]
 
-FILES = ("weights.npy", "acts.npy", "model.tflite", "x.npy")
+FILES = ("weights.npy", "acts.npy", "model.tflite", "x.npy", "model.onnx", "llama-bf16")
 
 
 def _atomic(path: str, write) -> None:
@@ -60,17 +65,64 @@ def write_examples(directory: str = ".") -> list[str]:
         path = os.path.join(directory, name)
         if name == "model.tflite":
             _atomic(path, lambda tmp: shutil.copyfile(model, tmp))
+        elif name == "model.onnx":
+            _atomic(path, lambda tmp: shutil.copyfile(_data("mlp_float.onnx"), tmp))
+        elif name == "llama-bf16":
+            _checkpoint(path, rng)
         else:
             _atomic(path, lambda tmp, a=arrays[name]: np.save(tmp, a))
         paths.append(path)
     return paths
 
 
+def _data(name: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", name)
+
+
+#: the small checkpoint's tensors: (name, shape), hidden size 128, two decoder layers
+_LLAMA = [("model.embed_tokens.weight", (512, 128))] + [
+    (f"model.layers.{i}.{part}", shape) for i in range(2) for part, shape in (
+        ("input_layernorm.weight", (128,)), ("self_attn.q_proj.weight", (128, 128)),
+        ("self_attn.k_proj.weight", (64, 128)), ("self_attn.v_proj.weight", (64, 128)),
+        ("self_attn.o_proj.weight", (128, 128)), ("post_attention_layernorm.weight", (128,)),
+        ("mlp.gate_proj.weight", (256, 128)), ("mlp.up_proj.weight", (256, 128)),
+        ("mlp.down_proj.weight", (128, 256)))] + [("model.norm.weight", (128,)), ("lm_head.weight", (512, 128))]
+
+
+def _checkpoint(directory: str, rng: np.random.Generator) -> None:
+    """The sharded bfloat16 checkpoint ``llama-bf16/``: layer 0 and the embedding in shard 1, the rest
+    in shard 2, and the index naming each tensor's shard."""
+    import json
+
+    import ml_dtypes
+
+    from ._core.tensorio import write_tensors
+
+    os.makedirs(directory, exist_ok=True)
+    shards: dict[str, dict] = {}
+    for name, shape in _LLAMA:
+        if len(shape) == 1:
+            a = 1 + 0.05 * rng.standard_normal(shape)          # a norm's weight
+        else:
+            a = rng.standard_normal(shape) * 0.02
+        shard = 1 if name.startswith(("model.embed_tokens", "model.layers.0.")) else 2
+        shards.setdefault(f"model-{shard:05d}-of-00002.safetensors", {})[name] = a.astype(ml_dtypes.bfloat16)
+    weight_map = {}
+    total = 0
+    for file, tensors in shards.items():
+        write_tensors(os.path.join(directory, file), tensors)
+        weight_map.update({n: file for n in tensors})
+        total += sum(t.nbytes for t in tensors.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    _atomic(os.path.join(directory, "model.safetensors.index.json"),
+            lambda tmp: open(tmp, "w").write(json.dumps(index, indent=2) + "\n"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="quantspec example", epilog="Files: " + ", ".join(FILES),
         description="Write the files the README's shell examples use (a weight tensor, activations, a bundled "
-        "int8 model and an input for it) into DIR.")
+        "int8 model and an input for it, a float ONNX model, a small sharded bfloat16 checkpoint) into DIR.")
     parser.add_argument("directory", nargs="?", default=".", metavar="DIR",
                         help="where to write them (default: the current directory)")
     args = parser.parse_args(argv)

@@ -169,12 +169,9 @@ def _run(selected: list[tuple[str, int]]) -> set[str]:
 
 
 def _kernels() -> set[str]:
-    import gc
+    from ._core import jit
 
-    from numba.core.registry import CPUDispatcher
-
-    return {f"{d.py_func.__module__}.{d.py_func.__qualname__}{sig}" for d in gc.get_objects()
-            if isinstance(d, CPUDispatcher) and getattr(d, "_quantspec_kernel", False) for sig in d.overloads}
+    return {f"{d.py_func.__module__}.{d.py_func.__qualname__}{sig}" for d in jit.KERNELS for sig in d.overloads}
 
 
 def _worker(selected: list[tuple[str, int]]) -> set[str]:

@@ -42,7 +42,7 @@ from types import ModuleType
 
 __all__ = ["enabled", "env", "reference_only", "prefer_reference", "numba_available", "load", "cache_dir",
            "install_cache_locator", "lock_cache_saves", "fingerprint", "ENV", "CLI_FAST_FROM", "announce_compiles",
-           "mark_kernel", "uncached", "cache_location", "note"]
+           "mark_kernel", "KERNELS", "uncached", "cache_location", "note"]
 
 ENV = "QUANTSPEC_FAST"
 _OFF = {"0", "false", "no", "off"}
@@ -202,27 +202,42 @@ def uncached(kernel_file) -> None:
          "the fast kernels are compiled in memory, in every process, not cached on disk")
 
 
+#: every dispatcher marked as one of quantspec's kernels (``quantspec warmup`` lists what they compiled)
+KERNELS: list = []
+
+
 def mark_kernel(dispatcher) -> None:
     """Mark ``dispatcher`` as one of quantspec's kernels (:func:`announce_compiles` watches them)."""
     dispatcher._quantspec_kernel = True
+    KERNELS.append(dispatcher)
 
 
 # -- saying that kernels are being compiled ---------------------------------------------------------
 _ANNOUNCE = None
+_STDERR = object()          # announce_compiles' default: whatever sys.stderr is when the notice is printed
 _LISTENING = False
 #: roughly what compiling one kernel (one operation for one combination of types) takes on a 2-core
 #: machine, for the notice
 KERNEL_SECONDS = "about 1 s"
 
 
-def announce_compiles(stream=None) -> None:
-    """Say once, on ``stream`` (stderr), when this process starts compiling a kernel: the first call
-    of each combination of types compiles one (then cached).  The command line turns this on;
-    numba is not imported here."""
+def announce_compiles(stream=None) -> contextlib.AbstractContextManager:
+    """Say once, on ``stream`` (default: ``sys.stderr`` as it is when the notice is printed), when this
+    process starts compiling a kernel: the first call of each combination of types compiles one (then
+    cached).  The command line turns this on for the length of a command: used as a context manager,
+    the notice is off again when the block ends.  numba is not imported here."""
     global _ANNOUNCE
-    _ANNOUNCE = stream if stream is not None else sys.stderr
+    _ANNOUNCE = stream if stream is not None else _STDERR
     if "numba" in sys.modules:
         _listen()
+    return _AnnounceOff()
+
+
+class _AnnounceOff(contextlib.AbstractContextManager):
+    def __exit__(self, *exc):
+        global _ANNOUNCE
+        _ANNOUNCE = None
+        return None
 
 
 def _listen() -> None:
@@ -250,22 +265,29 @@ def _announce() -> None:
         return
     where = cache_location()
     kept = f"kept in {where} for later runs" if where else "not cached: no writable cache directory"
-    try:
+    try:        # a notice never stops a computation (a closed or broken stderr)
         print(f"quantspec: compiling fast kernels for this machine ({KERNEL_SECONDS} for each new combination of "
-              f"types, once; {kept}; `quantspec warmup` compiles them all ahead of time)", file=stream, flush=True)
-    except (ValueError, OSError):        # the stream was closed since (a finished command's, in the same process)
+              f"types, once; {kept}; `quantspec warmup` compiles them all ahead of time)",
+              file=sys.stderr if stream is _STDERR else stream, flush=True)
+    except (OSError, ValueError):
         pass
 
 
+_LOADED: dict[str, ModuleType] = {}
+
+
 def load(module: str) -> ModuleType:
-    """Import a kernel module (one that imports numba).  Looked up in ``sys.modules`` first: the
-    import machinery costs tens of microseconds on a call that follows a large kernel, whose data
-    has flushed the caches."""
-    loaded = sys.modules.get(module)
+    """Import a kernel module (one that imports numba).  Looked up in a dict of the modules this
+    function has finished importing first: the import machinery costs tens of microseconds on a call
+    that follows a large kernel, whose data has flushed the caches.  (Not ``sys.modules``: it holds a
+    module from the moment its import starts, so a second thread's first call would find it half
+    initialized; ``importlib.import_module`` waits for the other thread's import to finish.)"""
+    loaded = _LOADED.get(module)
     if loaded is not None:
         return loaded
     loaded = importlib.import_module(module)
     _listen()
+    _LOADED[module] = loaded
     return loaded
 
 

@@ -167,38 +167,55 @@ def _amax(buf, j0, j1):
     return f32_from_bits(m)
 
 
-@njit(fastmath={"reassoc", "nsz"}, error_model="numpy", nogil=True)
-def _err64(buf, dq, j0, j1):
-    e = 0.0
-    x = 0.0
-    for j in range(j0, j1):
-        v = np.float64(buf[j])
-        d = v - np.float64(dq[j])
-        e += d * d
-        x += v * v
-    return e, x
+STATS_LANES = 64
 
 
-@njit(fastmath={"reassoc", "nsz"}, error_model="numpy", nogil=True)
-def _err(buf, dq, j0, j1, acc):
+@njit(error_model="numpy", nogil=True, boundscheck=False)
+def _err(buf, dq, j0, j1, acc, lanes):
     """Add the error of the dequantized values ``dq[j0:j1]`` against ``buf[j0:j1]`` to ``acc`` =
-    (sum (x-dq)^2, sum x^2, max |x-dq|).  Statistics for the report, not codes: the sums of a row are
-    reassociated (vectorised) and taken in float32 (in float64 when a square overflows it), then
-    added in float64; the largest error is taken on float32 differences."""
-    e = np.float32(0.0)
-    x = np.float32(0.0)
+    (sum (x-dq)^2, sum x^2, max |x-dq|), in one fixed order, so that every path, every machine and
+    every backend writes the same statistics: squares in float64 (``d = f64(x) - f64(dq)``), element
+    ``j`` added to lane ``(j - j0) % 64`` (each lane from +0, in element order), the lanes combined
+    pairwise (lane ``k`` = lane ``2k`` + lane ``2k+1``, 64 -> 32 -> ... -> 1) and the row's sum added
+    to ``acc``; the largest error on float32 differences ``|x - dq|``.  The lanes are updated
+    element-wise, which vectorises without reassociating any sum (``lanes``: float64 [2, 64]
+    scratch; ``encode._ordered_sum`` is the numpy statement of the same order)."""
+    le = lanes[0]
+    lx = lanes[1]
+    L = STATS_LANES
+    for k in range(L):
+        le[k] = 0.0
+        lx[k] = 0.0
+    n = np.int64(j1) - np.int64(j0)
+    b = buf[np.int64(j0):np.int64(j1)]
+    q = dq[np.int64(j0):np.int64(j1)]
+    g = n // L
+    for t in range(g):
+        bb = b[t * L:(t + 1) * L]
+        qq = q[t * L:(t + 1) * L]
+        for k in range(L):
+            v = np.float64(bb[k])
+            d = v - np.float64(qq[k])
+            le[k] += d * d
+            lx[k] += v * v
+    bb = b[g * L:]
+    qq = q[g * L:]
+    for k in range(n - g * L):
+        v = np.float64(bb[k])
+        d = v - np.float64(qq[k])
+        le[k] += d * d
+        lx[k] += v * v
     m = np.uint32(0)
-    for j in range(j0, j1):
-        v = buf[j]
-        d = v - dq[j]
-        e += d * d
-        x += v * v
-        a = uand(f32_bits(d), 0x7FFFFFFF)
+    for j in range(n):
+        a = uand(f32_bits(b[j] - q[j]), 0x7FFFFFFF)
         m = a if a > m else m
-    e64, x64 = np.float64(e), np.float64(x)
-    if not (abs(e64) < np.inf and abs(x64) < np.inf):
-        e64, x64 = _err64(buf, dq, j0, j1)
-    return acc[0] + e64, acc[1] + x64, max(acc[2], np.float64(f32_from_bits(m)))
+    w = L
+    while w > 1:
+        w //= 2
+        for k in range(w):
+            le[k] = le[2 * k] + le[2 * k + 1]
+            lx[k] = lx[2 * k] + lx[2 * k + 1]
+    return acc[0] + le[0], acc[1] + lx[0], max(acc[2], np.float64(f32_from_bits(m)))
 
 
 @inline
@@ -288,6 +305,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     ``sround``: the scale's stored type (:func:`_stored`); codes are those of the stored scale.
     """
     acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -344,7 +362,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
                 c = _q_int(buf[j], s, flo, fhi)
                 codes[base + j] = np.uint8((c + z) & 0xFF)
                 dq[j] = np.float32(c) * s
-        acc = _err(buf, dq, _U0, n, acc)
+        acc = _err(buf, dq, _U0, n, acc, lanes)
     _stats(stats, acc)
 
 
@@ -353,6 +371,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     """Codes of a per-tensor scale ``s`` (zero point 0): T_INT8 (QuantizeLinear int8) or T_FP8
     (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
     acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -369,7 +388,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
                 code = _narrow(buf[j] / s, fmt)
                 codes[base + j] = np.uint8(code)
                 dq[j] = _value(code, fmt) * s
-        acc = _err(buf, dq, _U0, n, acc)
+        acc = _err(buf, dq, _U0, n, acc, lanes)
     _stats(stats, acc)
 
 
@@ -382,6 +401,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     that vectorises across blocks), then the codes.  ``sround``: the scale's stored type
     (:func:`_stored`; the zero point is the tool's, from the unrounded scale)."""
     acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
@@ -441,7 +461,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             for b in range(nb):
                 _put(zp, o + b, pz[b], 4)
         _pack(cbuf, codes, base, n, 4)
-        acc = _err(buf, dq, _U0, n, acc)
+        acc = _err(buf, dq, _U0, n, acc, lanes)
     _stats(stats, acc)
 
 
@@ -454,6 +474,7 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
     quotient rounded once, since ``2^-e`` is a float32 for every e in [-127, 127].  A row at a
     time: the blocks' exponents (``pe``), then the codes."""
     acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
     n = np.uint64(cols)
     B = np.uint64(32)
     nb = (n + B - _U1) // B
@@ -492,5 +513,5 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
                     cbuf[j] = np.uint8(code)
                     dq[j] = _value(code, fmt) * s
         _pack(cbuf, codes, base, n, bits)
-        acc = _err(buf, dq, _U0, n, acc)
+        acc = _err(buf, dq, _U0, n, acc, lanes)
     _stats(stats, acc)

@@ -356,6 +356,27 @@ def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: in
                               e.source.path, _sround(e), _scale_store(e))
 
 
+STATS_LANES = 64
+
+
+def _ordered_sum(a: np.ndarray) -> float:
+    """The sum of the float64 ``a`` [rows, cols] in the statistics' fixed order, the same in every
+    path (the fast kernels' ``_err``): in each row element ``j`` goes to lane ``j % 64`` (each lane
+    summed in element order from +0), the lanes are combined pairwise (lane ``k`` = lane ``2k`` +
+    lane ``2k+1``, 64 -> 32 -> ... -> 1) and the rows are added in order from +0.  (Sums of squares:
+    the zeros that pad a row's last group change nothing.)"""
+    rows, cols = a.shape
+    if rows == 0:
+        return 0.0
+    groups = -(-cols // STATS_LANES)
+    padded = np.zeros((rows, max(groups, 1) * STATS_LANES))
+    padded[:, :cols] = a
+    lane = np.add.accumulate(padded.reshape(rows, -1, STATS_LANES), axis=1)[:, -1, :]
+    while lane.shape[1] > 1:
+        lane = lane[:, 0::2] + lane[:, 1::2]
+    return float(np.add.accumulate(lane[:, 0])[-1])
+
+
 def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
                        sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
     x = _as_float32(raw, dtype, rows, cols)
@@ -369,8 +390,9 @@ def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: 
     if s.params == "litert" and not np.all(np.isfinite(scale)):
         raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
     dq = reference.dequantize(s, codes, scale, zp)
-    d = x.astype(np.float64) - dq.astype(np.float64)
-    stats[:3] = (d * d).sum(), (x.astype(np.float64) ** 2).sum(), np.abs(d).max() if d.size else 0.0
+    x64 = x.astype(np.float64)
+    d = x64 - dq.astype(np.float64)
+    stats[:3] = _ordered_sum(d * d), _ordered_sum(x64 * x64), float(np.abs(x - dq.astype(np.float32)).max()) if d.size else 0.0
     t = qtype(s.codes)
     scale_type = s.scale_type if scale_store == "float" else scale_store[len("ct:"):]
     out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(scale_type))}

@@ -22,7 +22,6 @@ inputs).
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 
@@ -48,25 +47,10 @@ def _expand(p: np.ndarray, x: np.ndarray, attrs: dict) -> np.ndarray:
     return p.reshape(p.shape + (1,) * (x.ndim - 1))
 
 
-_FIRST: set = set()
-_FIRST_LOCK = threading.Lock()
-
-
 def codes(rule: str, codes_type: str, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None,
           attrs: dict) -> np.ndarray:
     """The codes of ``x`` (float32) for the stored ``scale`` / ``zero_point`` under ``rule``, as
     values of ``codes_type``."""
-    key = (rule, codes_type, np.asarray(scale).dtype.str, np.asarray(scale).ndim, zero_point is None, x.ndim,
-           tuple(attrs))
-    if key in _FIRST:
-        return _codes(rule, codes_type, x, scale, zero_point, attrs)
-    with _FIRST_LOCK:                 # the first call of a kind imports and compiles kernels: one thread at a time
-        out = _codes(rule, codes_type, x, scale, zero_point, attrs)
-        _FIRST.add(key)
-    return out
-
-
-def _codes(rule, codes_type, x, scale, zero_point, attrs):
     t = qtype(codes_type)
     s32 = _f32(scale)
     if rule == "onnx":

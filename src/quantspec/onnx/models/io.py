@@ -361,7 +361,8 @@ def _write_array(f, a: np.ndarray) -> int:
 
             codes = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
             out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
-            jit.load("quantspec._core.fastpack").pack(core.parallel(codes.size))(codes, out, t.bits, core.CHUNK)
+            core.launch(jit.load("quantspec._core.fastpack").pack, (codes, out, t.bits, core.CHUNK),
+                        -(-out.size // core.CHUNK), codes.size)
             f.write(memoryview(out))
             return int(out.size)
     if t.is_packed or sys.byteorder != "little" or a.dtype.byteorder == ">":
