@@ -525,16 +525,10 @@ def _litert_cases(rounds: int, models: list[str] | None = None, zoo: bool = True
 
 def _litert_case(label: str, path: str) -> Case:
     from . import litert as L
+    from .litert._bench import inputs
 
     interp = L.Interpreter(path)
-    (inp,) = interp.inputs
-    rng = np.random.default_rng(SEED)
-    dtype = np.dtype(inp.dtype.dtype)
-    if dtype.kind == "f":
-        x = rng.normal(0, 1, inp.shape).astype(dtype)
-    else:
-        info = np.iinfo(dtype)
-        x = rng.integers(info.min, info.max, inp.shape, dtype=dtype, endpoint=True)
+    (x,) = inputs(interp, SEED)
     box = {}
 
     def run():

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-__all__ = ["mode_cases", "MODES"]
+__all__ = ["mode_cases", "inputs", "MODES"]
 
 #: kernel mode -> the LiteRT op resolver it reproduces
 MODES = {"reference": "BUILTIN_REF", "optimized": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "xnnpack": "AUTO"}
@@ -31,15 +31,37 @@ def _models() -> list[str]:
     return paths
 
 
-def _inputs(interp, seed: int) -> list[np.ndarray]:
+def _index_bound(interp, tensor: int) -> int | None:
+    """The number of rows that input ``tensor`` indexes where the model uses it as the positions of
+    a GATHER or the ids of an EMBEDDING_LOOKUP (a transformer's token ids), else None."""
+    sg = interp.subgraph
+    bounds = []
+    for op in sg.operators:
+        if op.name == "GATHER" and len(op.inputs) > 1 and op.inputs[1] == tensor:
+            shape = sg.tensors[op.inputs[0]].shape
+            axis = int(op.options.get("axis", 0))
+            bounds.append(int(shape[axis % len(shape)]))
+        elif op.name == "EMBEDDING_LOOKUP" and op.inputs[0] == tensor:
+            bounds.append(int(sg.tensors[op.inputs[1]].shape[0]))
+    return min(bounds) if bounds else None
+
+
+def inputs(interp, seed: int) -> list[np.ndarray]:
+    """One random input per model input: normal floats, codes of the type's full range, or valid
+    positions for an input that indexes rows (token ids)."""
     rng = np.random.default_rng(seed)
     out = []
     for t in interp.inputs:
-        if t.dtype.dtype == np.float32:
-            out.append(rng.normal(0, 1, t.shape).astype(np.float32))
+        dtype = np.dtype(t.dtype.dtype)
+        if dtype.kind == "f":
+            out.append(rng.normal(0, 1, t.shape).astype(dtype))
+            continue
+        bound = _index_bound(interp, t.index)
+        if bound is not None:
+            out.append(rng.integers(0, bound, t.shape).astype(dtype))
         else:
-            info = np.iinfo(t.dtype.dtype)
-            out.append(rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype.dtype))
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max, t.shape, endpoint=True).astype(dtype))
     return out
 
 
@@ -57,7 +79,7 @@ def mode_cases(rounds: int, models: list[str] | None = None, seed: int = 0) -> l
         name = os.path.basename(path)
         for mode, resolver in MODES.items():
             interp = Interpreter(path, kernels=mode)
-            x = _inputs(interp, seed)
+            x = inputs(interp, seed)
             box: dict = {}
 
             def run(interp=interp, x=x, box=box):
