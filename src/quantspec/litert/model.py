@@ -47,7 +47,7 @@ import numpy as np
 from .._core.packing import unpack_codes
 from ..dtypes import QType, by_tflite
 from ..errors import ModelError, QuantSpecError
-from . import _schema
+from . import _schema, _verify
 from .params import QuantParams
 
 __all__ = ["load_model", "example_model", "EXAMPLE_MODELS", "Model", "Subgraph", "Tensor", "Operator", "Quantization", "SignatureDef",
@@ -494,6 +494,7 @@ def _build(buf: bytes) -> Model:
     ident = bytes(buf[4:8])
     if ident != FILE_IDENTIFIER:
         raise ModelError("model", "is not a .tflite model: the flatbuffer file identifier is not 'TFL3'", ident)
+    _verify.verify(buf)   # what LiteRT's flatbuffer verifier requires, over the whole file
     r = _Reader(buf)
     root = r.table(r.uoffset(0, "model root offset"), "Model", "model")
 
