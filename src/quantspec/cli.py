@@ -128,14 +128,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from ._core.termination import Terminated, unwinding
+
     try:
-        return COMMANDS[cmd][1](rest)
+        with unwinding():  # SIGTERM / SIGHUP clean up like Ctrl-C
+            return COMMANDS[cmd][1](rest)
     except QuantSpecError as e:
         print(f"quantspec {cmd}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"quantspec {cmd}: interrupted", file=sys.stderr)
         return 130
+    except Terminated as e:
+        print(f"quantspec {cmd}: terminated by {e.name}", file=sys.stderr)
+        return 128 + e.signum
 
 
 if __name__ == "__main__":  # pragma: no cover
