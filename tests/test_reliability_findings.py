@@ -211,3 +211,115 @@ def test_f2_every_way_of_writing_gives_the_same_file(tmp_path, monkeypatch, how,
     with pytest.raises(TensorFileError, match="No space left"):
         tensorio._atomic_with(tmp_path / "z.npy", full)
     assert os.listdir(tmp_path) == [f"y{suffix}"]
+
+
+# --- 3. every argument is checked before the data is touched ------------------------------------
+
+def _huge(dtype, n=58, shape=None):
+    """A broadcast view declaring 2^n elements (no memory behind it)."""
+    return np.broadcast_to(np.array(0.5 if np.dtype(dtype).kind == "f" else 3, dtype), shape or (2 ** (n // 2), 2 ** (n - n // 2)))
+
+
+def _quick(call, error):
+    t0 = time.process_time()
+    with pytest.raises(error) as e:
+        call()
+    assert time.process_time() - t0 < 1.0
+    return e.value
+
+
+def test_f3_weight_params_checks_the_axis_before_reading_the_weights():
+    import quantspec.litert as L
+    from quantspec.errors import AxisError
+
+    for axis in (5, 1.0, np.float64(0), True, "0"):
+        _quick(lambda: L.weight_params(_huge(np.float32), axis=axis), AxisError)
+    # a valid call over a broadcast view reads only its distinct values
+    t0 = time.process_time()
+    p = L.weight_params(_huge(np.float32, shape=(3, 2 ** 56)), axis=0)
+    assert time.process_time() - t0 < 1.0 and p.scale.tolist() == [np.float32(0.5 / 127)] * 3
+
+
+def test_f3_other_arguments_before_the_data():
+    """A bad argument beside a huge input is named at once (nothing scanned, copied or allocated)."""
+    import quantspec.litert as L
+    import quantspec.onnx as O
+    import quantspec.tf as T
+    from quantspec import errors
+
+    xf, xi = _huge(np.float32), _huge(np.int8)
+    cases = [
+        (lambda: O.quantize_linear(xf, np.float32(0.1), np.int8(0), axis=7, block_size=2), errors.QuantSpecError),
+        (lambda: O.dequantize_linear(xi, np.float32(0.1), np.uint8(0)), errors.DTypeError),
+        (lambda: T.quantize(xf, 1.0, -1.0, "qint8"), errors.InvalidArgumentError),
+        (lambda: T.quantize_and_dequantize_v2(xf, num_bits=99), errors.RangeError),
+        (lambda: T.fake_quant_with_min_max_args(xf, num_bits=1), errors.RangeError),
+        (lambda: L.quantize(xf, L.QuantParams([0.1, 0.2], 0, 1)), errors.ShapeError),
+        (lambda: L.quantize_weights(xf, L.QuantParams(0.1, 3)), errors.InvalidArgumentError),
+        (lambda: L.quantize_weights(_huge(np.float64), L.QuantParams(0.1, 3)), errors.InvalidArgumentError),
+        (lambda: L.quantize_bias(xf, L.QuantParams(0.1, 1)), errors.InvalidArgumentError),
+        (lambda: L.dequantize(xi, L.QuantParams([0.1, 0.2], 0, 5)), errors.AxisError),
+        (lambda: L.fixedpoint.multiply_by_quantized_multiplier(_huge(np.int64), 1 << 30, 99), errors.QuantSpecError),
+    ]
+    for call, error in cases:
+        _quick(call, error)
+
+
+# --- 4. a result too large for memory is a quantspec error, before anything is allocated ----------
+
+def _too_large_calls():
+    import quantspec.litert as L
+    import quantspec.onnx as O
+    import quantspec.tf as T
+
+    p = L.QuantParams(0.1, 0)
+    return {
+        "onnx.quantize_linear": lambda x: O.quantize_linear(x, np.float32(0.1), np.int8(0)),
+        "onnx.quantize_linear_packed": lambda x: O.quantize_linear_packed(x, np.float32(0.1), output_dtype="int4"),
+        "onnx.dequantize_linear": lambda x: O.dequantize_linear(np.broadcast_to(np.int8(3), x.shape), np.float32(0.1)),
+        "onnx.pack": lambda x: O.pack(np.broadcast_to(np.int8(3), x.shape)),
+        "tf.quantize": lambda x: T.quantize(x, -1.0, 1.0, "qint8"),
+        "tf.dequantize": lambda x: T.dequantize(np.broadcast_to(np.int8(3), x.shape), -1.0, 1.0),
+        "tf.quantize_and_dequantize_v2": lambda x: T.quantize_and_dequantize_v2(x, -1.0, 1.0, range_given=True),
+        "tf.quantize_and_dequantize_v3": lambda x: T.quantize_and_dequantize_v3(x, -1.0, 1.0, 8),
+        "tf.quantize_and_dequantize_v4": lambda x: T.quantize_and_dequantize_v4(x),
+        "tf.fake_quant_with_min_max_args": lambda x: T.fake_quant_with_min_max_args(x),
+        "tf.fake_quant_with_min_max_vars": lambda x: T.fake_quant_with_min_max_vars(x, -1.0, 1.0),
+        "tf.fake_quant_with_min_max_vars_per_channel": lambda x: T.fake_quant_with_min_max_vars_per_channel(
+            x, np.full(x.shape[-1], -1, np.float32), np.ones(x.shape[-1], np.float32)),
+        "litert.quantize": lambda x: L.quantize(x, p),
+        "litert.quantize_weights": lambda x: L.quantize_weights(x, p),
+        "litert.quantize_bias": lambda x: L.quantize_bias(x, p),
+        "litert.dequantize": lambda x: L.dequantize(np.broadcast_to(np.int8(3), x.shape), p),
+        "litert.fixedpoint.multiply_by_quantized_multiplier": lambda x: L.fixedpoint.multiply_by_quantized_multiplier(
+            np.broadcast_to(np.int32(3), x.shape), 1 << 30, 1),
+        "litert.fixedpoint.saturating_rounding_doubling_high_mul (broadcast)":
+            lambda x: L.fixedpoint.saturating_rounding_doubling_high_mul(
+                np.broadcast_to(np.int32(1), (2 ** (x.size.bit_length() // 2), 1)),
+                np.broadcast_to(np.int32(1), (1, x.size // 2 ** (x.size.bit_length() // 2)))),
+        "big-endian x": lambda x: O.quantize_linear(np.broadcast_to(np.array(0.5, ">f4"), x.shape), np.float32(0.1)),
+    }
+
+
+@pytest.mark.parametrize("n", [31, 40, 58])
+@pytest.mark.parametrize("name", sorted(_too_large_calls()))
+def test_f4_huge_results_are_too_large_errors(name, n, monkeypatch):
+    from quantspec import errors
+    from quantspec._core import arrays
+
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [1 << 30])     # a 1 GiB machine, wherever the test runs
+    x = _huge(np.float32, n, shape=(2 ** (n - 8), 2 ** 8))   # 256 channels on the last axis
+    e = _quick(lambda: _too_large_calls()[name](x), errors.TooLargeError)
+    assert isinstance(e, MemoryError) and isinstance(e, ValueError)
+    assert "bytes" in str(e) and e.argument
+    if "broadcast" not in name or n < 58:   # (at 2^58 an operand is already too large for its work arrays)
+        assert f"{2 ** n} elements" in str(e)
+
+
+def test_f4_what_fits_still_runs(monkeypatch):
+    import quantspec.onnx as O
+    from quantspec._core import arrays
+
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [1 << 30])
+    x = np.broadcast_to(np.float32(0.5), (1000, 1000))
+    assert O.quantize_linear(x, np.float32(0.1), np.int8(0)).tolist() == np.full((1000, 1000), 5, np.int8).tolist()

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arrays import check_fits
 from .._core.intcast import wrap_int32 as _wrap
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError
@@ -79,6 +80,8 @@ _ROUNDINGS = ("double", "single")
 # -------------------------------------------------------------------------------------------------
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+#: arrays from this many elements are checked against the memory before int64 work arrays are made
+_CHECK_FROM = 1 << 24
 _UINT32_MAX = (1 << 32) - 1
 _UINT64_MAX = (1 << 64) - 1
 #: the value range of each integer dtype (by type character), to skip the min/max scan when it fits
@@ -104,6 +107,7 @@ def _as_int64(value: Any, argument: str, lo: int = INT32_MIN, hi: int = INT32_MA
         except (ValueError, TypeError):
             raise ShapeError(argument, "must be an integer or a rectangular integer array", value) from None
     kind = a.dtype.kind
+    check_fits(a.shape, 8, argument, "its int64 working arrays")   # before any value is scanned
     if kind not in "iu":
         if kind == "f" and isinstance(value, (list, tuple)):    # numpy makes [-1, 2**64 - 1] float64
             a = np.array(value, dtype=object)
@@ -173,6 +177,7 @@ def _broadcast(*named: tuple[str, np.ndarray]) -> None:
             else:
                 shape = s
         names.append(name)
+    check_fits(shape, 8, named[0][0], "the result")
 
 
 def _min_log_x_output_bits(input_bits: int) -> int:
@@ -203,6 +208,8 @@ def wrap_int32(x: Any) -> np.ndarray:
     """``x`` (integers) reduced modulo 2^32 into [-2^31, 2^31), as int64: what a C++ ``int32_t``
     addition, subtraction or shift yields on overflow on every target LiteRT ships for."""
     if type(x) is np.ndarray and x.dtype.kind in "iu":      # the kernels' call: no more than a type test
+        if x.size > _CHECK_FROM:
+            check_fits(x.shape, 8, "x")
         return _wrap(x)
     return _wrap(_as_int64(x, "x", _INT64_MIN, _UINT64_MAX))
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
-from .._core.arrays import native
+from .._core.arrays import check_fits, native
 from .._core.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
@@ -45,6 +45,8 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
                  opset=opset, compat=compat)
     x = _native(x)
     plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
+    if out is None:
+        check_fits(plan.shape, plan.out.dtype.itemsize)
     x = np.asarray(x, dtype=plan.x_type.dtype)
     if prepared is not None and jit.enabled():
         return fast.quantize(plan, x, out, prepared)
@@ -81,6 +83,8 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
     attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, opset=opset, compat=compat)
     x = _native(x)
     plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
+    if out is None:
+        check_fits(plan.shape, plan.out.dtype.itemsize)
     if prepared is not None and jit.enabled():
         return fast.dequantize(plan, np.asarray(x), out, prepared)
     impl = fast if fast.path(plan) == "fast" else kernels
