@@ -397,3 +397,48 @@ def test_f5_zero_d_float64_arrays_too_and_other_inexact_values_still_refused():
     assert all(np.asarray(u).tobytes() == np.asarray(v).tobytes() for u, v in zip(a, b))
     with pytest.raises(DTypeError, match="cannot be converted exactly"):
         qt.fake_quant_with_min_max_vars_per_channel(x.reshape(3, 3), np.array([-0.1, -1, -1]), np.ones(3))
+
+
+# --- 6. compat="reference": float8 (and float4) zero points exactly as onnx.reference 1.23 ---------
+
+def _f8_zero_points(t):
+    """Zero points of every shape, of the type ``t``: all zero (+0, -0, values that uint8 reads as 0),
+    empty, and non-zero."""
+    import ml_dtypes  # noqa: F401 - the dtypes come from quantspec's table
+
+    from quantspec.dtypes import qtype
+
+    dt = qtype(t).dtype
+    vals = {"0": [0.0], "-0": [-0.0], "0.5": [0.5], "1": [1.0], "-1": [-1.0], "nan": [float("nan")]}
+    out = {}
+    for name, v in vals.items():
+        with np.errstate(all="ignore"):
+            a = np.array(v, np.float32).astype(dt)
+        for shape in [(), (1,), (2,), (2, 2), (3,), (1, 1, 1)]:
+            out[f"{name}{list(shape)}"] = np.broadcast_to(a.reshape(()), shape).copy()
+    out["empty"] = np.zeros((0,), dt)
+    out["[0, 1]"] = np.array([0.0, 1.0], np.float32).astype(dt)
+    out["[0, 0.5]"] = np.array([0.0, 0.5], np.float32).astype(dt)
+    return out
+
+
+@pytest.mark.parametrize("t", ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1"])
+def test_f6_reference_float_zero_points_accept_and_refuse_as_onnx_reference(t):
+    import onnx_oracles
+    import quantspec.onnx as O
+    from quantspec.dtypes import qtype
+    from quantspec.errors import QuantSpecError
+
+    dt = qtype(t).dtype
+    x = np.array([1.0, 2.0], np.float32).astype(dt)
+    for scale in (np.float32(1.0), np.array([0.5, 2.0], np.float32)):
+        for name, zp in _f8_zero_points(t).items():
+            try:
+                with np.errstate(all="ignore"):
+                    want = onnx_oracles.reference("DequantizeLinear", 25, x, scale, zp, axis=0)
+            except Exception:      # onnx.reference fails: quantspec refuses
+                with pytest.raises(QuantSpecError):
+                    O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
+                continue
+            got = O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (t, name, scale, want, got)
