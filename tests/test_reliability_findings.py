@@ -442,3 +442,70 @@ def test_f6_reference_float_zero_points_accept_and_refuse_as_onnx_reference(t):
                 continue
             got = O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
             assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (t, name, scale, want, got)
+
+
+# --- 7. a 0-d input gives 0-d arrays, everywhere ------------------------------------------------
+
+def _zero_d_calls():
+    import quantspec.litert as L
+    import quantspec.onnx as O
+    import quantspec.tf as T
+    from quantspec.litert import fixedpoint as F
+
+    x, q, p = np.array(0.7, np.float32), np.array(3, np.int8), L.QuantParams(0.1, 0)
+    i = np.array(-12345, np.int32)
+    s = np.array(1 << 30, np.int32)
+    return {
+        "litert.quantize": lambda: L.quantize(x, p),
+        "litert.quantize_weights": lambda: L.quantize_weights(x, p),
+        "litert.quantize_weights (python float)": lambda: L.quantize_weights(0.7, p),
+        "litert.quantize_weights (per-tensor, own range)": lambda: L.quantize_weights(x, L.weight_params(x, None)),
+        "litert.quantize_bias": lambda: L.quantize_bias(x, p),
+        "litert.dequantize": lambda: L.dequantize(q, p),
+        "onnx.quantize_linear": lambda: O.quantize_linear(x, np.float32(0.1)),
+        "onnx.dequantize_linear": lambda: O.dequantize_linear(q, np.float32(0.1)),
+        "onnx.unpack": lambda: O.unpack(b"\x03", "int8", ()),
+        "tf.quantize": lambda: T.quantize(x, -1.0, 1.0, "qint8"),
+        "tf.dequantize": lambda: T.dequantize(q, -1.0, 1.0),
+        "tf.quantize_and_dequantize_v2": lambda: T.quantize_and_dequantize_v2(x, -1.0, 1.0, range_given=True),
+        "tf.fake_quant_with_min_max_args": lambda: T.fake_quant_with_min_max_args(x),
+        "tf.fake_quant_with_min_max_vars": lambda: T.fake_quant_with_min_max_vars(x, -1.0, 1.0),
+        "fixedpoint.quantize_multiplier": lambda: F.quantize_multiplier(np.array(0.3)),
+        "fixedpoint.saturating_rounding_doubling_high_mul": lambda: F.saturating_rounding_doubling_high_mul(i, s),
+        "fixedpoint.rounding_divide_by_pot": lambda: F.rounding_divide_by_pot(i, np.array(3)),
+        "fixedpoint.multiply_by_quantized_multiplier": lambda: F.multiply_by_quantized_multiplier(i, s, np.array(1)),
+        "fixedpoint.multiply_by_quantized_multiplier single": lambda: F.multiply_by_quantized_multiplier(
+            i, s, np.array(1), rounding="single"),
+        "fixedpoint.multiply_by_quantized_multiplier_smaller_than_one_exp":
+            lambda: F.multiply_by_quantized_multiplier_smaller_than_one_exp(i, s, np.array(-1)),
+        "fixedpoint.multiply_by_quantized_multiplier_greater_than_one":
+            lambda: F.multiply_by_quantized_multiplier_greater_than_one(i, s, np.array(1)),
+        "fixedpoint.multiply_by_quantized_multiplier_int64":
+            lambda: F.multiply_by_quantized_multiplier_int64(i, s, np.array(1)),
+        "fixedpoint.saturating_rounding_multiply_by_pot": lambda: F.saturating_rounding_multiply_by_pot(i, 3),
+        "fixedpoint.saturating_left_shift": lambda: F.saturating_left_shift(i, 3),
+        "fixedpoint.wrap_int32": lambda: F.wrap_int32(np.array(1 << 40)),
+        "fixedpoint.saturate_int32": lambda: F.saturate_int32(np.array(1 << 40)),
+        "fixedpoint.rounding_half_sum": lambda: F.rounding_half_sum(i, s),
+        "fixedpoint.count_leading_zeros": lambda: F.count_leading_zeros(i),
+        "fixedpoint.exp_on_interval_between_negative_one_quarter_and_0_excl":
+            lambda: F.exp_on_interval_between_negative_one_quarter_and_0_excl(np.array(-(1 << 28), np.int32)),
+        "fixedpoint.exp_on_negative_values": lambda: F.exp_on_negative_values(i, 5),
+        "fixedpoint.one_over_one_plus_x_for_x_in_0_1": lambda: F.one_over_one_plus_x_for_x_in_0_1(s),
+        "fixedpoint.one_minus_x_over_one_plus_x_for_x_in_0_1": lambda: F.one_minus_x_over_one_plus_x_for_x_in_0_1(s),
+        "fixedpoint.logistic": lambda: F.logistic(i, 5),
+        "fixedpoint.tanh": lambda: F.tanh(i, 5),
+        "fixedpoint.log_x_for_x_greater_than_or_equal_to_1":
+            lambda: F.log_x_for_x_greater_than_or_equal_to_1(np.array(1 << 28, np.int32), 5, 5),
+        "fixedpoint.get_reciprocal": lambda: F.get_reciprocal(np.array(1000, np.int32), 12),
+        "fixedpoint.get_inv_sqrt_quantized_multiplier_exp":
+            lambda: F.get_inv_sqrt_quantized_multiplier_exp(np.array(1000, np.int32), -1),
+        "fixedpoint.rescale": lambda: F.rescale(i, 5, 8),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_zero_d_calls()))
+def test_f7_zero_d_inputs_give_zero_d_arrays(name):
+    result = _zero_d_calls()[name]()
+    for r in (result if isinstance(result, tuple) else (result,)):
+        assert type(r) is np.ndarray and r.shape == (), (name, type(r), r)

@@ -196,8 +196,8 @@ def _check_rounding(rounding: str) -> str:
 
 
 def _out(result: np.ndarray) -> np.ndarray | int:
-    """int32 array out of an int64 working array (0-d results stay 0-d arrays)."""
-    return result.astype(np.int32)
+    """int32 array out of an int64 working array (0-d results stay 0-d arrays, not numpy scalars)."""
+    return np.asarray(result).astype(np.int32)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -210,8 +210,8 @@ def wrap_int32(x: Any) -> np.ndarray:
     if type(x) is np.ndarray and x.dtype.kind in "iu":      # the kernels' call: no more than a type test
         if x.size > _CHECK_FROM:
             check_fits(x.shape, 8, "x")
-        return _wrap(x)
-    return _wrap(_as_int64(x, "x", _INT64_MIN, _UINT64_MAX))
+        return _wrap(x) if x.ndim else np.asarray(_wrap(x))
+    return np.asarray(_wrap(_as_int64(x, "x", _INT64_MIN, _UINT64_MAX)))
 
 
 def _saturate(x: np.ndarray) -> np.ndarray:
@@ -221,7 +221,7 @@ def _saturate(x: np.ndarray) -> np.ndarray:
 
 def saturate_int32(x: Any) -> np.ndarray:
     """``x`` clamped to [INT32_MIN, INT32_MAX] (``SaturatingAddNonGemmlowp`` / ``SaturatingSub``)."""
-    return _saturate(_as_int64(x, "x", _INT64_MIN, _INT64_MAX))
+    return np.asarray(_saturate(_as_int64(x, "x", _INT64_MIN, _INT64_MAX)))
 
 
 def _clz(x: Any) -> np.ndarray:
@@ -235,7 +235,7 @@ def count_leading_zeros(x: Any) -> np.ndarray:
     """``CountLeadingZeros`` of ``uint32(x)``: 32 for 0 (``common.h``).
 
     Exact: every uint32 is exactly representable in float64, so ``frexp`` returns its bit length."""
-    return _clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX))
+    return np.asarray(_clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX)))
 
 
 def _half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -250,7 +250,7 @@ def rounding_half_sum(a: Any, b: Any) -> np.ndarray:
     i.e. the mean of a and b rounded half away from zero."""
     a, b = _as_int64(a, "a"), _as_int64(b, "b")
     _broadcast(("a", a), ("b", b))
-    return _half_sum(a, b)
+    return np.asarray(_half_sum(a, b))
 
 
 def _trunc_div_pot(n: np.ndarray, e: int) -> np.ndarray:
@@ -522,7 +522,7 @@ def rescale(x: Any, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
     bits, i.e. ``SaturatingRoundingMultiplyByPOT<src - dst>`` of the raw value (raw int64 in/out)."""
     src = _int_arg(src_integer_bits, "src_integer_bits", 0, 31, _FIXED_POINT)
     dst = _int_arg(dst_integer_bits, "dst_integer_bits", 0, 31, _FIXED_POINT)
-    return _rescale(_as_int64(x, "x"), src, dst)
+    return np.asarray(_rescale(_as_int64(x, "x"), src, dst))
 
 
 def _one(integer_bits: int) -> int:
@@ -578,7 +578,7 @@ def _exp_quarter(a: np.ndarray) -> np.ndarray:
 def exp_on_interval_between_negative_one_quarter_and_0_excl(a: Any) -> np.ndarray:
     """``exp(a)`` for a Q0.31 ``a`` in [-1/4, 0): a 4th-order Taylor expansion around -1/8,
     ``exp(-1/8) * (1 + x + x^2/2 + x^3/6 + x^4/24)`` with ``x = a + 1/8``.  Q0.31 result."""
-    return _exp_quarter(_as_int64(a, "a"))
+    return np.asarray(_exp_quarter(_as_int64(a, "a")))
 
 
 def _exp_neg(a: Any, integer_bits: int) -> np.ndarray:
@@ -771,7 +771,7 @@ def get_reciprocal(x: Any, x_integer_digits: int) -> tuple[np.ndarray, np.ndarra
     ``x`` is normalised into [1, 2) by its headroom and ``1/(1 + frac)`` computed by
     :func:`one_over_one_plus_x_for_x_in_0_1` (raw int64 arrays)."""
     digits = _int_arg(x_integer_digits, "x_integer_digits", 0, 31, _FIXED_POINT)
-    return _reciprocal(_as_int64(x, "x"), digits)
+    return tuple(np.asarray(r) for r in _reciprocal(_as_int64(x, "x"), digits))
 
 
 def _inv_sqrt(x: Any, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:

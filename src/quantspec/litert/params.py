@@ -479,7 +479,7 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
             q = half_away_from_zero(a * np.float32(np.float32(127) / r))
         else:
             q = half_to_even(a.astype(np.float64) / np.float64(params.scale[0]))
-    return np.clip(q, -127, 127).astype(np.int8)
+    return np.asarray(np.clip(q, -127, 127)).astype(np.int8)   # a 0-d input: a 0-d array, not a numpy scalar
 
 
 def quantize_bias(b: Any, params: QuantParams) -> np.ndarray:
