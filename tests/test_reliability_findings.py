@@ -509,3 +509,53 @@ def test_f7_zero_d_inputs_give_zero_d_arrays(name):
     result = _zero_d_calls()[name]()
     for r in (result if isinstance(result, tuple) else (result,)):
         assert type(r) is np.ndarray and r.shape == (), (name, type(r), r)
+
+
+# --- 8. the command line's silent traps get a one-line warning --------------------------------------
+
+def _cli(tmp_path, capsys, *args, x=None):
+    x = np.array([[-1.0, -0.5, 0.25], [0.5, 1.0, 2.0]], np.float32) if x is None else x
+    np.save(tmp_path / "x.npy", x)
+    code = main([args[0], str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), *args[1:]])
+    err = capsys.readouterr().err
+    return code, [line for line in err.splitlines() if "warning" in line]
+
+
+WARNINGS = {
+    "onnx scale 0": (("quantize", "--spec", "onnx", "--scale", "0", "--output-dtype", "int8"), "scale of 0"),
+    "onnx scale 0 per-axis": (("quantize", "--spec", "onnx", "--scale", "0.1,0,0.2", "--axis", "1",
+                               "--output-dtype", "int8"), "scale of 0"),
+    "onnx negative scale": (("quantize", "--spec", "onnx", "--scale", "-0.1", "--output-dtype", "int8"),
+                            "negative scale"),
+    "onnx dequantize scale 0": (("dequantize", "--spec", "onnx", "--scale", "0"), "scale of 0"),
+    "onnx axis with a per-tensor scale": (("quantize", "--spec", "onnx", "--scale", "0.1", "--axis", "0",
+                                           "--output-dtype", "int8"), "--axis is ignored"),
+    "onnx default uint8": (("quantize", "--spec", "onnx", "--scale", "0.1"), "uint8"),
+    "litert axis with a per-tensor scale": (("quantize", "--spec", "litert", "--scale", "0.1", "--axis", "1"),
+                                            "--axis is ignored"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WARNINGS))
+def test_f8_cli_traps_warn(case, tmp_path, capsys):
+    args, words = WARNINGS[case]
+    x = None
+    if args[0] == "dequantize":
+        x = np.array([[-3, 5, 7]], np.int8)
+    code, warnings = _cli(tmp_path, capsys, *args, x=x)
+    assert code == 0
+    assert len(warnings) == 1 and words in warnings[0], warnings
+    assert warnings[0].startswith(f"quantspec {args[0]}: warning: ")
+
+
+@pytest.mark.parametrize("args", [
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--output-dtype", "int8"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--output-dtype", "uint8"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--zero-point", "128"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1,0.2,0.3", "--axis", "1", "--output-dtype", "int8"),
+    ("quantize", "--spec", "litert", "--scale", "0.1"),
+    ("quantize", "--spec", "litert", "--scale", "0.1,0.2,0.3", "--axis", "1"),
+], ids=str)
+def test_f8_no_warning_without_a_trap(args, tmp_path, capsys):
+    code, warnings = _cli(tmp_path, capsys, *args)
+    assert code == 0 and warnings == []

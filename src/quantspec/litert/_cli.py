@@ -375,6 +375,10 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
     from . import params as P
 
     _check_options(args, direction)
+    scales = _numbers(args.scale, "--scale", float)
+    if scales is not None and len(scales) == 1 and args.axis is not None:
+        print(f"quantspec {direction}: warning: --axis is ignored: --scale is a single value (per-tensor "
+              "parameters)", file=sys.stderr)
     work = []
     notes: list[str] = []
     for name, x in tensors.items():
