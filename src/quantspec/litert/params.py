@@ -30,6 +30,7 @@ import numpy as np
 
 from .._core.arrays import check_fits, distinct
 from .._core.granularity import normalize_axis
+from .._core.intcast import cvtt_int32
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..dtypes import qtype
 from ..errors import AxisError, DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
@@ -314,6 +315,7 @@ def weight_params(w: Any, axis: int | None = 0) -> QuantParams:
             axis = normalize_axis(axis, len(shape), "axis")
             if shape[axis] == 0:
                 raise ShapeError("w", f"dimension {axis} (the quantized dimension) is empty", shape)
+            check_fits((shape[axis],), 16, "w", "its per-channel parameters")
 
     a = _float_array(w, "w", quiet=True, check=check)
     if a.size and not (np.isfinite(distinct(a).max()) and np.isfinite(distinct(a).min())):  # NaN, +-inf show there
@@ -458,6 +460,11 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
       differs from ``params.scale`` by more than 1e-3 (``R = 0``, or parameters not derived from
       ``w``), the converter falls back to ``round_half_to_even(w / scale)`` in double.
 
+    Where the factor is beyond float32 (``127 / R`` for ``R`` below ~``127 / FLT_MAX``, or ``1 / scale``
+    for a scale below ~``1 / FLT_MAX``) it is +inf, and every product (``0 * inf`` is NaN) converts as the
+    C++ ``static_cast<int32_t>`` does on x86, to INT32_MIN, which clamps to -127 (as the converter
+    writes such weights).
+
     The zero point must be 0 (symmetric weights)."""
     def check(shape):
         _check_params(params, "params", shape)
@@ -469,16 +476,19 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
     a = _float_array(w, "w", quiet=True, check=check)
     if a.size and not np.all(np.isfinite(a)):
         raise _not_finite(w, "w")
-    if params.per_axis:
-        inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
-        q = half_away_from_zero(a * _per_axis(inv, params, a.ndim))
-    else:
-        r = np.float32(np.abs(a).max()) if a.size else np.float32(0)
-        portable_scale = np.float32(r / np.float32(127)) if r != 0 else np.float32(1)
-        if r != 0 and abs(np.float64(portable_scale) - np.float64(params.scale[0])) <= 1e-3:
-            q = half_away_from_zero(a * np.float32(np.float32(127) / r))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # a factor beyond float32 (max |w| or a scale below ~1/FLT_MAX) is +inf: w * inf and 0 * inf
+        # then convert as the C++ static_cast<int32_t> does on x86 (INT32_MIN), which clamps to -127
+        if params.per_axis:
+            inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
+            q = cvtt_int32(half_away_from_zero(a * _per_axis(inv, params, a.ndim)))
         else:
-            q = half_to_even(a.astype(np.float64) / np.float64(params.scale[0]))
+            r = np.float32(np.abs(a).max()) if a.size else np.float32(0)
+            portable_scale = np.float32(r / np.float32(127)) if r != 0 else np.float32(1)
+            if r != 0 and abs(np.float64(portable_scale) - np.float64(params.scale[0])) <= 1e-3:
+                q = cvtt_int32(half_away_from_zero(a * np.float32(np.float32(127) / r)))
+            else:
+                q = half_to_even(a.astype(np.float64) / np.float64(params.scale[0]))
     return np.asarray(np.clip(q, -127, 127)).astype(np.int8)   # a 0-d input: a 0-d array, not a numpy scalar
 
 
