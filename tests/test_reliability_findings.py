@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -559,3 +560,44 @@ def test_f8_cli_traps_warn(case, tmp_path, capsys):
 def test_f8_no_warning_without_a_trap(args, tmp_path, capsys):
     code, warnings = _cli(tmp_path, capsys, *args)
     assert code == 0 and warnings == []
+
+
+# --- found by the fuzzers ---------------------------------------------------------------------------
+
+def test_fuzz_tiny_per_tensor_weights_as_the_converter_quantizes_them():
+    """Weights whose largest magnitude is below 127 / FLT_MAX: the converter's 127 / max|w| is +inf in
+    float32, every w * inf (and 0 * inf = NaN) converts to INT32_MIN on x86, which clamps to -127.
+    quantspec gave 127 / 0 / -127 (and numpy's overflow warning).  Checked against the converter."""
+    from test_litert_params import _convert, _tensors
+
+    import quantspec.litert as L
+
+    tf = refs.require("tensorflow")
+    w = np.array([[1e-40], [0.0], [-2e-40], [3e-38]], np.float32)
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32)])
+        def f(self, x):
+            return tf.matmul(x, tf.constant(w))
+
+    data = [np.random.default_rng(i).uniform(-1, 1, (1, 4)).astype(np.float32) for i in range(4)]
+    _, quantized = _convert(M(), data, per_channel=False)
+    (want,) = [t["data"].view(np.int8).reshape(t["shape"]) for t in _tensors(quantized)[1]
+               if t["data"] is not None and t["type"] == 9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = L.quantize_weights(w.T, L.weight_params(w.T, None))
+    assert got.tolist() == want.tolist() == [[-127, -127, -127, -127]]
+
+
+def test_fuzz_per_axis_weight_scales_whose_reciprocal_overflows():
+    """A per-axis scale below 1 / FLT_MAX: f32(1.0 / scale) is +inf, and the C++ cast of w * inf gives
+    INT32_MIN, clamped to -127 (SymmetricPerChannelQuantizeValues), without a numpy warning."""
+    import quantspec.litert as L
+
+    w = np.array([[0.5, -0.5, 0.0], [1.0, 2.0, -3.0]], np.float32)
+    p = L.QuantParams([1e-39, 0.01], [0, 0], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = L.quantize_weights(w, p)
+    assert got.tolist() == [[-127, -127, -127], [100, 127, -127]]
