@@ -328,6 +328,9 @@ class Model:
     signature_defs: tuple[SignatureDef, ...] = ()
     metadata: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     size: int = 0                 # bytes in the file
+    #: every operator code of the file, as (operator name, version): LiteRT resolves them all when it
+    #: loads the model, those no operator uses too
+    operator_codes: tuple[tuple[str, int], ...] = ()
 
     @property
     def main(self) -> Subgraph:
@@ -642,7 +645,8 @@ def _build(buf: bytes) -> Model:
         metadata[md.get("name", "")] = data.tobytes() if data is not None else b""
 
     return Model(version=version, description=root.get("description", ""), subgraphs=tuple(subgraphs),
-                 signature_defs=tuple(signatures), metadata=MappingProxyType(metadata), size=size)
+                 signature_defs=tuple(signatures), metadata=MappingProxyType(metadata), size=size,
+                 operator_codes=tuple((c[0], c[4]) for c in codes))
 
 
 def load_model(path_or_bytes: Any) -> Model:
