@@ -601,3 +601,40 @@ def test_fuzz_per_axis_weight_scales_whose_reciprocal_overflows():
         warnings.simplefilter("error")
         got = L.quantize_weights(w, p)
     assert got.tolist() == [[-127, -127, -127], [100, 127, -127]]
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+@pytest.mark.parametrize("recorded", ["flo`t4e2m1", "nonsense", 5])
+def test_fuzz_a_file_recording_an_unknown_type_is_a_tensor_file_error(tmp_path, suffix, recorded):
+    """A damaged type entry (.npz's __quantspec_dtypes__, safetensors' quantspec.dtype.* metadata) was a
+    DTypeError about the user's arguments; it is the file's fault: a TensorFileError naming the file."""
+    import json
+    import zipfile
+
+    from quantspec._core import tensorio
+    from quantspec.errors import TensorFileError
+
+    path = tmp_path / f"x{suffix}"
+    tensorio.write_tensors(path, {"t": np.zeros(4, "int4")})
+    if suffix == ".npz":
+        with zipfile.ZipFile(path) as z:
+            members = {n: z.read(n) for n in z.namelist()}
+        entry = np.frombuffer(json.dumps({"t": recorded}).encode(), np.uint8)
+        import io
+        buf = io.BytesIO()
+        np.save(buf, entry)
+        members["__quantspec_dtypes__.npy"] = buf.getvalue()
+        with zipfile.ZipFile(path, "w") as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+    else:
+        raw = path.read_bytes()
+        n = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + n])
+        header["__metadata__"]["quantspec.dtype.t"] = recorded
+        h = json.dumps(header).encode()
+        h += b" " * (-len(h) % 8)
+        path.write_bytes(len(h).to_bytes(8, "little") + h + raw[8 + n:])
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match=path.name):
+            tensorio.read_tensors(path, mapped=mapped)

@@ -276,7 +276,7 @@ def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
                 raise TensorFileError("path", "holds a member that is not a .npy array (an .npz file holds "
                                       "only .npy members)", str(path), detail=f"member {n!r}")
             if n in types:
-                a = from_storage(a, qtype(types[n], f"{path.name}:{_DTYPES_KEY}[{n}]"), f"{path.name}:{n}")
+                a = from_storage(a, _recorded_type(types[n], f"{path.name}:{_DTYPES_KEY}[{n}]"), f"{path.name}:{n}")
             out[n] = a
         return out
 
@@ -356,9 +356,20 @@ def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]
                 a = np.frombuffer(f.read(end - start), dtype=stored).astype(t.dtype, copy=True).reshape(shape)
             special = meta.get(f"quantspec.dtype.{name}")
             if special:
-                a = from_storage(a, qtype(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
+                a = from_storage(a, _recorded_type(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
             out[name] = a
     return out
+
+
+def _recorded_type(name: Any, where: str) -> QType:
+    """The type a file records for a tensor by name (.npz's type entry, safetensors metadata): a
+    TensorFileError naming the file when it is not a type name quantspec knows (a damaged file)."""
+    if not isinstance(name, str):
+        raise TensorFileError(where, "must record a type name (a string)", name)
+    try:
+        return qtype(name, where)
+    except QuantSpecError:
+        raise TensorFileError(where, "records a type quantspec does not know", name) from None
 
 
 class _DuplicateKey(Exception):
