@@ -638,3 +638,13 @@ def test_fuzz_a_file_recording_an_unknown_type_is_a_tensor_file_error(tmp_path, 
     for mapped in (False, True):
         with pytest.raises(TensorFileError, match=path.name):
             tensorio.read_tensors(path, mapped=mapped)
+
+
+def test_fuzz_an_invalid_spec_names_the_command(capsys):
+    """``--spec -``: the error came from a helper parser named after the interpreter's script
+    ("__main__.py: error: ..."), not "quantspec quantize: error: ..."."""
+    with pytest.raises(SystemExit) as e:
+        main(["quantize", "x.npy", "y.npy", "--spec", "-", "litert"])
+    assert e.value.code == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith("quantspec quantize: error: argument --spec")

@@ -64,7 +64,7 @@ def _elementwise_parser(direction: str, spec: str | None) -> argparse.ArgumentPa
 
 
 def _elementwise(direction: str, argv: Sequence[str]) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = argparse.ArgumentParser(prog=f"quantspec {direction}", add_help=False)
     pre.add_argument("--spec", choices=sorted(SPECS))
     known, _ = pre.parse_known_args(argv)
     parser = _elementwise_parser(direction, known.spec)
