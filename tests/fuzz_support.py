@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 from quantspec.errors import QuantSpecError
 
-DEFAULT_EXAMPLES = 25
+DEFAULT_EXAMPLES = 50
 EXAMPLES = max(1, int(os.environ.get("QUANTSPEC_FUZZ_EXAMPLES", str(DEFAULT_EXAMPLES))))
 SEED = int(os.environ.get("QUANTSPEC_FUZZ_SEED", "1818"))
 #: the mutation fuzzers' counts are EXAMPLES times these factors
