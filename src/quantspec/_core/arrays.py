@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,8 @@ _MEMORY_LIMIT: list[int] = []
 
 def memory_limit() -> int:
     """The most bytes one array may take here: physical memory plus swap (the kernel refuses, or
-    cannot back, more than that), read once."""
+    cannot back, more than that), or the container's memory limit (cgroup v2 ``memory.max``) when
+    smaller; read once."""
     if not _MEMORY_LIMIT:
         import os
 
@@ -98,6 +100,13 @@ def memory_limit() -> int:
                     if line.startswith("SwapTotal:"):
                         limit += int(line.split()[1]) * 1024
         except (ValueError, OSError, AttributeError):
+            pass
+        try:
+            with open("/sys/fs/cgroup/memory.max") as f:
+                text = f.read().strip()
+            if text.isdigit() and 0 < int(text) < (limit or 1 << 62):
+                limit = int(text)
+        except OSError:
             pass
         _MEMORY_LIMIT.append(limit if limit > 0 else 1 << 62)
     return _MEMORY_LIMIT[0]
@@ -115,9 +124,10 @@ def check_fits(shape: Any, itemsize: int, argument: str = "x", what: str = "the 
     result, or a copy of the argument) larger than this machine's memory: a
     :class:`~quantspec.errors.TooLargeError` naming ``argument``, the elements and the bytes.  A
     broadcast view can declare far more elements than any memory holds."""
-    n = 1
-    for d in shape:
-        n *= int(d)
+    n = math.prod(shape)
+    if n * itemsize <= (_MEMORY_LIMIT[0] if _MEMORY_LIMIT else memory_limit()):   # the common case, cheap
+        return
+    n = int(n)
     nbytes = n * int(itemsize)
     if nbytes > memory_limit():
         raise TooLargeError(argument, f"is too large: {what} would hold {n} elements, {nbytes} bytes "
