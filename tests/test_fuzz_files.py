@@ -168,8 +168,9 @@ def test_fuzz_damaged_tensor_files(name, tmp_path, worker):
     refs.require("safetensors")
     fmt = fuzz_files.FORMATS[name]
     path = tmp_path / f"damaged{fmt.suffix}"
-    disagreements = 0
-    for seed_name, data in _mutants(fmt, max(20, int(150 * F.SCALE))):
+    disagreements = read = 0
+    count = max(20, int(150 * F.SCALE))
+    for seed_name, data in _mutants(fmt, count):
         path.write_bytes(data)
         what = f"{fmt.name} mutant of {seed_name}: {data[:64]!r}... ({len(data)} bytes)"
         out = F.outcome(lambda: fmt.read(path, False), what)
@@ -178,6 +179,7 @@ def test_fuzz_damaged_tensor_files(name, tmp_path, worker):
         mapped = _ask(worker, {"kind": "read", "format": fmt.name, "path": str(path), "mapped": True}, what)
         if out.ok and "ok" in mapped:
             assert mapped["ok"] == _digest(out.value), f"mapped and plain reads differ: {what}"
+        read += out.ok
         if out.ok and fmt.oracle is not None:
             try:
                 with F.quiet():
@@ -186,6 +188,8 @@ def test_fuzz_damaged_tensor_files(name, tmp_path, worker):
                 disagreements += 1
                 continue
             assert fmt.same(want, out.value), f"quantspec reads other values than {fmt.name}'s own reader: {what}"
+    print(f"{fmt.name}: {count} files, {read} read, {count - read} refused; {disagreements} read by quantspec "
+          f"and refused by the other reader")
 
 
 # -- models ---------------------------------------------------------------------------------------
@@ -204,7 +208,8 @@ def test_fuzz_damaged_models_against_litert(name, tmp_path, worker):
     fmt = fuzz_files.MODEL_FORMATS[name]
     path = tmp_path / f"damaged{fmt.suffix}"
     stats = {"refused": 0, "verifier": 0, "conformant": 0, "ran": 0}
-    for i, (seed_name, data) in enumerate(_model_mutants(fmt, max(20, int(200 * F.SCALE)))):
+    stats["files"] = max(20, int(200 * F.SCALE))
+    for i, (seed_name, data) in enumerate(_model_mutants(fmt, stats["files"])):
         path.write_bytes(data)
         what = f"mutant {i} of {seed_name} ({len(data)} bytes)"
         out = F.outcome(lambda: fmt.read(path, False), what)
@@ -237,4 +242,5 @@ def test_fuzz_damaged_models_against_litert(name, tmp_path, worker):
             continue
         stats["ran"] += 1
         assert theirs["outputs"] == _digest(list(ours.value)), f"outputs differ from LiteRT's: {what}"
+    print(f"{fmt.name}: {stats}")
     assert stats["refused"] and stats["conformant"], stats   # both kinds of file occur
