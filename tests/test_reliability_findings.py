@@ -648,3 +648,26 @@ def test_fuzz_an_invalid_spec_names_the_command(capsys):
     assert e.value.code == 2
     errors = [ln for ln in capsys.readouterr().err.splitlines() if ": error:" in ln]
     assert len(errors) == 1 and errors[0].startswith("quantspec quantize: error: argument --spec")
+
+
+def _onnx_model_named(name: str) -> bytes:
+    from onnx_models import model, node, tensor
+
+    m = model([node("QuantizeLinear", [name, "s", "z"], ["q"]), node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+              [(name, "float32", [2, 3])], [("y", "float32", [2, 3])],
+              [tensor("s", np.float32(0.5)), tensor("z", np.int8(0))])
+    return m.SerializeToString()
+
+
+def test_fuzz_onnx_names_that_are_not_utf8_are_a_model_error():
+    """A mutated .onnx whose input name is not UTF-8: protobuf returns the name as bytes, and
+    ``audit`` died with a TypeError joining the input names (found by fuzzing)."""
+    refs.require("onnx")
+    from quantspec import onnx as qo
+
+    data = _onnx_model_named("inputname").replace(b"inputname", b"\xffnputname")
+    for call in (lambda: qo.check_model(data), lambda: qo.audit(data, {"inputname": np.zeros((2, 3), np.float32)}),
+                 lambda: qo.audit(data, run=False)):
+        with pytest.raises(ModelError, match="not valid UTF-8"):
+            call()
+    assert qo.check_model(_onnx_model_named("inputname")).ok
