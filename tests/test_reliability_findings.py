@@ -671,3 +671,24 @@ def test_fuzz_onnx_names_that_are_not_utf8_are_a_model_error():
         with pytest.raises(ModelError, match="not valid UTF-8"):
             call()
     assert qo.check_model(_onnx_model_named("inputname")).ok
+
+
+def test_fuzz_onnx_negative_dimensions():
+    """A scale initializer with dims [-1] made check_model raise numpy's ValueError ("all elements
+    of broadcast shape must be non-negative"); a negative dim_value declared for an input is treated
+    as unknown (found by fuzzing)."""
+    refs.require("onnx")
+    import onnx
+
+    from quantspec import onnx as qo
+
+    m = onnx.ModelProto()
+    m.ParseFromString(_onnx_model_named("x"))
+    m.graph.initializer[0].dims.extend([-1])
+    for call in (lambda: qo.check_model(m.SerializeToString()), lambda: qo.audit(m.SerializeToString(), run=False)):
+        with pytest.raises(ModelError, match="negative dimension"):
+            call()
+    m.ParseFromString(_onnx_model_named("x"))
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -2
+    assert qo.check_model(m.SerializeToString()).ok
+    qo.audit(m.SerializeToString(), run=False)
