@@ -84,9 +84,24 @@ def _values(rng: np.random.Generator, shape, dtype) -> np.ndarray:
         return F.values(rng, tuple(shape), np.dtype(np.float32)).astype(dtype)
 
 
+def finite(a: np.ndarray) -> np.ndarray:
+    """``a`` without NaN and infinities (which a conversion refuses, naming the tensor)."""
+    if a.dtype.kind in "iub":
+        return a
+    if a.dtype == np.float64:
+        return np.nan_to_num(a, nan=0.0, posinf=1e4, neginf=-1e4)
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(a.astype(np.float32), nan=0.0, posinf=1e4, neginf=-1e4).astype(a.dtype)
+
+
 def seed_shards(rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
     """The valid source the mutation fuzzers damage: two shards of float32 / float16 / bfloat16
-    matrices (block-sized and odd), a bias, an integer tensor."""
+    matrices (block-sized and odd, the corpus's extremes but no NaN or infinity), a bias, an integer
+    tensor."""
+    return [{n: finite(a) for n, a in shard.items()} for shard in _seed_shards(rng)]
+
+
+def _seed_shards(rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
     return [{"layer.0.weight": _values(rng, (8, 32), np.float32), "layer.0.bias": _values(rng, (8,), np.float32),
              "layer.1.weight": _values(rng, (5, 48), np.float16)},
             {"layer.2.weight": _values(rng, (16, 64), ml_dtypes.bfloat16), "layer.3.weight": _values(rng, (3, 7),
@@ -137,6 +152,8 @@ def _checkpoint(draw):
         rank = draw(st.sampled_from([0, 1, 2, 2, 2, 3]))
         shape = tuple(draw(st.sampled_from([0, 1, 2, 3, 16, 31, 32, 33, 64])) for _ in range(rank))
         tensors[name] = _values(rng, shape, ST_TYPES[code])
+        if F.chance(draw, 0.8):      # NaN or infinity: a RangeError naming the tensor, every time
+            tensors[name] = finite(tensors[name])
     return tensors
 
 
@@ -214,6 +231,8 @@ def _structural(src: Path, rng: random.Random) -> str:
 
 def _mutated_source(template: Path, target: Path, rng: random.Random, i: int) -> str:
     shutil.copytree(template, target)
+    if i == 0:
+        return "none"
     if i % 3 == 0:
         return _structural(target, rng)
     files = sorted(target.iterdir())
@@ -237,7 +256,7 @@ def test_fuzz_convert_damaged_sources(tmp_path):
         shutil.rmtree(src, ignore_errors=True)
         shutil.rmtree(tmp_path / f"dst{i}", ignore_errors=True)
     print(f"checkpoint sources: {count} damaged, {stats}")
-    assert stats["refused"], stats        # the damage is seen
+    assert stats["refused"] and stats["converted"], stats        # the damage is seen, and not only seen
 
 
 # -- damaged outputs --------------------------------------------------------------------------------
@@ -246,10 +265,7 @@ def test_fuzz_convert_damaged_sources(tmp_path):
 def test_fuzz_verify_open_damaged_outputs(fmt, tmp_path):
     from quantspec.checkpoint import convert
 
-    finite = [{n: np.nan_to_num(a.astype(np.float32), nan=0.0, posinf=1e4, neginf=-1e4).astype(a.dtype)
-                  if a.dtype.kind != "i" else a for n, a in shard.items()}
-              for shard in seed_shards(np.random.default_rng(F.SEED))]
-    src = write_sharded(tmp_path / "src", finite)
+    src = write_sharded(tmp_path / "src", seed_shards(np.random.default_rng(F.SEED)))
     template = tmp_path / "template"
     convert(src, template, "int4-b16", recipe={"default": "int4-b16", "rules": [
         {"match": "layer.1.*", "scheme": "int8"}, {"match": "layer.3.*", "scheme": "fp8-e4m3"}]},
