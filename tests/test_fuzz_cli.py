@@ -1,5 +1,5 @@
 """Fuzzing of the ``quantspec`` command: hypothesis draws a command (quantize / dequantize of each
-spec, check, run) with options from a vocabulary of valid and invalid values, and input files that
+spec, check of a .tflite or .onnx, run, audit, convert and verify of a checkpoint) with options from a vocabulary of valid and invalid values, and input files that
 are valid, damaged, missing or of the wrong kind.  The outcome rule for a command line:
 
 - the exit status is 0, 1 (``check`` found violations, ``run --compare-litert`` found a difference)
@@ -9,13 +9,15 @@ are valid, damaged, missing or of the wrong kind.  The outcome rule for a comman
 - on status 0 of quantize / dequantize the output file reads back, and nothing else is left beside it
   (no temporary file).
 
-``QUANTSPEC_FUZZ_EXAMPLES`` scales it (fuzz_support).  A new command joins :data:`COMMANDS`."""
+``QUANTSPEC_FUZZ_EXAMPLES`` scales it (fuzz_support).  A new command joins :func:`command_lines` (and its
+input files :func:`_files`)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import random
 import shutil
 import traceback
 
@@ -27,6 +29,8 @@ from hypothesis import strategies as st
 import fuzz_files
 import fuzz_support as F
 import refs
+import test_fuzz_checkpoints as ckf
+import test_fuzz_onnx_models as oxf
 from quantspec.cli import main
 
 _SCALES = ["0.1", "0.05", "1", "0", "-0.5", "1e-45", "1e400", "nan", "inf", "0.1,0.2,0.3", "0.1,0.2", "abc", "",
@@ -119,14 +123,32 @@ def _files(d, rng):
     (d / "x.txt").write_text("hello")
     seeds = fuzz_files.MODEL_FORMATS[".tflite"].seeds()
     name = sorted(seeds)[int(rng.integers(len(seeds)))]
-    data = seeds[name] if rng.random() < 0.7 else fuzz_files.mutate(seeds[name], __import__("random").Random(int(
+    data = seeds[name] if rng.random() < 0.7 else fuzz_files.mutate(seeds[name], random.Random(int(
         rng.integers(1 << 30))))
     (d / "model.tflite").write_bytes(data)
+    # an .onnx model (sometimes damaged) and a small sharded checkpoint (sometimes damaged)
+    r = random.Random(int(rng.integers(1 << 30)))
+    onnx_seeds = _onnx_seeds()
+    data = onnx_seeds[sorted(onnx_seeds)[r.randrange(len(onnx_seeds))]][0]
+    (d / "model.onnx").write_bytes(data if r.random() < 0.7 else fuzz_files.mutate(data, r))
+    ckf.write_sharded(d / "ckpt", ckf.seed_shards(np.random.default_rng(int(rng.integers(1 << 30)))))
+    if r.random() < 0.3:
+        victim = r.choice(sorted((d / "ckpt").iterdir()))
+        victim.write_bytes(fuzz_files.mutate(victim.read_bytes(), r))
+
+
+_ONNX_SEEDS: list = []
+
+
+def _onnx_seeds():
+    if not _ONNX_SEEDS:
+        _ONNX_SEEDS.append(oxf._seeds())
+    return _ONNX_SEEDS[0]
 
 
 @st.composite
 def command_lines(draw):
-    cmd = draw(st.sampled_from(["quantize", "dequantize", "check", "run"]))
+    cmd = draw(st.sampled_from(["quantize", "dequantize", "check", "run", "convert", "verify", "audit"]))
     if cmd in ("quantize", "dequantize"):
         spec = draw(st.sampled_from(["onnx", "tf", "litert"]))
         argv = [cmd, draw(st.sampled_from(_INPUTS)), draw(st.sampled_from(_OUTPUTS)), "--spec", spec]
@@ -134,8 +156,36 @@ def command_lines(draw):
         if F.chance(draw, 0.1):
             argv += ["--tensor", draw(st.sampled_from(["a", "w", "zz"]))]
     elif cmd == "check":
-        argv = ["check", draw(st.sampled_from(["model.tflite", "model.tflite", "x.npy", "missing.tflite"]))]
+        argv = ["check", draw(st.sampled_from(["model.tflite", "model.tflite", "model.onnx", "x.npy",
+                                               "missing.tflite"]))]
         if draw(st.booleans()):
+            argv.append("--json")
+    elif cmd == "audit":
+        argv = ["audit", draw(st.sampled_from(["model.onnx", "model.onnx", "model.tflite", "x.npy"]))]
+        if F.chance(draw, 0.3):
+            argv.append("--json")
+        if F.chance(draw, 0.3):
+            argv.append("--static")
+    elif cmd == "convert":
+        argv = ["convert", draw(st.sampled_from(["ckpt", "ckpt", "x.safetensors", "x.npz", "x.npy", "model.onnx",
+                                                 "damaged.safetensors", "missing"])),
+                draw(st.sampled_from(["out", "out", "out.onnx", "x.npy"]))]
+        if F.chance(draw, 0.9):
+            argv += ["--scheme", draw(st.sampled_from(["int8", "int4-b16", "fp8-e4m3", "mxfp4", "uint8-asym", "x",
+                                                      ""]))]
+        if F.chance(draw, 0.3):
+            argv += ["--format", draw(st.sampled_from(["quantspec", "compressed-tensors", "x"]))]
+        if F.chance(draw, 0.2):
+            argv += ["--max-shard-size", draw(st.sampled_from(["1000", "2GB", "0", "-1", "x"]))]
+        if F.chance(draw, 0.1):
+            argv += ["--exclude", draw(st.sampled_from(["*", "layer.0.*", "["]))]
+        argv.append("--quiet")
+    elif cmd == "verify":
+        argv = ["verify", draw(st.sampled_from(["ckpt", "ckpt", "x.safetensors", "missing"])),
+                draw(st.sampled_from(["ckpt", "out", "x.npy", "missing"]))]
+        if F.chance(draw, 0.3):
+            argv.append("--params-from-dst")
+        if F.chance(draw, 0.3):
             argv.append("--json")
     else:
         argv = ["run", draw(st.sampled_from(["model.tflite", "model.tflite", "x.npy"]))]
@@ -201,7 +251,7 @@ def test_fuzz_command_line(tmp_path_factory):
             assert len(errors) == 1, f"status 2 with {len(errors)} error lines: {what}"
             assert errors[0].startswith(f"quantspec {argv[0]}: error:"), what
         if code == 1:
-            assert argv[0] in ("check", "run"), what
+            assert argv[0] in ("check", "run", "verify", "audit"), what
         left = set(os.listdir(d)) - before
         assert not any(n.endswith(".tmp") for n in left), f"a temporary file is left: {left}: {what}"
         if code == 0 and argv[0] in ("quantize", "dequantize") and "-h" not in argv and "--help" not in argv:
@@ -210,4 +260,5 @@ def test_fuzz_command_line(tmp_path_factory):
             assert read_tensors(target), what
 
     run()
+    print(f"command lines: exit status counts {counts}")
     assert counts[0] and counts[2], counts     # both successes and refusals occur
