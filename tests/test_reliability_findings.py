@@ -692,3 +692,31 @@ def test_fuzz_onnx_negative_dimensions():
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -2
     assert qo.check_model(m.SerializeToString()).ok
     qo.audit(m.SerializeToString(), run=False)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_fuzz_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
+    """A .npy header numpy cannot parse as a literal ("(1and)") made Python print
+    "<unknown>:1: SyntaxWarning: invalid decimal literal" before the TensorFileError (found by
+    fuzzing): the command's one error line had a stray line above it."""
+    from quantspec._core import tensorio
+    from quantspec.errors import TensorFileError
+
+    buf = __import__("io").BytesIO()
+    np.save(buf, np.zeros((1, 2), np.float32))
+    raw = buf.getvalue().replace(b"(1, 2)", b"(1and)")
+    path = tmp_path / f"x{suffix}"
+    if suffix == ".npy":
+        path.write_bytes(raw)
+    else:
+        import zipfile
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("a.npy", raw)
+    with pytest.raises(TensorFileError, match="not a readable"):
+        tensorio.read_tensors(path)
+    # the warning is printed once per process and place: look at a fresh interpreter's stderr
+    code = ("from quantspec._core.tensorio import read_tensors\n"
+            "try:\n    read_tensors(__import__('sys').argv[1])\nexcept ValueError:\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr

@@ -27,6 +27,7 @@ import os
 import secrets
 import struct
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -239,12 +240,16 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
     if not path.is_file():
         raise TensorFileError("path", "must name an existing file", str(path))
     try:
-        if suffix == ".npy":
-            mode = "r" if mapped and path.stat().st_size >= MAP_FROM else None
-            return {path.stem: np.load(path, mmap_mode=mode, allow_pickle=False)}
-        if suffix == ".npz":
-            return _read_npz(path, mapped)
-        return _read_safetensors(path, mapped)
+        with warnings.catch_warnings():
+            # numpy parses a .npy header as a Python literal: a damaged one ("(1and 2)") makes Python's
+            # tokenizer print a SyntaxWarning on stderr before the error this function raises
+            warnings.simplefilter("ignore", SyntaxWarning)
+            if suffix == ".npy":
+                mode = "r" if mapped and path.stat().st_size >= MAP_FROM else None
+                return {path.stem: np.load(path, mmap_mode=mode, allow_pickle=False)}
+            if suffix == ".npz":
+                return _read_npz(path, mapped)
+            return _read_safetensors(path, mapped)
     except QuantSpecError:  # ours, already naming the file and the rule
         raise
     except Exception as e:  # numpy's and zipfile's readers fail on damaged files in many ways (ValueError,
