@@ -208,6 +208,10 @@ CASES = [
     ("legacy-uint8", "mixed", retype(11, "UINT8"), [("legacy-uint8", 7, 11)]),
     ("quantization-malformed-count", "mlp", zp_count(5, 2), [("quantization-malformed", 0, 5)]),
     ("quantization-malformed-missing", "cnn", no_zero_point(12), [("quantization-malformed", 6, 12)]),
+    ("litert-load-op-version", "mlp", lambda o: setattr(o.operatorCodes[o.subgraphs[0].operators[2].opcodeIndex],
+                                                        "version", 99), [("litert-load", 2, None)]),
+    ("litert-load-variable-constant", "mlp", lambda o: setattr(o.subgraphs[0].tensors[4], "isVariable", True),
+     [("litert-load", 0, 4)]),
 ]
 
 
@@ -317,6 +321,6 @@ def test_rule_ids_are_documented():
     for rule in ("dtype", "granularity", "scale", "zero-point-range", "weight-zero-point", "weight-range",
                  "weight-axis", "bias-zero-point", "bias-scale", "bias-granularity", "fixed-scale",
                  "fixed-zero-point", "same-scale", "same-zero-point", "op-not-in-spec", "legacy-uint8",
-                 "quantization-malformed"):
+                 "quantization-malformed", "litert-load"):
         assert RULES[rule]
     assert {c[3][0][0] for c in CASES} == set(RULES)  # every rule has a case above

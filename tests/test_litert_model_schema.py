@@ -138,3 +138,30 @@ def test_op_options_match_the_test_builder():
     from litert_build import OPTIONS_TABLE
 
     assert _schema.OP_OPTIONS == OPTIONS_TABLE
+
+
+def test_operator_versions_match_the_installed_litert():
+    """quantspec.litert._opversions (tools/make_litert_op_versions.py) against LiteRT itself, for the
+    operators of the int8 op table: the highest version loads, the next one and version 0 do not."""
+    require("ai_edge_litert.interpreter")
+    import sys
+    from pathlib import Path
+
+    from quantspec.litert import OP_TABLE
+    from quantspec.litert._opversions import REFERENCE_VERSIONS, VERSIONS
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        from make_litert_op_versions import loads
+    finally:
+        sys.path.pop(0)
+    from ai_edge_litert import interpreter as L
+    from ai_edge_litert import schema_py_generated as S
+
+    for table, resolver in ((VERSIONS, L.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES),
+                            (REFERENCE_VERSIONS, L.OpResolverType.BUILTIN_REF)):
+        for name in sorted(set(OP_TABLE) | {"QUANTIZE", "DEQUANTIZE"}):
+            code = getattr(S.BuiltinOperator, name)
+            lo, hi = table[name]
+            assert loads(code, hi, resolver) and loads(code, lo, resolver), name
+            assert not loads(code, hi + 1, resolver) and not loads(code, lo - 1, resolver), name

@@ -23,7 +23,9 @@ from ai_edge_litert import schema_py_generated as S
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "quantspec" / "litert" / "_schema.py"
 
-#: The tables the reader walks, besides every member table of the BuiltinOptions union.
+#: The tables the reader walks, besides every member table of the BuiltinOptions union.  Every other
+#: table reachable from ``Model`` (sub-tables, vector elements, members of the other unions) is
+#: added too: the verifier (``quantspec.litert._verify``) checks the whole file, as LiteRT's does.
 CORE_TABLES = ("Model", "OperatorCode", "SubGraph", "Tensor", "QuantizationParameters", "Buffer",
                "Operator", "SignatureDef", "TensorMap", "Metadata", "SparsityParameters",
                "BlockwiseQuantization", "ExternalBuffer", "ExternalBufferGroup")
@@ -140,6 +142,21 @@ def main() -> int:
     tables = {}
     for t in (*CORE_TABLES, *sorted(OPTION_TABLES)):
         tables[t] = tuple(table_fields(t, set()))
+    # the rest of what is reachable from Model, in the order found
+    pending = list(tables)
+    while pending:
+        for fname, fid, ftype, default, enum in tables[pending.pop(0)]:
+            inner = ftype[1:-1] if ftype.startswith("[") else ftype
+            refs = ([v for k, v in all_enums[inner[6:]].items() if k != 0] if inner.startswith("union:")
+                    else [inner] if hasattr(S, inner + "Start") else [])
+            for t in refs:
+                if t not in tables:
+                    tables[t] = tuple(table_fields(t, set()))
+                    pending.append(t)
+    # a union's type field is an enum: the union's
+    for t, fields in tables.items():
+        unions = {f[0] + "_type": f[2][6:] for f in fields if f[2].startswith("union:")}
+        tables[t] = tuple((n, i, ty, d, e or unions.get(n)) for n, i, ty, d, e in fields)
     OP_OPTIONS = op_options()
     for op, table in OP_OPTIONS.items():
         assert op in all_enums["BuiltinOperator"].values(), op

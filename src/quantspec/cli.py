@@ -68,7 +68,7 @@ def _elementwise_parser(direction: str, spec: str | None) -> argparse.ArgumentPa
 
 
 def _elementwise(direction: str, argv: Sequence[str]) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = argparse.ArgumentParser(prog=f"quantspec {direction}", add_help=False)
     pre.add_argument("--spec", choices=sorted(SPECS))
     known, _ = pre.parse_known_args(argv)
     parser = _elementwise_parser(direction, known.spec)
@@ -143,11 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from ._core import jit
+    from ._core.termination import Terminated, unwinding
 
     # once, on stderr, if this command compiles a kernel (warmup says what it compiles itself)
     announcing = jit.announce_compiles() if cmd != "warmup" else contextlib.nullcontext()
     try:
-        with announcing:
+        with unwinding(), announcing:  # SIGTERM / SIGHUP clean up like Ctrl-C
             return COMMANDS[cmd][1](rest)
     except QuantSpecError as e:
         print(f"quantspec {cmd}: error: {type(e).__name__}: {e}", file=sys.stderr)
@@ -155,6 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"quantspec {cmd}: interrupted", file=sys.stderr)
         return 130
+    except Terminated as e:
+        print(f"quantspec {cmd}: terminated by {e.name}", file=sys.stderr)
+        return 128 + e.signum
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,6 +26,7 @@ __all__ = [
     "RuntimeUnsupportedError",
     "ModelError",
     "TensorFileError",
+    "TooLargeError",
     "fail",
 ]
 
@@ -104,6 +105,12 @@ class ModelError(InvalidArgumentError):
 
 class TensorFileError(InvalidArgumentError):
     """A tensor file (.npy/.npz/.safetensors) that cannot be read or written as asked."""
+
+
+class TooLargeError(RangeError, MemoryError):
+    """A result (or a copy of an input) too large for this machine's memory, found before anything is
+    allocated: the message names the argument, the number of elements and the bytes.  Also a
+    ``MemoryError``, so code that catches numpy's keeps working."""
 
 
 def fail(cls: type[QuantSpecError], argument: str, rule: str, value: Any = ..., *, detail: str = "") -> NoReturn:

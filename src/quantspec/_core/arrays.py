@@ -8,21 +8,26 @@ those are read from the DLPack description directly (:func:`_dlpack_view`).
 
 from __future__ import annotations
 
+import math
 import ctypes
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import QType, qtype
-from ..errors import DTypeError, InvalidArgumentError
+from ..errors import DTypeError, InvalidArgumentError, TooLargeError
 
-__all__ = ["as_array", "is_python_scalar", "as_int", "as_bool", "native", "from_foreign"]
+__all__ = ["as_array", "is_python_scalar", "as_int", "as_bool", "native", "check_fits", "memory_limit", "distinct",
+           "from_foreign"]
 
 
-def native(a: np.ndarray) -> np.ndarray:
+def native(a: np.ndarray, argument: str = "x") -> np.ndarray:
     """The array in native byte order (a big-endian float32 is still float32): the kernels read the
     bytes in this machine's order."""
-    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+    if a.dtype.isnative:
+        return a
+    check_fits(a.shape, a.dtype.itemsize, argument, "its copy in this machine's byte order")
+    return a.astype(a.dtype.newbyteorder("="))
 
 
 def is_python_scalar(value: Any) -> bool:
@@ -83,6 +88,68 @@ def as_bool(value: Any, argument: str) -> bool:
     if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
         return bool(value)
     raise InvalidArgumentError(argument, "must be a bool (or 0/1)", value)
+
+
+_MEMORY_LIMIT: list[int] = []
+
+
+def memory_limit() -> int:
+    """The most bytes one array may take here: physical memory plus swap (the kernel refuses, or
+    cannot back, more than that), or the container's memory limit (cgroup v2 ``memory.max``) when
+    smaller; read once."""
+    if not _MEMORY_LIMIT:
+        import os
+
+        limit = 0
+        try:
+            limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("SwapTotal:"):
+                        limit += int(line.split()[1]) * 1024
+        except (ValueError, OSError, AttributeError):
+            pass
+        try:
+            with open("/sys/fs/cgroup/memory.max") as f:
+                text = f.read().strip()
+            if text.isdigit() and 0 < int(text) < (limit or 1 << 62):
+                limit = int(text)
+        except OSError:
+            pass
+        _MEMORY_LIMIT.append(limit if limit > 0 else 1 << 62)
+    return _MEMORY_LIMIT[0]
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def check_fits(shape: Any, itemsize: int, argument: str = "x", what: str = "the result") -> None:
+    """Refuse, before anything is allocated, an array of ``shape`` and ``itemsize`` (``what``: the
+    result, or a copy of the argument) larger than this machine's memory: a
+    :class:`~quantspec.errors.TooLargeError` naming ``argument``, the elements and the bytes.  A
+    broadcast view can declare far more elements than any memory holds."""
+    n = math.prod(shape)
+    if n * itemsize <= (_MEMORY_LIMIT[0] if _MEMORY_LIMIT else memory_limit()):   # the common case, cheap
+        return
+    n = int(n)
+    nbytes = n * int(itemsize)
+    if nbytes > memory_limit():
+        raise TooLargeError(argument, f"is too large: {what} would hold {n} elements, {nbytes} bytes "
+                            f"({_bytes(nbytes)}), more than this machine's memory ({_bytes(memory_limit())})",
+                            tuple(int(d) for d in shape))
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """``a`` without the repeats of a broadcast view: each axis of stride 0 cut to length 1.  The same
+    values (each as often or less), so a min, max or finiteness scan over it is the scan over ``a``,
+    without walking the elements a broadcast view only pretends to hold."""
+    if a.size <= 1 or 0 not in a.strides:
+        return a
+    return a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
 
 
 # -- arrays of other libraries ----------------------------------------------------------------------

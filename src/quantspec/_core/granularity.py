@@ -17,12 +17,9 @@ __all__ = ["normalize_axis", "per_axis_view", "expand_blocks", "block_count"]
 
 def normalize_axis(axis: int, ndim: int, argument: str = "axis") -> int:
     """Map ``axis`` in ``[-ndim, ndim-1]`` to ``[0, ndim-1]``; raise :class:`AxisError` otherwise."""
-    try:
-        a = int(axis)
-    except (TypeError, ValueError):
-        raise AxisError(argument, "must be an integer", axis) from None
-    if a != axis or isinstance(axis, bool):
-        raise AxisError(argument, "must be an integer", axis)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise AxisError(argument, "must be an integer", axis)   # 1.0 too: an axis is not a float
+    a = int(axis)
     if ndim == 0:
         raise AxisError(argument, "has no meaning for a rank-0 input; it needs at least one dimension", axis)
     if not -ndim <= a < ndim:

@@ -2,7 +2,8 @@
 
 - Every write is atomic: the data goes to a temporary file in the destination's directory, is
   flushed and fsync'ed, then renamed over the destination, so an interrupted run never leaves a
-  half-written file behind.
+  half-written file behind.  On Linux the temporary file is unnamed (``O_TMPFILE``) until it is
+  complete, so even a killed process leaves no temporary file.
 - ``.npy`` cannot record ml_dtypes types (numpy writes them as opaque ``V1``).  quantspec writes
   such arrays to ``.npy`` as their plain storage integers: int4/int2 as int8 values, uint4/uint2 as
   uint8 values, 8/6/4-bit floats as uint8 bit patterns, bfloat16 as uint16 bit patterns; the caller
@@ -23,8 +24,10 @@ import io
 import json
 import mmap
 import os
+import secrets
 import struct
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -118,31 +121,91 @@ def _umask() -> int:
     return mask
 
 
+def _unnamed_file(directory: Path) -> int | None:
+    """A file descriptor of a new unnamed file in ``directory`` (Linux ``O_TMPFILE``), or None where
+    the system or the file system has none (or /proc, which names it later, is not mounted)."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(directory, flag | os.O_RDWR | os.O_CLOEXEC, 0o666)  # the umask applies
+    except OSError:  # not supported here (EOPNOTSUPP, EISDIR on old kernels...): a named file
+        return None
+
+
+def _name_unnamed(fd: int, directory: Path, name: str) -> Path:
+    """Link the unnamed file ``fd`` into ``directory`` under a fresh hidden name beside ``name``."""
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        while True:
+            tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+            try:  # linkat(AT_SYMLINK_FOLLOW) through /proc: Python calls linkat when dst_dir_fd is given
+                os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=dfd, follow_symlinks=True)
+                return directory / tmp
+            except FileExistsError:
+                continue
+    finally:
+        os.close(dfd)
+
+
 def _atomic_with(path: Path, writer) -> None:
     """Run ``writer(file)`` on a temporary file beside ``path``, then rename it over ``path``.
     A failure of the file system (no such directory, no permission, no space) is a
-    :class:`TensorFileError` naming the file; nothing is left behind."""
+    :class:`TensorFileError` naming the file; nothing is left behind.
+
+    Where Linux allows it (``O_TMPFILE``), the temporary file has no name while it is written and is
+    linked under a hidden name only when complete, just before the rename: a process killed meanwhile,
+    even by SIGKILL, leaves nothing.  Elsewhere it is a named hidden file ``.NAME.XXXX.tmp``, removed
+    on any error, on Ctrl-C and (in the ``quantspec`` command) on SIGTERM / SIGHUP; only SIGKILL or a
+    power cut can leave it behind there."""
     directory = path.parent if str(path.parent) else Path(".")
+    fd = _unnamed_file(directory)
+    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        if fd is None:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as e:
         raise TensorFileError("output", "cannot be created: its directory must exist and be writable", str(path),
                               detail=e.strerror or str(e)) from None
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file ordinary permissions
-        with os.fdopen(fd, "wb") as f:
+        if tmp is not None:
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file ordinary permissions
+        with os.fdopen(fd, "w+b") as f:
             writer(f)
             f.flush()
             os.fsync(f.fileno())
+            if tmp is None:
+                try:
+                    tmp = _name_unnamed(f.fileno(), directory, path.name)
+                except OSError:  # the file system would not link it: copy it to a named file
+                    tmp = _copied(f, directory, path.name)
         os.replace(tmp, path)
     except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         if isinstance(e, OSError):
             raise TensorFileError("output", "could not be written", str(path), detail=e.strerror or str(e)) from None
         raise
+
+
+def _copied(f, directory: Path, name: str) -> str:
+    """A named copy (beside ``name``) of the unnamed file ``f``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as g:
+            f.seek(0)
+            while chunk := f.read(1 << 24):
+                g.write(chunk)
+            g.flush()
+            os.fsync(g.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
 
 
 def check_suffix(path: str | os.PathLike, argument: str) -> Path:
@@ -177,12 +240,16 @@ def read_tensors(path: str | os.PathLike, *, mapped: bool = False) -> dict[str, 
     if not path.is_file():
         raise TensorFileError("path", "must name an existing file", str(path))
     try:
-        if suffix == ".npy":
-            mode = "r" if mapped and path.stat().st_size >= MAP_FROM else None
-            return {path.stem: np.load(path, mmap_mode=mode, allow_pickle=False)}
-        if suffix == ".npz":
-            return _read_npz(path, mapped)
-        return _read_safetensors(path, mapped)
+        with warnings.catch_warnings():
+            # numpy parses a .npy header as a Python literal: a damaged one ("(1and 2)") makes Python's
+            # tokenizer print a SyntaxWarning on stderr before the error this function raises
+            warnings.simplefilter("ignore", SyntaxWarning)
+            if suffix == ".npy":
+                mode = "r" if mapped and path.stat().st_size >= MAP_FROM else None
+                return {path.stem: np.load(path, mmap_mode=mode, allow_pickle=False)}
+            if suffix == ".npz":
+                return _read_npz(path, mapped)
+            return _read_safetensors(path, mapped)
     except QuantSpecError:  # ours, already naming the file and the rule
         raise
     except Exception as e:  # numpy's and zipfile's readers fail on damaged files in many ways (ValueError,
@@ -214,7 +281,7 @@ def _read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
                 raise TensorFileError("path", "holds a member that is not a .npy array (an .npz file holds "
                                       "only .npy members)", str(path), detail=f"member {n!r}")
             if n in types:
-                a = from_storage(a, qtype(types[n], f"{path.name}:{_DTYPES_KEY}[{n}]"), f"{path.name}:{n}")
+                a = from_storage(a, _recorded_type(types[n], f"{path.name}:{_DTYPES_KEY}[{n}]"), f"{path.name}:{n}")
             out[n] = a
         return out
 
@@ -294,9 +361,20 @@ def _read_safetensors(path: Path, mapped: bool = False) -> dict[str, np.ndarray]
                 a = np.frombuffer(f.read(end - start), dtype=stored).astype(t.dtype, copy=True).reshape(shape)
             special = meta.get(f"quantspec.dtype.{name}")
             if special:
-                a = from_storage(a, qtype(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
+                a = from_storage(a, _recorded_type(special, f"{path.name}:__metadata__"), f"{path.name}:{name}")
             out[name] = a
     return out
+
+
+def _recorded_type(name: Any, where: str) -> QType:
+    """The type a file records for a tensor by name (.npz's type entry, safetensors metadata): a
+    TensorFileError naming the file when it is not a type name quantspec knows (a damaged file)."""
+    if not isinstance(name, str):
+        raise TensorFileError(where, "must record a type name (a string)", name)
+    try:
+        return qtype(name, where)
+    except QuantSpecError:
+        raise TensorFileError(where, "records a type quantspec does not know", name) from None
 
 
 class _DuplicateKey(Exception):

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._core import jit
 from .._core.slabs import Job, cutter, rows_of
-from ..errors import InvalidArgumentError, QuantSpecError
+from ..errors import InvalidArgumentError, ModelError, QuantSpecError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -180,15 +180,19 @@ def run_litert_reference(model_path: str, inputs: list[np.ndarray], resolver: st
                              detail=f"{type(e).__name__}: {e}") from None
     with open(model_path, "rb") as f:
         content = f.read()
-    it = litert.Interpreter(model_content=content,
-                            experimental_op_resolver_type=getattr(litert.OpResolverType, RESOLVERS[resolver]))
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        # np.require keeps a 0-d (scalar) input 0-d; np.ascontiguousarray would make it 1-D, which
-        # the interpreter refuses ("Dimension mismatch")
-        it.set_tensor(d["index"], np.require(x, requirements="C"))
-    it.invoke()
-    return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    try:
+        it = litert.Interpreter(model_content=content,
+                                experimental_op_resolver_type=getattr(litert.OpResolverType, RESOLVERS[resolver]))
+        it.allocate_tensors()
+        for d, x in zip(it.get_input_details(), inputs):
+            # np.require keeps a 0-d (scalar) input 0-d; np.ascontiguousarray would make it 1-D, which
+            # the interpreter refuses ("Dimension mismatch")
+            it.set_tensor(d["index"], np.require(x, requirements="C"))
+        it.invoke()
+        return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    except Exception as e:  # LiteRT reports what it refuses as ValueError / RuntimeError
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise ModelError("--compare-litert", "LiteRT refused the model", detail=f"LiteRT says: {reason}") from None
 
 
 def _seed(text: str) -> int:
@@ -251,13 +255,16 @@ def run_main(argv: Sequence[str]) -> int:
         outputs = interp.run(inputs)
     input_list = interp._input_list(inputs)
     names = [t.name or f"output_{k}" for k, t in enumerate(interp.outputs)]
+    # LiteRT runs before anything is printed: a model it refuses is one error line
+    theirs = None
+    if args.compare_litert:
+        theirs = (run_litert_reference(args.model, input_list) if resolver == "reference"
+                  else run_litert_reference(args.model, input_list, resolver))
     print(f"{args.model}: {len(interp.model.operators)} operators, {len(outputs)} output(s)")
     for name, y in zip(names, outputs):
         print(_summary(name, y))
     status = EXIT_OK
-    if args.compare_litert:
-        theirs = (run_litert_reference(args.model, input_list) if resolver == "reference"
-                  else run_litert_reference(args.model, input_list, resolver))
+    if theirs is not None:
         same, lines = _compare(outputs, theirs, names)
         print(f"compared with LiteRT ({RESOLVERS[resolver]}): " + ("identical" if same else "DIFFERENT"))
         print("\n".join(lines))
@@ -391,6 +398,10 @@ def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
     from . import params as P
 
     _check_options(args, direction)
+    scales = _numbers(args.scale, "--scale", float)
+    if scales is not None and len(scales) == 1 and args.axis is not None:
+        print(f"quantspec {direction}: warning: --axis is ignored: --scale is a single value (per-tensor "
+              "parameters)", file=sys.stderr)
     work = []
     notes: list[str] = []
     for name, x in tensors.items():

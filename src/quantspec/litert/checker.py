@@ -13,7 +13,11 @@ model rather than one operator's restriction:
 - ``legacy-uint8``: a quantized uint8 tensor (the legacy scheme) where the spec wants int8;
 - ``quantization-malformed``: quantization parameters LiteRT refuses to load (``ParseQuantization``:
   scales without zero points or with a different number of them, a quantized dimension outside the
-  tensor's rank, a number of scales that is neither 1 nor the size of the quantized dimension).
+  tensor's rank, a number of scales that is neither 1 nor the size of the quantized dimension);
+- ``litert-load``: other structure LiteRT's ``InterpreterBuilder`` refuses when it loads the model: an
+  operator code (used or not) naming an operator version LiteRT has no kernel for
+  (:mod:`quantspec.litert._opversions`), a custom operator no operator uses (LiteRT resolves it all
+  the same), a variable tensor with constant data.
 
 Tensor-level rules (``scale``, ``zero-point-range``, ``granularity``, ``legacy-uint8``,
 ``quantization-malformed``) are reported once per tensor, at the first operator that uses it.  The
@@ -44,6 +48,8 @@ RULES: dict[str, str] = {
     "legacy-uint8": "quantized tensors are int8, not the legacy uint8 scheme",
     "quantization-malformed": "quantization parameters LiteRT can load: as many zero points as scales, a "
                               "quantized dimension inside the tensor's rank, 1 scale or one per slice of it",
+    "litert-load": "structure LiteRT can load: operator versions it has kernels for, no variable tensor "
+                   "with constant data",
 }
 
 #: the LiteRT limits beyond the spec's rules (optable.LIMITS): a violation's ``rule`` is one of RULES
@@ -431,6 +437,55 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
                                refusals.get(i))
 
 
+def _load_checks(model: Model) -> list[Violation]:
+    """The ``litert-load`` rule: what InterpreterBuilder refuses besides quantization parameters,
+    located at the first operator that uses the operator code or the tensor (when one does)."""
+    from ._opversions import VERSIONS
+
+    out = []
+
+    def add(message, expected, found, sg=None, op=None, tensor=None, position=""):
+        out.append(Violation(rule="litert-load", op_index=None if op is None else op.index,
+                             tensor_index=None if tensor is None else tensor.index, message=message,
+                             op_name=None if op is None else op.name,
+                             tensor_name=None if tensor is None else tensor.name, position=position,
+                             expected=expected, found=found, litert=REJECTS, litert_stage="load",
+                             litert_check="InterpreterBuilder refuses the model when it is loaded",
+                             subgraph=0 if sg is None else sg.index))
+
+    def first_user(k):
+        for sg in model.subgraphs:
+            for op in sg.operators:
+                if op.opcode_index == k:
+                    return sg, op
+        return None, None
+
+    for k, (name, version) in enumerate(model.operator_codes):
+        sg, op = first_user(k)
+        if name.startswith("CUSTOM"):
+            if op is None:
+                add(f"operator code {k} is the custom operator {name[7:]!r}, which LiteRT cannot resolve without "
+                    "a registered kernel (no operator uses it, but LiteRT resolves every code)",
+                    "a registered custom operator", name)
+            continue
+        span = VERSIONS.get(name)
+        if span is None:
+            add(f"operator code {k} names {name}, which LiteRT has no kernel for", "an operator LiteRT has", name,
+                sg, op)
+        elif not span[0] <= version <= span[1]:
+            add(f"operator code {k} names {name} version {version}, which LiteRT has no kernel for", span, version,
+                sg, op)
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            if t.is_variable and (t.data is not None or t.external_buffer):
+                op, position = next(((op, f"{side} {i}") for op in sg.operators
+                                     for side, ids in (("input", op.inputs), ("output", op.outputs))
+                                     for i, j in enumerate(ids) if j == t.index), (None, ""))
+                add("is a variable tensor with constant data (LiteRT: 'a variable tensor with buffer or external "
+                    "buffer. It's not supported now')", "no constant data", "constant data", sg, op, t, position)
+    return out
+
+
 #: the prepare pass skips operators with a tensor of more elements than this (a damaged or hostile model
 #: declaring huge shapes: preparing the kernel would allocate tables that large)
 _PREPARE_PASS_ELEMENTS = 1 << 26
@@ -489,7 +544,7 @@ def check_model(path_or_bytes: Any) -> CheckReport:
     against the LiteRT int8 spec.  Raises :class:`quantspec.errors.ModelError` when the model cannot
     be read at all."""
     model: Model = load_model(path_or_bytes)
-    violations: list[Violation] = []
+    violations: list[Violation] = _load_checks(model)
     unsupported: list[Violation] = []
     n_ops = n_tensors = 0
     for sg in model.subgraphs:

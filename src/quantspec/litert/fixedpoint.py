@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arrays import check_fits
 from .._core.intcast import wrap_int32 as _wrap
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError
@@ -79,6 +80,8 @@ _ROUNDINGS = ("double", "single")
 # -------------------------------------------------------------------------------------------------
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+#: arrays from this many elements are checked against the memory before int64 work arrays are made
+_CHECK_FROM = 1 << 24
 _UINT32_MAX = (1 << 32) - 1
 _UINT64_MAX = (1 << 64) - 1
 #: the value range of each integer dtype (by type character), to skip the min/max scan when it fits
@@ -104,6 +107,7 @@ def _as_int64(value: Any, argument: str, lo: int = INT32_MIN, hi: int = INT32_MA
         except (ValueError, TypeError):
             raise ShapeError(argument, "must be an integer or a rectangular integer array", value) from None
     kind = a.dtype.kind
+    check_fits(a.shape, 8, argument, "its int64 working arrays")   # before any value is scanned
     if kind not in "iu":
         if kind == "f" and isinstance(value, (list, tuple)):    # numpy makes [-1, 2**64 - 1] float64
             a = np.array(value, dtype=object)
@@ -173,6 +177,7 @@ def _broadcast(*named: tuple[str, np.ndarray]) -> None:
             else:
                 shape = s
         names.append(name)
+    check_fits(shape, 8, named[0][0], "the result")
 
 
 def _min_log_x_output_bits(input_bits: int) -> int:
@@ -191,8 +196,8 @@ def _check_rounding(rounding: str) -> str:
 
 
 def _out(result: np.ndarray) -> np.ndarray | int:
-    """int32 array out of an int64 working array (0-d results stay 0-d arrays)."""
-    return result.astype(np.int32)
+    """int32 array out of an int64 working array (0-d results stay 0-d arrays, not numpy scalars)."""
+    return np.asarray(result).astype(np.int32)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -203,8 +208,10 @@ def wrap_int32(x: Any) -> np.ndarray:
     """``x`` (integers) reduced modulo 2^32 into [-2^31, 2^31), as int64: what a C++ ``int32_t``
     addition, subtraction or shift yields on overflow on every target LiteRT ships for."""
     if type(x) is np.ndarray and x.dtype.kind in "iu":      # the kernels' call: no more than a type test
-        return _wrap(x)
-    return _wrap(_as_int64(x, "x", _INT64_MIN, _UINT64_MAX))
+        if x.size > _CHECK_FROM:
+            check_fits(x.shape, 8, "x")
+        return _wrap(x) if x.ndim else np.asarray(_wrap(x))
+    return np.asarray(_wrap(_as_int64(x, "x", _INT64_MIN, _UINT64_MAX)))
 
 
 def _saturate(x: np.ndarray) -> np.ndarray:
@@ -214,7 +221,7 @@ def _saturate(x: np.ndarray) -> np.ndarray:
 
 def saturate_int32(x: Any) -> np.ndarray:
     """``x`` clamped to [INT32_MIN, INT32_MAX] (``SaturatingAddNonGemmlowp`` / ``SaturatingSub``)."""
-    return _saturate(_as_int64(x, "x", _INT64_MIN, _INT64_MAX))
+    return np.asarray(_saturate(_as_int64(x, "x", _INT64_MIN, _INT64_MAX)))
 
 
 def _clz(x: Any) -> np.ndarray:
@@ -228,7 +235,7 @@ def count_leading_zeros(x: Any) -> np.ndarray:
     """``CountLeadingZeros`` of ``uint32(x)``: 32 for 0 (``common.h``).
 
     Exact: every uint32 is exactly representable in float64, so ``frexp`` returns its bit length."""
-    return _clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX))
+    return np.asarray(_clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX)))
 
 
 def _half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -243,7 +250,7 @@ def rounding_half_sum(a: Any, b: Any) -> np.ndarray:
     i.e. the mean of a and b rounded half away from zero."""
     a, b = _as_int64(a, "a"), _as_int64(b, "b")
     _broadcast(("a", a), ("b", b))
-    return _half_sum(a, b)
+    return np.asarray(_half_sum(a, b))
 
 
 def _trunc_div_pot(n: np.ndarray, e: int) -> np.ndarray:
@@ -515,7 +522,7 @@ def rescale(x: Any, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
     bits, i.e. ``SaturatingRoundingMultiplyByPOT<src - dst>`` of the raw value (raw int64 in/out)."""
     src = _int_arg(src_integer_bits, "src_integer_bits", 0, 31, _FIXED_POINT)
     dst = _int_arg(dst_integer_bits, "dst_integer_bits", 0, 31, _FIXED_POINT)
-    return _rescale(_as_int64(x, "x"), src, dst)
+    return np.asarray(_rescale(_as_int64(x, "x"), src, dst))
 
 
 def _one(integer_bits: int) -> int:
@@ -571,7 +578,7 @@ def _exp_quarter(a: np.ndarray) -> np.ndarray:
 def exp_on_interval_between_negative_one_quarter_and_0_excl(a: Any) -> np.ndarray:
     """``exp(a)`` for a Q0.31 ``a`` in [-1/4, 0): a 4th-order Taylor expansion around -1/8,
     ``exp(-1/8) * (1 + x + x^2/2 + x^3/6 + x^4/24)`` with ``x = a + 1/8``.  Q0.31 result."""
-    return _exp_quarter(_as_int64(a, "a"))
+    return np.asarray(_exp_quarter(_as_int64(a, "a")))
 
 
 def _exp_neg(a: Any, integer_bits: int) -> np.ndarray:
@@ -764,7 +771,7 @@ def get_reciprocal(x: Any, x_integer_digits: int) -> tuple[np.ndarray, np.ndarra
     ``x`` is normalised into [1, 2) by its headroom and ``1/(1 + frac)`` computed by
     :func:`one_over_one_plus_x_for_x_in_0_1` (raw int64 arrays)."""
     digits = _int_arg(x_integer_digits, "x_integer_digits", 0, 31, _FIXED_POINT)
-    return _reciprocal(_as_int64(x, "x"), digits)
+    return tuple(np.asarray(r) for r in _reciprocal(_as_int64(x, "x"), digits))
 
 
 def _inv_sqrt(x: Any, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:

@@ -47,7 +47,7 @@ import numpy as np
 from .._core.packing import unpack_codes
 from ..dtypes import QType, by_tflite
 from ..errors import ModelError, QuantSpecError
-from . import _schema
+from . import _schema, _verify
 from .params import QuantParams
 
 __all__ = ["load_model", "example_model", "EXAMPLE_MODELS", "Model", "Subgraph", "Tensor", "Operator", "Quantization", "SignatureDef",
@@ -328,6 +328,9 @@ class Model:
     signature_defs: tuple[SignatureDef, ...] = ()
     metadata: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     size: int = 0                 # bytes in the file
+    #: every operator code of the file, as (operator name, version): LiteRT resolves them all when it
+    #: loads the model, those no operator uses too
+    operator_codes: tuple[tuple[str, int], ...] = ()
 
     @property
     def main(self) -> Subgraph:
@@ -494,6 +497,7 @@ def _build(buf: bytes) -> Model:
     ident = bytes(buf[4:8])
     if ident != FILE_IDENTIFIER:
         raise ModelError("model", "is not a .tflite model: the flatbuffer file identifier is not 'TFL3'", ident)
+    _verify.verify(buf)   # what LiteRT's flatbuffer verifier requires, over the whole file
     r = _Reader(buf)
     root = r.table(r.uoffset(0, "model root offset"), "Model", "model")
 
@@ -641,7 +645,8 @@ def _build(buf: bytes) -> Model:
         metadata[md.get("name", "")] = data.tobytes() if data is not None else b""
 
     return Model(version=version, description=root.get("description", ""), subgraphs=tuple(subgraphs),
-                 signature_defs=tuple(signatures), metadata=MappingProxyType(metadata), size=size)
+                 signature_defs=tuple(signatures), metadata=MappingProxyType(metadata), size=size,
+                 operator_codes=tuple((c[0], c[4]) for c in codes))
 
 
 def load_model(path_or_bytes: Any) -> Model:

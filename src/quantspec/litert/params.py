@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import from_foreign
+from .._core.arrays import check_fits, distinct, from_foreign
 from .._core.granularity import normalize_axis
+from .._core.intcast import cvtt_int32
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..dtypes import qtype
 from ..errors import AxisError, DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
@@ -150,12 +151,15 @@ NEAR_ZERO_TOLERANCE = 1.0e-6
 INT32_MAX = (1 << 31) - 1
 
 
-def _float_array(x: Any, argument: str, *, quiet: bool = False, refuse_overflow: bool = False) -> np.ndarray:
+def _float_array(x: Any, argument: str, *, quiet: bool = False, refuse_overflow: bool = False,
+                 check: Any = None) -> np.ndarray:
     """A float input as float32 (LiteRT tensors and the converter's constants are float32).
 
     ``quiet``: values beyond the float32 range become +-inf without numpy's overflow warning (the
     converter's functions, which then refuse them with :func:`_not_finite`); ``refuse_overflow``:
-    such values raise here (for functions that take infinities as data)."""
+    such values raise here (for functions that take infinities as data).  ``check(shape)``, when
+    given, checks the other arguments against the input's shape before any value is read or
+    converted."""
     if isinstance(x, (bool, np.bool_)):
         raise DTypeError(argument, "must be a float array or scalar, not a bool", x)
     try:
@@ -164,6 +168,10 @@ def _float_array(x: Any, argument: str, *, quiet: bool = False, refuse_overflow:
         raise ShapeError(argument, "must be a real number or a rectangular array of them", x) from None
     if a.dtype.kind not in "fiu":
         raise DTypeError(argument, "must be a real-valued (float) array", str(a.dtype) if a.dtype.kind != "O" else x)
+    if check is not None:
+        check(a.shape)
+    if a.dtype != np.float32:
+        check_fits(a.shape, 4, argument, "its float32 copy")
     if (quiet or refuse_overflow) and a.dtype.kind == "f" and a.dtype.itemsize > 4:
         with np.errstate(over="ignore"):
             f = a.astype(np.float32)
@@ -285,9 +293,11 @@ def _weight_maxabs(w: np.ndarray, axis: int | None) -> np.ndarray:
     tensor may be a mapped file larger than memory)."""
     if w.size == 0:
         return np.zeros(1 if axis is None else w.shape[axis])
+    length = 1 if axis is None else w.shape[axis]
+    w = distinct(w)      # a broadcast view: its distinct elements only (the axis may be cut to 1 too)
     other = None if axis is None else tuple(i for i in range(w.ndim) if i != axis)
     m = np.maximum(w.max(axis=other), -w.min(axis=other)).astype(np.float64)
-    return np.atleast_1d(np.abs(m))  # abs: -0.0 from an all-zero slice is 0
+    return np.broadcast_to(np.abs(m), (length,)).copy()  # abs: -0.0 from an all-zero slice is 0
 
 
 def weight_params(w: Any, axis: int | None = 0) -> QuantParams:
@@ -298,15 +308,19 @@ def weight_params(w: Any, axis: int | None = 0) -> QuantParams:
     Per slice (``GetUniformQuantizedPerAxisTypeForWeight`` + ``ExpandVerySmallRange`` +
     ``DownCastScale``): ``m = max |w|`` (0 included); a range ``2m <= 1e-6`` is widened to
     ``m = 5e-7``; ``scale = (f32(m) - f32(-m)) / 254`` in float32 arithmetic (= ``f32(m / 127)``)."""
-    a = _float_array(w, "w", quiet=True)
-    if a.ndim == 0 and axis is not None:
-        raise ShapeError("w", "per-axis weights need at least one dimension (use axis=None for per-tensor)", a.shape)
-    if a.size and not (np.isfinite(a.max()) and np.isfinite(a.min())):  # NaN and +-inf show in max or min
+    def check(shape):           # the axis, before any value is read
+        nonlocal axis
+        if len(shape) == 0 and axis is not None:
+            raise ShapeError("w", "per-axis weights need at least one dimension (use axis=None for per-tensor)", shape)
+        if axis is not None:
+            axis = normalize_axis(axis, len(shape), "axis")
+            if shape[axis] == 0:
+                raise ShapeError("w", f"dimension {axis} (the quantized dimension) is empty", shape)
+            check_fits((shape[axis],), 16, "w", "its per-channel parameters")
+
+    a = _float_array(w, "w", quiet=True, check=check)
+    if a.size and not (np.isfinite(distinct(a).max()) and np.isfinite(distinct(a).min())):  # NaN, +-inf show there
         raise _not_finite(w, "w")
-    if axis is not None:
-        axis = normalize_axis(axis, a.ndim, "axis")
-        if a.shape[axis] == 0:
-            raise ShapeError("w", f"dimension {axis} (the quantized dimension) is empty", a.shape)
     m = _weight_maxabs(a, axis)
     m = np.where(2.0 * m > NEAR_ZERO_TOLERANCE, m, NEAR_ZERO_TOLERANCE / 2)
     with np.errstate(over="ignore"):
@@ -414,13 +428,17 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     float32 division and rounding half away from zero.  ``x`` is converted to float32.  NaN and
     quotients beyond the int32 range become -128 (127 when the zero point is negative), as in the
     interpreter on x86-64."""
-    a = _float_array(from_foreign(x), "x", quiet=True)     # float64 beyond the float32 range: +-inf, as data
-    _check_params(params, "params", a.shape)
-    lo, hi = params._zp_span
-    if lo < -128 or hi > 127:
-        raise RangeError("params.zero_point", "must lie in [-128, 127] for int8", hi if hi > 127 else lo)
-    if out is not None:
-        _check_out(out, a.shape, np.dtype(np.int8))
+    def check(shape):
+        _check_params(params, "params", shape)
+        lo, hi = params._zp_span
+        if lo < -128 or hi > 127:
+            raise RangeError("params.zero_point", "must lie in [-128, 127] for int8", hi if hi > 127 else lo)
+        if out is not None:
+            _check_out(out, shape, np.dtype(np.int8))
+        else:
+            check_fits(shape, 1, "x")
+
+    a = _float_array(from_foreign(x), "x", quiet=True, check=check)     # float64 beyond the float32 range: +-inf, as data
     from . import fast
     result = fast.quantize(a, params, out if out is not None else np.empty(a.shape, np.int8))
     if result is not None:
@@ -443,36 +461,50 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
       differs from ``params.scale`` by more than 1e-3 (``R = 0``, or parameters not derived from
       ``w``), the converter falls back to ``round_half_to_even(w / scale)`` in double.
 
+    Where the factor is beyond float32 (``127 / R`` for ``R`` below ~``127 / FLT_MAX``, or ``1 / scale``
+    for a scale below ~``1 / FLT_MAX``) it is +inf, and every product (``0 * inf`` is NaN) converts as the
+    C++ ``static_cast<int32_t>`` does on x86, to INT32_MIN, which clamps to -127 (as the converter
+    writes such weights).
+
     The zero point must be 0 (symmetric weights)."""
-    a = _float_array(w, "w", quiet=True)
-    _check_params(params, "params", a.shape)
-    if np.any(params.zero_point != 0):
-        raise InvalidArgumentError("params.zero_point", "must be 0 for weights (symmetric quantization)",
-                                   int(params.zero_point[params.zero_point != 0][0]))
+    def check(shape):
+        _check_params(params, "params", shape)
+        if np.any(params.zero_point != 0):
+            raise InvalidArgumentError("params.zero_point", "must be 0 for weights (symmetric quantization)",
+                                       int(params.zero_point[params.zero_point != 0][0]))
+        check_fits(shape, 1, "w")
+
+    a = _float_array(w, "w", quiet=True, check=check)
     if a.size and not np.all(np.isfinite(a)):
         raise _not_finite(w, "w")
-    if params.per_axis:
-        inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
-        q = half_away_from_zero(a * _per_axis(inv, params, a.ndim))
-    else:
-        r = np.float32(np.abs(a).max()) if a.size else np.float32(0)
-        portable_scale = np.float32(r / np.float32(127)) if r != 0 else np.float32(1)
-        if r != 0 and abs(np.float64(portable_scale) - np.float64(params.scale[0])) <= 1e-3:
-            q = half_away_from_zero(a * np.float32(np.float32(127) / r))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # a factor beyond float32 (max |w| or a scale below ~1/FLT_MAX) is +inf: w * inf and 0 * inf
+        # then convert as the C++ static_cast<int32_t> does on x86 (INT32_MIN), which clamps to -127
+        if params.per_axis:
+            inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
+            q = cvtt_int32(half_away_from_zero(a * _per_axis(inv, params, a.ndim)))
         else:
-            q = half_to_even(a.astype(np.float64) / np.float64(params.scale[0]))
-    return np.clip(q, -127, 127).astype(np.int8)
+            r = np.float32(np.abs(a).max()) if a.size else np.float32(0)
+            portable_scale = np.float32(r / np.float32(127)) if r != 0 else np.float32(1)
+            if r != 0 and abs(np.float64(portable_scale) - np.float64(params.scale[0])) <= 1e-3:
+                q = cvtt_int32(half_away_from_zero(a * np.float32(np.float32(127) / r)))
+            else:
+                q = half_to_even(a.astype(np.float64) / np.float64(params.scale[0]))
+    return np.asarray(np.clip(q, -127, 127)).astype(np.int8)   # a 0-d input: a 0-d array, not a numpy scalar
 
 
 def quantize_bias(b: Any, params: QuantParams) -> np.ndarray:
     """The int32 bias values the converter writes (``SymmetricBiasQuantize``):
     ``clamp(TfLiteRound(b * f32(1.0 / scale)), -INT32_MAX, INT32_MAX)`` with the product in float32,
     one scale per element of a 1-D per-axis bias; NaN gives 0."""
-    a = _float_array(b, "b", refuse_overflow=True)
-    _check_params(params, "params", a.shape)
-    if np.any(params.zero_point != 0):
-        raise InvalidArgumentError("params.zero_point", "must be 0 for a bias",
-                                   int(params.zero_point[params.zero_point != 0][0]))
+    def check(shape):
+        _check_params(params, "params", shape)
+        if np.any(params.zero_point != 0):
+            raise InvalidArgumentError("params.zero_point", "must be 0 for a bias",
+                                       int(params.zero_point[params.zero_point != 0][0]))
+        check_fits(shape, 4, "b")
+
+    a = _float_array(b, "b", refuse_overflow=True, check=check)
     with np.errstate(over="ignore", invalid="ignore"):
         inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)   # inf for a scale below 2^-128
         r = half_away_from_zero(a * _per_axis(inv, params, a.ndim)).astype(np.float64)
@@ -500,6 +532,8 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
                          hi if hi >= (1 << 31) else lo)
     if out is not None:
         _check_out(out, a.shape, np.dtype(np.float32))
+    else:
+        check_fits(a.shape, 4, "q")
     from . import fast
     result = fast.dequantize(a, params, out if out is not None else np.empty(a.shape, np.float32))
     if result is not None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
-from .._core.arrays import from_foreign, native
+from .._core.arrays import check_fits, from_foreign, native
 from .._core.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
@@ -64,6 +64,8 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
                 return done
     x, y_scale, y_zero_point = _native(x), from_foreign(y_scale), from_foreign(y_zero_point)
     plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
+    if out is None:
+        check_fits(plan.shape, plan.out.dtype.itemsize)
     x = np.asarray(x, dtype=plan.x_type.dtype)
     if prepared is not None and jit.enabled():
         return fast.quantize(plan, x, out, prepared)
@@ -107,6 +109,8 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
                 return done
     x, x_scale, x_zero_point = _native(x), from_foreign(x_scale), from_foreign(x_zero_point)
     plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
+    if out is None:
+        check_fits(plan.shape, plan.out.dtype.itemsize)
     if prepared is not None and jit.enabled():
         return fast.dequantize(plan, np.asarray(x), out, prepared)
     impl = fast if fast.path(plan) == "fast" else kernels

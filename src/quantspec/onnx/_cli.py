@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def add_arguments(group: argparse._ArgumentGroup, direction: str) -> None:
                            "(values stored as int8), float8e4m3fn (bit patterns stored as uint8)")
         group.add_argument("--output-dtype", metavar="T",
                            help="output type: float, float16, bfloat16 (opset >= 23; default: the scale's type)")
-    group.add_argument("--axis", type=int, default=1,
+    group.add_argument("--axis", type=int, default=None,
                        help="axis of per-axis / blocked quantization; negative counts from the end (default 1)")
     group.add_argument("--block-size", type=int, default=0,
                        help="block size of blocked quantization along --axis (default 0: per-tensor or per-axis)")
@@ -125,10 +126,36 @@ def for_tensor(value, argument: str, name: str):
     return value[name]
 
 
+def _warn(direction: str, text: str) -> None:
+    """One line on stderr: a valid request that probably does not do what was meant."""
+    print(f"quantspec {direction}: warning: {text}", file=sys.stderr)
+
+
+def _warn_traps(args: argparse.Namespace, direction: str, scale) -> None:
+    """The calls the spec allows that silently lose the data: a scale of 0 or a negative one, --axis
+    beside a single scale, and QuantizeLinear's uint8 default."""
+    scales = list(scale.values()) if isinstance(scale, dict) else [scale]
+    values = [np.asarray(s, np.float32) for s in scales if s is not None]
+    q = direction == "quantize"
+    if any(np.any(v == 0) for v in values):
+        _warn(direction, "--scale holds a scale of 0: " + ("every value becomes the output type's lowest or highest "
+              "code (x / 0 is +-inf; 0 / 0 is NaN)" if q else "every output is 0 (or NaN for a NaN code)"))
+    if any(np.any(v < 0) for v in values):
+        _warn(direction, "--scale holds a negative scale: " + ("every code has the opposite sign of its value"
+              if q else "every output has the opposite sign of its code"))
+    if args.axis is not None and args.block_size == 0 and values and all(v.size == 1 for v in values):
+        _warn(direction, "--axis is ignored: --scale is a single value (per-tensor quantization)")
+    if q and args.output_dtype is None and args.zero_point is None:
+        _warn(direction, "the output type is ONNX's default uint8 (no --output-dtype or --zero-point), which has no "
+              "negative codes: every negative value becomes 0; give --output-dtype (int8 for signed data)")
+
+
 def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray]):
     """The work on each tensor (see :mod:`quantspec._core.slabs`) and notes for the user."""
     scale = parse_values(args.scale, "--scale", args.scale_dtype)
-    common = dict(axis=args.axis, block_size=args.block_size, opset=args.opset, compat=args.compat)
+    _warn_traps(args, direction, scale)
+    common = dict(axis=1 if args.axis is None else args.axis, block_size=args.block_size, opset=args.opset,
+                  compat=args.compat)
     work = []
     if direction == "quantize":
         out_t = qtype(args.output_dtype, "--output-dtype") if args.output_dtype else None

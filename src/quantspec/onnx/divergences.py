@@ -120,6 +120,15 @@ DIVERGENCES: tuple[Divergence, ...] = (
                spec=ERROR, reference=(-2147483648.0, 16777213.0), onnxruntime=(2147483648.0, 16777214.0),
                note="the text gives int32 no zero point; onnx.reference converts x to float32 and subtracts in "
                     "float64, onnxruntime subtracts in int32 with wrap-around (-2^31 - 3 -> 2^31 - 3)"),
+    Divergence("dq-float8-zero-point-shape", "DequantizeLinear of float8 with an all-zero zero point of another "
+               "shape than the scale", "DequantizeLinear", (1.0, 2.0), "float8e4m3fn", 1.0, "float", (0.0, 0.0, 0.0),
+               "float8e4m3fn", spec=ERROR, reference=(1.0, 2.0), onnxruntime=ERROR,
+               note="onnx.reference reads a float8 zero point only to check that it is zero (any shape; an empty one "
+                    "fails) and then ignores it"),
+    Divergence("dq-float8-zero-point-half", "DequantizeLinear of float8 with a zero point of 0.5",
+               "DequantizeLinear", (1.0, 2.0), "float8e4m3fn", 1.0, "float", 0.5, "float8e4m3fn",
+               spec=ERROR, reference=(1.0, 2.0), onnxruntime=ERROR,
+               note="onnx.reference checks the zero point converted to uint8, which reads 0.5 (and -0.5, -0.0) as 0"),
     Divergence("dq-e8m0-no-output-dtype", "DequantizeLinear with a float8e8m0 scale and no output_dtype",
                "DequantizeLinear", (-3, 5), "int8", 0.5, "float8e8m0", opset=25,
                spec=ERROR, reference=(0xFF, 0x80), onnxruntime=ERROR,

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._core.arrays import native
+from .._core.arrays import check_fits, native
 from .._core.packing import pack_codes, packed_size, unpack_codes
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
@@ -30,6 +30,7 @@ def pack(array: Any) -> bytes:
     a = np.asarray(array)
     a = native(a)
     t = qtype(a.dtype, "array")
+    check_fits(a.shape, a.dtype.itemsize, "array", "its bytes")
     if t.is_packed:
         return pack_codes(np.ascontiguousarray(a).view(np.uint8), t.bits)
     return np.ascontiguousarray(a).view(t.storage).astype(t.storage.newbyteorder("<"), copy=False).tobytes()

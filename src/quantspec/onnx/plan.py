@@ -248,6 +248,29 @@ def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_
     return g, a, _effective_block(block_size, x_shape[a]) if g == "block" else 0
 
 
+#: onnx.reference 1.23's DequantizeLinear does not read these inputs' zero point (neither its type nor
+#: its shape): for float8 it only requires that the values, cast to uint8, are all 0 (an empty zero
+#: point fails there: the min of an empty array); for float4e2m1 it does not look at it at all
+_REFERENCE_IGNORES_ZERO_POINT = {"float8e4m3fn": True, "float8e4m3fnuz": True, "float8e5m2": True,
+                                 "float8e5m2fnuz": True, "float4e2m1": False}
+
+
+def _reference_float_zero_point(zp: np.ndarray, x_type: QType) -> None:
+    """Refuse the float8 zero point onnx.reference refuses (``x_zero_point.astype(np.uint8)`` must hold
+    only zeros, and at least one value); the result does not depend on it."""
+    if not _REFERENCE_IGNORES_ZERO_POINT[x_type.name]:
+        return
+    with np.errstate(invalid="ignore", over="ignore"):
+        u = zp.astype(np.uint8)       # the same conversion, on the same machine (0.5 and -0.0 read as 0)
+    if u.size == 0:
+        raise ShapeError("x_zero_point", f"must not be empty for {x_type.name} input (onnx.reference fails on "
+                         "the minimum of an empty array)", zp.shape)
+    if u.min() != 0 or u.max() != 0:
+        raise InvalidArgumentError("x_zero_point", f"must read as 0 when converted to uint8, for {x_type.name} "
+                                   "input (onnx.reference: 'x_zero_point is not null but should be zero for float8 "
+                                   "types')", zp if zp.size <= 8 else "non-zero values")
+
+
 # ---------------------------------------------------------------------------------------------
 def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis: Any = 1, block_size: Any = 0,
                   output_dtype: Any = None, saturate: Any = True, precision: Any = None, opset: int | None = None,
@@ -337,7 +360,9 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
     _allowed("x", x_type, row.dq_x, version, "x", "dq")
 
     zp = None
-    if x_zero_point is not None:
+    if x_zero_point is not None and compat == "reference" and x_type.name in _REFERENCE_IGNORES_ZERO_POINT:
+        _reference_float_zero_point(_scalar_to(x_zero_point, "x_zero_point", x_type), x_type)
+    elif x_zero_point is not None:
         zp = _scalar_to(x_zero_point, "x_zero_point", x_type)
         z_type = qtype(zp.dtype, "x_zero_point")
         if z_type != x_type:

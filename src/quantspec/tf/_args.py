@@ -5,10 +5,10 @@ Rules (docs/tensorflow.md, "Arguments"):
 - an input tensor ``x`` must already have the kernel's type when it is a numpy array (float32 for
   QuantizeV2 and FakeQuant; float32 or float64 for QuantizeAndDequantize); Python numbers and
   lists are converted, as ``tf.convert_to_tensor`` converts them;
-- a range argument (``min_range``, ``input_min``, ...) given as a Python number or list is
-  converted to the kernel's type (rounding, as TensorFlow does); a numpy array or scalar of
-  another real type is converted only when the conversion is exact, otherwise it is refused
-  rather than silently rounded;
+- a range argument (``min_range``, ``input_min``, ...) given as a Python number or list, or as a
+  numpy float64 scalar (0-d), is converted to the kernel's type (rounding, as TensorFlow does); a
+  numpy array or scalar of another real type is converted only when the conversion is exact,
+  otherwise it is refused rather than silently rounded;
 - string attributes are matched case-insensitively against TensorFlow's spellings.
 """
 
@@ -33,6 +33,14 @@ NUMBER = (int, float, np.integer, np.floating)
 def _python(value: Any) -> bool:
     """Python data (np.float64 subclasses float but is numpy data, and is not Python data here)."""
     return (isinstance(value, (int, float, list, tuple)) and not isinstance(value, (bool, np.generic)))
+
+
+def _float64_scalar(value: Any) -> bool:
+    """A numpy float64 scalar (or 0-d array): what ``np.percentile`` or ``x.astype(float).min()`` give.
+    TensorFlow converts it to a float32 argument as it converts a Python float (rounding to nearest),
+    so quantspec treats it as one."""
+    return (isinstance(value, (np.floating, np.ndarray)) and value.ndim == 0 and value.dtype.kind == "f"
+            and value.dtype.itemsize == 8)
 
 
 def tensor(x: Any, argument: str, allowed: Sequence[np.dtype], op: str) -> np.ndarray:
@@ -94,7 +102,7 @@ def param(value: Any, argument: str, dtype: np.dtype) -> np.ndarray:
         raise InvalidArgumentError(argument, "is required", value)
     if isinstance(value, (bool, np.bool_)):
         raise DTypeError(argument, "must be a number, not a bool", value)
-    if _python(value):
+    if _python(value) or _float64_scalar(value):
         try:
             a = np.asarray(value, dtype=np.float64)
         except OverflowError:

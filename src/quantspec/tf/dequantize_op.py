@@ -29,6 +29,7 @@ import numpy as np
 
 from .._core.arrays import from_foreign
 from .._core.plancache import PlanCache, own
+from .._core.arrays import check_fits
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 from . import _args, fast, spec
@@ -199,6 +200,8 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     else:
         plan, prepared = hit
     _args.check_out(out, q.shape, plan.dtype)
+    if out is None:
+        check_fits(q.shape, plan.dtype.itemsize)
     if fast.path_dequantize(plan) == "fast":
         return fast.dequantize(q, plan, out=out, prepared=prepared)
     return compute_dequantize(q, plan, out=out)

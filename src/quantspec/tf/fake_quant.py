@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_fits
 from .._core.rounding import half_away_from_zero
 from ..errors import RangeError, ShapeError
 from . import _args, spec
@@ -68,6 +69,7 @@ def _plan(mn, mx, num_bits, narrow_range, *, divide: bool, zero_special: bool) -
 
 def compute_fake_quant(x: np.ndarray, plan: FakeQuantPlan) -> np.ndarray:
     """``x`` (float32, last axis = the slices of ``plan``) through the fake quantizer."""
+    check_fits(x.shape, 4)
     depth = plan.scale.shape[0]
     x2 = ftz(x.reshape(x.size // depth if depth else 0, depth))
     shifted = fsub(clamp(x2, plan.nudged_min, plan.nudged_max), plan.nudged_min)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_fits
 from .._core.rounding import half_to_even
 from ..errors import RangeError, ShapeError
 from . import _args, _eigen, spec
@@ -95,6 +96,7 @@ def prepare_qdq(x: np.ndarray, input_min, input_max, *, version: int, signed_inp
     round_mode = "HALF_TO_EVEN" if version == 3 else _args.choice(round_mode, "round_mode", spec.QDQ_ROUND_MODES)
     narrow_range = _args.flag(narrow_range, "narrow_range")
     ax = _args.axis_of(axis, x.ndim)
+    check_fits(x.shape, x.dtype.itemsize)    # the result (and a copy, when a view cannot be reshaped)
     x3 = slices(x, ax)
     channels = x3.shape[1]
     if range_given:

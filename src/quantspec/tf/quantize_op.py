@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.arrays import from_foreign
+from .._core.arrays import check_fits, from_foreign
 from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
@@ -305,6 +305,8 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
     else:
         plan, prepared = hit
     _args.check_out(out, x.shape, plan.T.dtype)
+    if out is None:
+        check_fits(x.shape, plan.T.dtype.itemsize)
     if fast.path_quantize(plan) == "fast":
         codes = fast.quantize(x, plan, out=out, prepared=prepared)
     else:

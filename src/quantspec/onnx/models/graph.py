@@ -196,7 +196,9 @@ class Graph:
         elem = int(tt.elem_type) or None
         shape = None
         if tt.HasField("shape"):
-            shape = tuple(int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim)
+            # a negative dim_value (no valid model has one) is as good as unknown
+            shape = tuple(int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None
+                          for d in tt.shape.dim)
         return TensorInfo(elem, shape)
 
     def _infer(self, proto: Any) -> None:
@@ -254,7 +256,10 @@ class Graph:
         """Type and shape of a tensor (constants from their TensorProto)."""
         t = self.constant(name)
         if t is not None:
-            return TensorInfo(int(t.data_type) or None, tuple(int(d) for d in t.dims))
+            dims = tuple(int(d) for d in t.dims)
+            if any(d < 0 for d in dims):
+                raise ModelError("model", f"has a constant tensor {name!r} with a negative dimension", list(dims))
+            return TensorInfo(int(t.data_type) or None, dims)
         return self._infos.get(name, UNKNOWN) if name else UNKNOWN
 
     def stored_ints(self, name: str) -> np.ndarray | None:

@@ -93,6 +93,9 @@ class OnnxModel:
     base_dir: Path | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
+    def __post_init__(self):
+        _check_names(self.proto)
+
     def values(self, tensor: Any, *, mapped: bool = True) -> np.ndarray:
         """The values of a ``TensorProto`` of this model, as a numpy array of its type (ml_dtypes
         types for the sub-byte and narrow float types, unpacked).  External data is read from its
@@ -174,6 +177,34 @@ class OnnxModel:
         from ..packing import unpack
 
         return unpack(data, t, dims)
+
+
+def _check_names(proto: Any) -> None:
+    """Refuse a model whose names are not text: protobuf hands a string field holding bytes that are
+    not UTF-8 back as ``bytes``, which every later message and lookup would trip over."""
+    def bad(value, what):
+        if not isinstance(value, str):
+            raise ModelError("model", f"has a {what} that is not valid UTF-8 text", repr(value)[:80])
+
+    for op in proto.opset_import:
+        bad(op.domain, "an opset domain")
+    graphs = [proto.graph]
+    while graphs:
+        g = graphs.pop()
+        bad(g.name, "graph name")
+        for v in (*g.input, *g.output, *g.value_info, *g.initializer, *g.sparse_initializer):
+            bad(getattr(v, "name", ""), "value or tensor name")
+        for n in g.node:
+            bad(n.name, "node name")
+            bad(n.op_type, "operator type")
+            bad(n.domain, "operator domain")
+            for name in (*n.input, *n.output):
+                bad(name, "node input or output name")
+            for a in n.attribute:
+                bad(a.name, "attribute name")
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
 
 
 def _row(tensor: Any):

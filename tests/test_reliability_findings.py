@@ -1,0 +1,722 @@
+"""What fuzzing of the public API, the model reader and the CLI found, one test (or a few) per
+finding; each failed before its fix.  The fuzzers themselves are the ``test_fuzz_*`` files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import refs
+from litert_models import example_bytes, edit
+from quantspec.cli import main
+from quantspec.errors import ModelError
+from quantspec.litert import check_model, load_model
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _litert_refuses(data: bytes) -> str:
+    """LiteRT's reason for refusing to load ``data`` (the test fails if it loads it)."""
+    L = refs.require("ai_edge_litert.interpreter")
+    with pytest.raises(ValueError) as e:
+        L.Interpreter(model_content=data)
+    return str(e.value)
+
+
+# --- 1. the .tflite reader requires what LiteRT's flatbuffer verifier requires -----------------
+
+def _unterminated_string() -> bytes:
+    """The bundled mlp_softmax.tflite with the NUL that ends the string "Identity" overwritten."""
+    data = bytearray(example_bytes("mlp_softmax"))
+    k = data.find(b"Identity\x00")
+    assert k > 0
+    data[k + 8] = 1
+    return bytes(data)
+
+
+def _patched(name: str, at: int, old: bytes, new: bytes) -> bytes:
+    data = bytearray(example_bytes(name))
+    assert data[at:at + len(old)] == old, "the bundled model changed: find a new place for this patch"
+    data[at:at + len(new)] = new
+    return bytes(data)
+
+
+#: single patches of the bundled mlp_softmax.tflite that quantspec's reader accepted and LiteRT's
+#: flatbuffer verifier refuses (found by the mutation fuzzer)
+VERIFIER_CASES = {
+    "string without its NUL": (_unterminated_string, "not terminated by a NUL byte"),
+    # the root table's signature_defs field: an offset of 0
+    "offset of 0": (lambda: _patched("mlp_softmax", 32, b"\x1c\x00\x00\x00", b"\x00"), "offset of 0"),
+    # the subgraph's vtable names a field at an odd place: a misaligned int32 field
+    "misaligned field": (lambda: _patched("mlp_softmax", 1566, b"\x0e\x00", b"\x80"), "not aligned"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VERIFIER_CASES))
+def test_f1_what_litert_verifier_refuses_is_unreadable(case, tmp_path, capsys):
+    make, match = VERIFIER_CASES[case]
+    data = make()
+    assert "not a valid Flatbuffer buffer" in _litert_refuses(data)
+    with pytest.raises(ModelError, match=match):
+        load_model(data)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    assert main(["check", str(path)]) == 2                      # not "conformant"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "flatbuffer verifier" in err
+
+
+def test_f1_a_table_referenced_more_than_a_million_times_is_refused():
+    """The verifier counts every table it walks, shared ones each time (at most 1,000,000)."""
+    from test_litert_model_fuzz import _shared_tensor_model
+
+    data = _shared_tensor_model(1_000_001, 1)
+    assert "not a valid Flatbuffer buffer" in _litert_refuses(data)
+    with pytest.raises(ModelError, match="more than 1000000"):
+        load_model(data)
+    load_model(_shared_tensor_model(1000, 1))
+
+
+def _bias_quantized_dimension_5() -> bytes:
+    def change(obj):
+        (t,) = [t for t in obj.subgraphs[0].tensors if t.name == b"arith.constant2"]
+        t.quantization.quantizedDimension = 5
+    from quantspec.litert.model import example_model
+
+    return edit(Path(example_model("mlp_softmax")).with_name("bench_cnn.tflite").read_bytes(), change)
+
+
+@pytest.mark.parametrize("make", [_unterminated_string, _bias_quantized_dimension_5],
+                         ids=["verifier", "quantized_dimension"])
+def test_f1_compare_litert_on_a_model_litert_refuses_exits_2(make, tmp_path, capsys, monkeypatch):
+    """LiteRT's refusal is one line naming it and its reason (the reader now refuses the first model
+    itself, so the LiteRT call is reached here by lending the run the unchecked model)."""
+    data = make()
+    reason = _litert_refuses(data)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    if make is _unterminated_string:       # reach the LiteRT call with a model quantspec would refuse
+        from quantspec.litert import _verify
+        monkeypatch.setattr(_verify, "verify", lambda buf: None)
+    assert main(["run", str(path), "--random", "0", "--compare-litert"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "LiteRT refused the model" in captured.err and reason.split(".")[0] in captured.err
+
+
+def test_f1_check_still_reports_what_litert_rejects_at_load():
+    report = check_model(_bias_quantized_dimension_5())
+    assert not report.ok and any(v.rule == "quantization-malformed" for v in report.violations)
+
+
+# --- 2. signals during a CLI write leave no temporary behind ----------------------------------
+
+_SLOW_WRITER = textwrap.dedent("""
+    import sys, time
+    from quantspec._core import tensorio
+    real = tensorio._write_pieces
+    def slow(f, *args, **kwargs):       # the write starts, then takes its time
+        real(f, *args, **kwargs)
+        f.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+    tensorio._write_pieces = slow
+    from quantspec.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def _interrupted_write(tmp_path: Path, sig: int, suffix: str) -> tuple[int, set[str], str]:
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / f"y{suffix}"
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), QUANTSPEC_FAST="0")
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "quantize", str(tmp_path / "x.npy"), str(out),
+                          "--spec", "onnx", "--scale", "0.01", "--output-dtype", "int8"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert p.stdout.readline() == "writing\n"
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    return p.returncode, set(os.listdir(tmp_path)), err
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+@pytest.mark.parametrize("suffix", [".npy", ".safetensors"])
+def test_f2_a_terminated_write_leaves_nothing_behind(tmp_path, sig, suffix):
+    code, left, err = _interrupted_write(tmp_path, getattr(signal, sig), suffix)
+    assert left == {"x.npy"}, left
+    assert code == 128 + getattr(signal, sig) and err.count("\n") == 1, (code, err)
+
+
+def test_f2_a_killed_write_leaves_nothing_behind(tmp_path):
+    """SIGKILL cannot be caught: the output is written to an unnamed file (O_TMPFILE), named only when
+    it is complete, so a killed run leaves no temporary file."""
+    if not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE on this system: a killed run leaves its named temporary file")
+    code, left, _ = _interrupted_write(tmp_path, signal.SIGKILL, ".npy")
+    assert code == -signal.SIGKILL
+    assert left == {"x.npy"}, left
+
+
+def test_f2_a_killed_write_keeps_the_old_destination(tmp_path):
+    (tmp_path / "y.npy").write_bytes(b"old")
+    code, left, _ = _interrupted_write(tmp_path, signal.SIGKILL, ".npy")
+    assert (tmp_path / "y.npy").read_bytes() == b"old"
+    if hasattr(os, "O_TMPFILE"):
+        assert left == {"x.npy", "y.npy"}, left
+
+
+@pytest.mark.parametrize("how", ["unnamed", "link refused", "no O_TMPFILE"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors"])
+def test_f2_every_way_of_writing_gives_the_same_file(tmp_path, monkeypatch, how, suffix):
+    """The unnamed temporary file, its copy where the file system will not link it, and the named
+    temporary file where there is no O_TMPFILE: the same bytes, ordinary permissions, nothing left."""
+    from quantspec._core import tensorio
+
+    if how == "link refused":
+        def refuse(*args):
+            raise OSError(18, "Invalid cross-device link")
+        monkeypatch.setattr(tensorio, "_name_unnamed", refuse)
+    elif how == "no O_TMPFILE":
+        monkeypatch.setattr(tensorio, "_unnamed_file", lambda directory: None)
+    tensors = {"a": np.arange(10, dtype=np.int8), "b": np.linspace(0, 1, 7, dtype=np.float32)}
+    if suffix == ".npy":
+        tensors = {"y": tensors["a"]}      # a .npy's tensor is named after the file
+    tensorio.write_tensors(tmp_path / f"y{suffix}", tensors)
+    back = tensorio.read_tensors(tmp_path / f"y{suffix}")
+    assert {k: v.tobytes() for k, v in back.items()} == {k: v.tobytes() for k, v in tensors.items()}
+    assert os.listdir(tmp_path) == [f"y{suffix}"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / f"y{suffix}").stat().st_mode & 0o777 == 0o666 & ~mask
+
+    def full(f):
+        f.write(b"x")
+        raise OSError(28, "No space left on device")
+
+    from quantspec.errors import TensorFileError
+
+    with pytest.raises(TensorFileError, match="No space left"):
+        tensorio._atomic_with(tmp_path / "z.npy", full)
+    assert os.listdir(tmp_path) == [f"y{suffix}"]
+
+
+# --- 3. every argument is checked before the data is touched ------------------------------------
+
+def _huge(dtype, n=58, shape=None):
+    """A broadcast view declaring 2^n elements (no memory behind it)."""
+    return np.broadcast_to(np.array(0.5 if np.dtype(dtype).kind == "f" else 3, dtype), shape or (2 ** (n // 2), 2 ** (n - n // 2)))
+
+
+def _quick(call, error):
+    t0 = time.process_time()
+    with pytest.raises(error) as e:
+        call()
+    assert time.process_time() - t0 < 1.0
+    return e.value
+
+
+def test_f3_weight_params_checks_the_axis_before_reading_the_weights():
+    import quantspec.litert as L
+    from quantspec.errors import AxisError
+
+    for axis in (5, 1.0, np.float64(0), True, "0"):
+        _quick(lambda: L.weight_params(_huge(np.float32), axis=axis), AxisError)
+    # a valid call over a broadcast view reads only its distinct values
+    t0 = time.process_time()
+    p = L.weight_params(_huge(np.float32, shape=(3, 2 ** 56)), axis=0)
+    assert time.process_time() - t0 < 1.0 and p.scale.tolist() == [np.float32(0.5 / 127)] * 3
+
+
+def test_f3_other_arguments_before_the_data():
+    """A bad argument beside a huge input is named at once (nothing scanned, copied or allocated)."""
+    import quantspec.litert as L
+    import quantspec.onnx as O
+    import quantspec.tf as T
+    from quantspec import errors
+
+    xf, xi = _huge(np.float32), _huge(np.int8)
+    cases = [
+        (lambda: O.quantize_linear(xf, np.float32(0.1), np.int8(0), axis=7, block_size=2), errors.QuantSpecError),
+        (lambda: O.dequantize_linear(xi, np.float32(0.1), np.uint8(0)), errors.DTypeError),
+        (lambda: T.quantize(xf, 1.0, -1.0, "qint8"), errors.InvalidArgumentError),
+        (lambda: T.quantize_and_dequantize_v2(xf, num_bits=99), errors.RangeError),
+        (lambda: T.fake_quant_with_min_max_args(xf, num_bits=1), errors.RangeError),
+        (lambda: L.quantize(xf, L.QuantParams([0.1, 0.2], 0, 1)), errors.ShapeError),
+        (lambda: L.quantize_weights(xf, L.QuantParams(0.1, 3)), errors.InvalidArgumentError),
+        (lambda: L.quantize_weights(_huge(np.float64), L.QuantParams(0.1, 3)), errors.InvalidArgumentError),
+        (lambda: L.quantize_bias(xf, L.QuantParams(0.1, 1)), errors.InvalidArgumentError),
+        (lambda: L.dequantize(xi, L.QuantParams([0.1, 0.2], 0, 5)), errors.AxisError),
+        (lambda: L.fixedpoint.multiply_by_quantized_multiplier(_huge(np.int64), 1 << 30, 99), errors.QuantSpecError),
+    ]
+    for call, error in cases:
+        _quick(call, error)
+
+
+# --- 4. a result too large for memory is a quantspec error, before anything is allocated ----------
+
+def _too_large_calls():
+    import quantspec.litert as L
+    import quantspec.onnx as O
+    import quantspec.tf as T
+
+    p = L.QuantParams(0.1, 0)
+    return {
+        "onnx.quantize_linear": lambda x: O.quantize_linear(x, np.float32(0.1), np.int8(0)),
+        "onnx.quantize_linear_packed": lambda x: O.quantize_linear_packed(x, np.float32(0.1), output_dtype="int4"),
+        "onnx.dequantize_linear": lambda x: O.dequantize_linear(np.broadcast_to(np.int8(3), x.shape), np.float32(0.1)),
+        "onnx.pack": lambda x: O.pack(np.broadcast_to(np.int8(3), x.shape)),
+        "tf.quantize": lambda x: T.quantize(x, -1.0, 1.0, "qint8"),
+        "tf.dequantize": lambda x: T.dequantize(np.broadcast_to(np.int8(3), x.shape), -1.0, 1.0),
+        "tf.quantize_and_dequantize_v2": lambda x: T.quantize_and_dequantize_v2(x, -1.0, 1.0, range_given=True),
+        "tf.quantize_and_dequantize_v3": lambda x: T.quantize_and_dequantize_v3(x, -1.0, 1.0, 8),
+        "tf.quantize_and_dequantize_v4": lambda x: T.quantize_and_dequantize_v4(x),
+        "tf.fake_quant_with_min_max_args": lambda x: T.fake_quant_with_min_max_args(x),
+        "tf.fake_quant_with_min_max_vars": lambda x: T.fake_quant_with_min_max_vars(x, -1.0, 1.0),
+        "tf.fake_quant_with_min_max_vars_per_channel": lambda x: T.fake_quant_with_min_max_vars_per_channel(
+            x, np.full(x.shape[-1], -1, np.float32), np.ones(x.shape[-1], np.float32)),
+        "litert.quantize": lambda x: L.quantize(x, p),
+        "litert.quantize_weights": lambda x: L.quantize_weights(x, p),
+        "litert.quantize_bias": lambda x: L.quantize_bias(x, p),
+        "litert.dequantize": lambda x: L.dequantize(np.broadcast_to(np.int8(3), x.shape), p),
+        "litert.fixedpoint.multiply_by_quantized_multiplier": lambda x: L.fixedpoint.multiply_by_quantized_multiplier(
+            np.broadcast_to(np.int32(3), x.shape), 1 << 30, 1),
+        "litert.fixedpoint.saturating_rounding_doubling_high_mul (broadcast)":
+            lambda x: L.fixedpoint.saturating_rounding_doubling_high_mul(
+                np.broadcast_to(np.int32(1), (2 ** (x.size.bit_length() // 2), 1)),
+                np.broadcast_to(np.int32(1), (1, x.size // 2 ** (x.size.bit_length() // 2)))),
+        "big-endian x": lambda x: O.quantize_linear(np.broadcast_to(np.array(0.5, ">f4"), x.shape), np.float32(0.1)),
+    }
+
+
+@pytest.mark.parametrize("n", [31, 40, 58])
+@pytest.mark.parametrize("name", sorted(_too_large_calls()))
+def test_f4_huge_results_are_too_large_errors(name, n, monkeypatch):
+    from quantspec import errors
+    from quantspec._core import arrays
+
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [1 << 30])     # a 1 GiB machine, wherever the test runs
+    x = _huge(np.float32, n, shape=(2 ** (n - 8), 2 ** 8))   # 256 channels on the last axis
+    e = _quick(lambda: _too_large_calls()[name](x), errors.TooLargeError)
+    assert isinstance(e, MemoryError) and isinstance(e, ValueError)
+    assert "bytes" in str(e) and e.argument
+    if "broadcast" not in name or n < 58:   # (at 2^58 an operand is already too large for its work arrays)
+        assert f"{2 ** n} elements" in str(e)
+
+
+def test_f4_what_fits_still_runs(monkeypatch):
+    import quantspec.onnx as O
+    from quantspec._core import arrays
+
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [1 << 30])
+    x = np.broadcast_to(np.float32(0.5), (1000, 1000))
+    assert O.quantize_linear(x, np.float32(0.1), np.int8(0)).tolist() == np.full((1000, 1000), 5, np.int8).tolist()
+
+
+# --- 5. a numpy float64 scalar is a float32 range argument, rounded as TensorFlow rounds it -------
+
+#: float64 values that float32 cannot hold exactly: ties to even both ways, beyond the float32
+#: range, below its subnormals, NaN
+F64_RANGES = [-0.1, 1 / 3, 1 + 2.0 ** -24, 1 + 3 * 2.0 ** -24, -(1 + 2.0 ** -24), 3.4028235677973366e38,
+              1e300, -1e300, 1e-310, -7e-46, 2.5000001, float("nan")]
+
+
+def _tf_calls(tf, qt, v):
+    """(TensorFlow's call, quantspec's call) pairs taking the float64 scalar ``v`` as a float32 range end;
+    TensorFlow gets the numpy scalar itself, as a user would pass it."""
+    x = np.array([-3.0, -1.0, -0.4, -0.1, 0.0, 0.1, 0.3, 0.49, 1.0, 2.5, 3.0, 100.0], np.float32)
+    q = np.arange(-128, 128, 23, dtype=np.int8)
+    lo, hi = (v, np.float64(4.0)) if not v > 0 else (np.float64(-4.0), v)
+    return {
+        "quantize": (lambda: [r.numpy() for r in tf.quantization.quantize(x, lo, hi, tf.qint8)],
+                     lambda: [np.asarray(r) for r in qt.quantize(x, lo, hi, "qint8")]),
+        "quantize SCALED": (lambda: [r.numpy() for r in tf.quantization.quantize(x, lo, hi, tf.qint8, mode="SCALED")],
+                            lambda: [np.asarray(r) for r in qt.quantize(x, lo, hi, "qint8", mode="SCALED")]),
+        "dequantize": (lambda: [tf.quantization.dequantize(tf.bitcast(tf.constant(q), tf.qint8), lo, hi).numpy()],
+                       lambda: [qt.dequantize(q, lo, hi)]),
+        "qdq v2": (lambda: [tf.raw_ops.QuantizeAndDequantizeV2(input=x, input_min=lo, input_max=hi, range_given=True)
+                            .numpy()],
+                   lambda: [qt.quantize_and_dequantize_v2(x, lo, hi, range_given=True)]),
+        "qdq v3": (lambda: [tf.raw_ops.QuantizeAndDequantizeV3(input=x, input_min=lo, input_max=hi, num_bits=8).numpy()],
+                   lambda: [qt.quantize_and_dequantize_v3(x, lo, hi, 8)]),
+        "fake quant vars": (lambda: [tf.quantization.fake_quant_with_min_max_vars(x, lo, hi).numpy()],
+                            lambda: [qt.fake_quant_with_min_max_vars(x, lo, hi)]),
+        "fake quant args": (lambda: [tf.quantization.fake_quant_with_min_max_args(x, min=lo, max=hi).numpy()],
+                            lambda: [qt.fake_quant_with_min_max_args(x, min=lo, max=hi)]),
+    }
+
+
+@pytest.mark.parametrize("value", F64_RANGES, ids=repr)
+def test_f5_float64_scalar_ranges_as_tensorflow_takes_them(value):
+    tf = refs.require("tensorflow")
+    import quantspec.tf as qt
+    from quantspec.errors import QuantSpecError
+
+    for name, (theirs, ours) in _tf_calls(tf, qt, np.float64(value)).items():
+        try:
+            want = theirs()
+        except Exception as e:   # TensorFlow refuses it: so must quantspec
+            with pytest.raises(QuantSpecError):
+                ours()
+            continue
+        got = ours()
+        if name.startswith("quantize"):   # NaN pre-cast values: TensorFlow's codes depend on the position
+            from tf_oracle import Case, compare
+
+            x = np.array([-3.0, -1.0, -0.4, -0.1, 0.0, 0.1, 0.3, 0.49, 1.0, 2.5, 3.0, 100.0], np.float32)
+            lo, hi = (np.float64(value), np.float64(4.0)) if not value > 0 else (np.float64(-4.0), np.float64(value))
+            case = Case("quantize", x, lo, hi, dict(T="qint8", mode=name.split()[-1] if " " in name else "MIN_COMBINED",
+                                                     round_mode="HALF_AWAY_FROM_ZERO", narrow_range=False, axis=None))
+            assert compare(case, [np.asarray(w).view(np.int8) if i == 0 else w for i, w in enumerate(want)], got) is None
+        else:
+            assert [w.tobytes() for w in want] == [np.asarray(g).tobytes() for g in got], (name, value, want, got)
+        # the same as the Python float of that value
+        python = _tf_calls(tf, qt, float(value))[name][1]()
+        assert [np.asarray(g).tobytes() for g in got] == [np.asarray(g).tobytes() for g in python], name
+
+
+def test_f5_zero_d_float64_arrays_too_and_other_inexact_values_still_refused():
+    import quantspec.tf as qt
+    from quantspec.errors import DTypeError
+
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    a = qt.quantize(x, np.array(-0.1), np.array(1 / 3), "qint8")
+    b = qt.quantize(x, -0.1, 1 / 3, "qint8")
+    assert all(np.asarray(u).tobytes() == np.asarray(v).tobytes() for u, v in zip(a, b))
+    with pytest.raises(DTypeError, match="cannot be converted exactly"):
+        qt.fake_quant_with_min_max_vars_per_channel(x.reshape(3, 3), np.array([-0.1, -1, -1]), np.ones(3))
+
+
+# --- 6. compat="reference": float8 (and float4) zero points exactly as onnx.reference 1.23 ---------
+
+def _f8_zero_points(t):
+    """Zero points of every shape, of the type ``t``: all zero (+0, -0, values that uint8 reads as 0),
+    empty, and non-zero."""
+    import ml_dtypes  # noqa: F401 - the dtypes come from quantspec's table
+
+    from quantspec.dtypes import qtype
+
+    dt = qtype(t).dtype
+    vals = {"0": [0.0], "-0": [-0.0], "0.5": [0.5], "1": [1.0], "-1": [-1.0], "nan": [float("nan")]}
+    out = {}
+    for name, v in vals.items():
+        with np.errstate(all="ignore"):
+            a = np.array(v, np.float32).astype(dt)
+        for shape in [(), (1,), (2,), (2, 2), (3,), (1, 1, 1)]:
+            out[f"{name}{list(shape)}"] = np.broadcast_to(a.reshape(()), shape).copy()
+    out["empty"] = np.zeros((0,), dt)
+    out["[0, 1]"] = np.array([0.0, 1.0], np.float32).astype(dt)
+    out["[0, 0.5]"] = np.array([0.0, 0.5], np.float32).astype(dt)
+    return out
+
+
+@pytest.mark.parametrize("t", ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1"])
+def test_f6_reference_float_zero_points_accept_and_refuse_as_onnx_reference(t):
+    import onnx_oracles
+    import quantspec.onnx as O
+    from quantspec.dtypes import qtype
+    from quantspec.errors import QuantSpecError
+
+    dt = qtype(t).dtype
+    x = np.array([1.0, 2.0], np.float32).astype(dt)
+    for scale in (np.float32(1.0), np.array([0.5, 2.0], np.float32)):
+        for name, zp in _f8_zero_points(t).items():
+            try:
+                with np.errstate(all="ignore"):
+                    want = onnx_oracles.reference("DequantizeLinear", 25, x, scale, zp, axis=0)
+            except Exception:      # onnx.reference fails: quantspec refuses
+                with pytest.raises(QuantSpecError):
+                    O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
+                continue
+            got = O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (t, name, scale, want, got)
+
+
+# --- 7. a 0-d input gives 0-d arrays, everywhere ------------------------------------------------
+
+def _zero_d_calls():
+    import quantspec.litert as L
+    import quantspec.onnx as O
+    import quantspec.tf as T
+    from quantspec.litert import fixedpoint as F
+
+    x, q, p = np.array(0.7, np.float32), np.array(3, np.int8), L.QuantParams(0.1, 0)
+    i = np.array(-12345, np.int32)
+    s = np.array(1 << 30, np.int32)
+    return {
+        "litert.quantize": lambda: L.quantize(x, p),
+        "litert.quantize_weights": lambda: L.quantize_weights(x, p),
+        "litert.quantize_weights (python float)": lambda: L.quantize_weights(0.7, p),
+        "litert.quantize_weights (per-tensor, own range)": lambda: L.quantize_weights(x, L.weight_params(x, None)),
+        "litert.quantize_bias": lambda: L.quantize_bias(x, p),
+        "litert.dequantize": lambda: L.dequantize(q, p),
+        "onnx.quantize_linear": lambda: O.quantize_linear(x, np.float32(0.1)),
+        "onnx.dequantize_linear": lambda: O.dequantize_linear(q, np.float32(0.1)),
+        "onnx.unpack": lambda: O.unpack(b"\x03", "int8", ()),
+        "tf.quantize": lambda: T.quantize(x, -1.0, 1.0, "qint8"),
+        "tf.dequantize": lambda: T.dequantize(q, -1.0, 1.0),
+        "tf.quantize_and_dequantize_v2": lambda: T.quantize_and_dequantize_v2(x, -1.0, 1.0, range_given=True),
+        "tf.fake_quant_with_min_max_args": lambda: T.fake_quant_with_min_max_args(x),
+        "tf.fake_quant_with_min_max_vars": lambda: T.fake_quant_with_min_max_vars(x, -1.0, 1.0),
+        "fixedpoint.quantize_multiplier": lambda: F.quantize_multiplier(np.array(0.3)),
+        "fixedpoint.saturating_rounding_doubling_high_mul": lambda: F.saturating_rounding_doubling_high_mul(i, s),
+        "fixedpoint.rounding_divide_by_pot": lambda: F.rounding_divide_by_pot(i, np.array(3)),
+        "fixedpoint.multiply_by_quantized_multiplier": lambda: F.multiply_by_quantized_multiplier(i, s, np.array(1)),
+        "fixedpoint.multiply_by_quantized_multiplier single": lambda: F.multiply_by_quantized_multiplier(
+            i, s, np.array(1), rounding="single"),
+        "fixedpoint.multiply_by_quantized_multiplier_smaller_than_one_exp":
+            lambda: F.multiply_by_quantized_multiplier_smaller_than_one_exp(i, s, np.array(-1)),
+        "fixedpoint.multiply_by_quantized_multiplier_greater_than_one":
+            lambda: F.multiply_by_quantized_multiplier_greater_than_one(i, s, np.array(1)),
+        "fixedpoint.multiply_by_quantized_multiplier_int64":
+            lambda: F.multiply_by_quantized_multiplier_int64(i, s, np.array(1)),
+        "fixedpoint.saturating_rounding_multiply_by_pot": lambda: F.saturating_rounding_multiply_by_pot(i, 3),
+        "fixedpoint.saturating_left_shift": lambda: F.saturating_left_shift(i, 3),
+        "fixedpoint.wrap_int32": lambda: F.wrap_int32(np.array(1 << 40)),
+        "fixedpoint.saturate_int32": lambda: F.saturate_int32(np.array(1 << 40)),
+        "fixedpoint.rounding_half_sum": lambda: F.rounding_half_sum(i, s),
+        "fixedpoint.count_leading_zeros": lambda: F.count_leading_zeros(i),
+        "fixedpoint.exp_on_interval_between_negative_one_quarter_and_0_excl":
+            lambda: F.exp_on_interval_between_negative_one_quarter_and_0_excl(np.array(-(1 << 28), np.int32)),
+        "fixedpoint.exp_on_negative_values": lambda: F.exp_on_negative_values(i, 5),
+        "fixedpoint.one_over_one_plus_x_for_x_in_0_1": lambda: F.one_over_one_plus_x_for_x_in_0_1(s),
+        "fixedpoint.one_minus_x_over_one_plus_x_for_x_in_0_1": lambda: F.one_minus_x_over_one_plus_x_for_x_in_0_1(s),
+        "fixedpoint.logistic": lambda: F.logistic(i, 5),
+        "fixedpoint.tanh": lambda: F.tanh(i, 5),
+        "fixedpoint.log_x_for_x_greater_than_or_equal_to_1":
+            lambda: F.log_x_for_x_greater_than_or_equal_to_1(np.array(1 << 28, np.int32), 5, 5),
+        "fixedpoint.get_reciprocal": lambda: F.get_reciprocal(np.array(1000, np.int32), 12),
+        "fixedpoint.get_inv_sqrt_quantized_multiplier_exp":
+            lambda: F.get_inv_sqrt_quantized_multiplier_exp(np.array(1000, np.int32), -1),
+        "fixedpoint.rescale": lambda: F.rescale(i, 5, 8),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_zero_d_calls()))
+def test_f7_zero_d_inputs_give_zero_d_arrays(name):
+    result = _zero_d_calls()[name]()
+    for r in (result if isinstance(result, tuple) else (result,)):
+        assert type(r) is np.ndarray and r.shape == (), (name, type(r), r)
+
+
+# --- 8. the command line's silent traps get a one-line warning --------------------------------------
+
+def _cli(tmp_path, capsys, *args, x=None):
+    x = np.array([[-1.0, -0.5, 0.25], [0.5, 1.0, 2.0]], np.float32) if x is None else x
+    np.save(tmp_path / "x.npy", x)
+    code = main([args[0], str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), *args[1:]])
+    err = capsys.readouterr().err
+    return code, [line for line in err.splitlines() if "warning" in line]
+
+
+WARNINGS = {
+    "onnx scale 0": (("quantize", "--spec", "onnx", "--scale", "0", "--output-dtype", "int8"), "scale of 0"),
+    "onnx scale 0 per-axis": (("quantize", "--spec", "onnx", "--scale", "0.1,0,0.2", "--axis", "1",
+                               "--output-dtype", "int8"), "scale of 0"),
+    "onnx negative scale": (("quantize", "--spec", "onnx", "--scale", "-0.1", "--output-dtype", "int8"),
+                            "negative scale"),
+    "onnx dequantize scale 0": (("dequantize", "--spec", "onnx", "--scale", "0"), "scale of 0"),
+    "onnx axis with a per-tensor scale": (("quantize", "--spec", "onnx", "--scale", "0.1", "--axis", "0",
+                                           "--output-dtype", "int8"), "--axis is ignored"),
+    "onnx default uint8": (("quantize", "--spec", "onnx", "--scale", "0.1"), "uint8"),
+    "litert axis with a per-tensor scale": (("quantize", "--spec", "litert", "--scale", "0.1", "--axis", "1"),
+                                            "--axis is ignored"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WARNINGS))
+def test_f8_cli_traps_warn(case, tmp_path, capsys):
+    args, words = WARNINGS[case]
+    x = None
+    if args[0] == "dequantize":
+        x = np.array([[-3, 5, 7]], np.int8)
+    code, warnings = _cli(tmp_path, capsys, *args, x=x)
+    assert code == 0
+    assert len(warnings) == 1 and words in warnings[0], warnings
+    assert warnings[0].startswith(f"quantspec {args[0]}: warning: ")
+
+
+@pytest.mark.parametrize("args", [
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--output-dtype", "int8"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--output-dtype", "uint8"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--zero-point", "128"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1,0.2,0.3", "--axis", "1", "--output-dtype", "int8"),
+    ("quantize", "--spec", "litert", "--scale", "0.1"),
+    ("quantize", "--spec", "litert", "--scale", "0.1,0.2,0.3", "--axis", "1"),
+], ids=str)
+def test_f8_no_warning_without_a_trap(args, tmp_path, capsys):
+    code, warnings = _cli(tmp_path, capsys, *args)
+    assert code == 0 and warnings == []
+
+
+# --- found by the fuzzers ---------------------------------------------------------------------------
+
+def test_fuzz_tiny_per_tensor_weights_as_the_converter_quantizes_them():
+    """Weights whose largest magnitude is below 127 / FLT_MAX: the converter's 127 / max|w| is +inf in
+    float32, every w * inf (and 0 * inf = NaN) converts to INT32_MIN on x86, which clamps to -127.
+    quantspec gave 127 / 0 / -127 (and numpy's overflow warning).  Checked against the converter."""
+    from test_litert_params import _convert, _tensors
+
+    import quantspec.litert as L
+
+    tf = refs.require("tensorflow")
+    w = np.array([[1e-40], [0.0], [-2e-40], [3e-38]], np.float32)
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32)])
+        def f(self, x):
+            return tf.matmul(x, tf.constant(w))
+
+    data = [np.random.default_rng(i).uniform(-1, 1, (1, 4)).astype(np.float32) for i in range(4)]
+    _, quantized = _convert(M(), data, per_channel=False)
+    (want,) = [t["data"].view(np.int8).reshape(t["shape"]) for t in _tensors(quantized)[1]
+               if t["data"] is not None and t["type"] == 9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = L.quantize_weights(w.T, L.weight_params(w.T, None))
+    assert got.tolist() == want.tolist() == [[-127, -127, -127, -127]]
+
+
+def test_fuzz_per_axis_weight_scales_whose_reciprocal_overflows():
+    """A per-axis scale below 1 / FLT_MAX: f32(1.0 / scale) is +inf, and the C++ cast of w * inf gives
+    INT32_MIN, clamped to -127 (SymmetricPerChannelQuantizeValues), without a numpy warning."""
+    import quantspec.litert as L
+
+    w = np.array([[0.5, -0.5, 0.0], [1.0, 2.0, -3.0]], np.float32)
+    p = L.QuantParams([1e-39, 0.01], [0, 0], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = L.quantize_weights(w, p)
+    assert got.tolist() == [[-127, -127, -127], [100, 127, -127]]
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+@pytest.mark.parametrize("recorded", ["flo`t4e2m1", "nonsense", 5])
+def test_fuzz_a_file_recording_an_unknown_type_is_a_tensor_file_error(tmp_path, suffix, recorded):
+    """A damaged type entry (.npz's __quantspec_dtypes__, safetensors' quantspec.dtype.* metadata) was a
+    DTypeError about the user's arguments; it is the file's fault: a TensorFileError naming the file."""
+    import json
+    import zipfile
+
+    from quantspec._core import tensorio
+    from quantspec.errors import TensorFileError
+
+    path = tmp_path / f"x{suffix}"
+    tensorio.write_tensors(path, {"t": np.zeros(4, "int4")})
+    if suffix == ".npz":
+        with zipfile.ZipFile(path) as z:
+            members = {n: z.read(n) for n in z.namelist()}
+        entry = np.frombuffer(json.dumps({"t": recorded}).encode(), np.uint8)
+        import io
+        buf = io.BytesIO()
+        np.save(buf, entry)
+        members["__quantspec_dtypes__.npy"] = buf.getvalue()
+        with zipfile.ZipFile(path, "w") as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+    else:
+        raw = path.read_bytes()
+        n = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + n])
+        header["__metadata__"]["quantspec.dtype.t"] = recorded
+        h = json.dumps(header).encode()
+        h += b" " * (-len(h) % 8)
+        path.write_bytes(len(h).to_bytes(8, "little") + h + raw[8 + n:])
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match=path.name):
+            tensorio.read_tensors(path, mapped=mapped)
+
+
+def test_fuzz_an_invalid_spec_names_the_command(capsys):
+    """``--spec -``: the error came from a helper parser named after the interpreter's script
+    ("__main__.py: error: ..."), not "quantspec quantize: error: ..."."""
+    with pytest.raises(SystemExit) as e:
+        main(["quantize", "x.npy", "y.npy", "--spec", "-", "litert"])
+    assert e.value.code == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith("quantspec quantize: error: argument --spec")
+
+
+def _onnx_model_named(name: str) -> bytes:
+    from onnx_models import model, node, tensor
+
+    m = model([node("QuantizeLinear", [name, "s", "z"], ["q"]), node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+              [(name, "float32", [2, 3])], [("y", "float32", [2, 3])],
+              [tensor("s", np.float32(0.5)), tensor("z", np.int8(0))])
+    return m.SerializeToString()
+
+
+def test_fuzz_onnx_names_that_are_not_utf8_are_a_model_error():
+    """A mutated .onnx whose input name is not UTF-8: protobuf returns the name as bytes, and
+    ``audit`` died with a TypeError joining the input names (found by fuzzing)."""
+    refs.require("onnx")
+    from quantspec import onnx as qo
+
+    data = _onnx_model_named("inputname").replace(b"inputname", b"\xffnputname")
+    for call in (lambda: qo.check_model(data), lambda: qo.audit(data, {"inputname": np.zeros((2, 3), np.float32)}),
+                 lambda: qo.audit(data, run=False)):
+        with pytest.raises(ModelError, match="not valid UTF-8"):
+            call()
+    assert qo.check_model(_onnx_model_named("inputname")).ok
+
+
+def test_fuzz_onnx_negative_dimensions():
+    """A scale initializer with dims [-1] made check_model raise numpy's ValueError ("all elements
+    of broadcast shape must be non-negative"); a negative dim_value declared for an input is treated
+    as unknown (found by fuzzing)."""
+    refs.require("onnx")
+    import onnx
+
+    from quantspec import onnx as qo
+
+    m = onnx.ModelProto()
+    m.ParseFromString(_onnx_model_named("x"))
+    m.graph.initializer[0].dims.extend([-1])
+    for call in (lambda: qo.check_model(m.SerializeToString()), lambda: qo.audit(m.SerializeToString(), run=False)):
+        with pytest.raises(ModelError, match="negative dimension"):
+            call()
+    m.ParseFromString(_onnx_model_named("x"))
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -2
+    assert qo.check_model(m.SerializeToString()).ok
+    qo.audit(m.SerializeToString(), run=False)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_fuzz_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
+    """A .npy header numpy cannot parse as a literal ("(1and)") made Python print
+    "<unknown>:1: SyntaxWarning: invalid decimal literal" before the TensorFileError (found by
+    fuzzing): the command's one error line had a stray line above it."""
+    from quantspec._core import tensorio
+    from quantspec.errors import TensorFileError
+
+    buf = __import__("io").BytesIO()
+    np.save(buf, np.zeros((1, 2), np.float32))
+    raw = buf.getvalue().replace(b"(1, 2)", b"(1and)")
+    path = tmp_path / f"x{suffix}"
+    if suffix == ".npy":
+        path.write_bytes(raw)
+    else:
+        import zipfile
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("a.npy", raw)
+    with pytest.raises(TensorFileError, match="not a readable"):
+        tensorio.read_tensors(path)
+    # the warning is printed once per process and place: look at a fresh interpreter's stderr
+    code = ("from quantspec._core.tensorio import read_tensors\n"
+            "try:\n    read_tensors(__import__('sys').argv[1])\nexcept ValueError:\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr
