@@ -281,10 +281,43 @@ def test_the_numpy_path_writes_the_same_layout(sources, tmp_path, monkeypatch, d
     for scheme, out in fast.items():
         ref = tmp_path / scheme
         checkpoint.convert(src, ref, scheme, format="compressed-tensors", progress=False)
-        for f in sorted(p.name for p in out.iterdir()):
-            a, b = (ref / f).read_bytes(), (out / f).read_bytes()
-            if f.endswith(".safetensors"):                  # the data (the headers hold error sums)
-                n, m = int.from_bytes(a[:8], "little"), int.from_bytes(b[:8], "little")
-                assert n == m and a[8 + n:] == b[8 + m:], (scheme, f)
-            elif f != "quantspec.json":
-                assert a == b, (scheme, f)
+        for f in sorted(p.name for p in out.iterdir()):      # every byte, error statistics included
+            assert (ref / f).read_bytes() == (out / f).read_bytes(), (scheme, f)
+
+
+def test_verify_compares_config_json_with_the_one_convert_writes(sources, tmp_path):
+    """vLLM and transformers read config.json, not the manifest: verify finds a quantization_config
+    that is not the one the recorded schemes give, other changes to the config, and a missing one."""
+    src, _ = sources["bfloat16"]
+    out = tmp_path / "o"
+    checkpoint.convert(src, out, "int4-b32", format="compressed-tensors", progress=False)
+    good = (out / "config.json").read_text()
+    assert checkpoint.verify(src, out).ok
+
+    config = json.loads(good)
+    config["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 128
+    (out / "config.json").write_text(json.dumps(config))
+    rep = checkpoint.verify(src, out)
+    assert not rep.ok and all(t.ok for t in rep.tensors)
+    assert rep.files == ["config.json: its quantization_config is not the one the manifest's schemes give"]
+    assert "config.json" in rep.summary() and rep.to_dict()["files"] == rep.files
+
+    config = json.loads(good)
+    config["quantization_config"]["ignore"].append("lm_head")
+    (out / "config.json").write_text(json.dumps(config))
+    assert not checkpoint.verify(src, out).ok
+
+    config = json.loads(good)
+    config["hidden_size"] = -1
+    (out / "config.json").write_text(json.dumps(config))
+    assert checkpoint.verify(src, out).files == [
+        "config.json: differs from the source's config.json besides the quantization_config"]
+
+    (out / "config.json").write_text("{")
+    assert checkpoint.verify(src, out).files == ["config.json: missing or not JSON"]
+    (out / "config.json").unlink()
+    assert not checkpoint.verify(src, out).ok
+
+    (out / "config.json").write_text(json.dumps(json.loads(good), indent=4))   # the same JSON, other spacing
+    assert checkpoint.verify(src, out).ok
+    assert main(["verify", str(src), str(out)]) == 0

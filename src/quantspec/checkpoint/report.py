@@ -220,10 +220,11 @@ class VerifyReport:
     layout: str
     tensors: list[TensorCheck] = field(default_factory=list)
     seconds: float = 0.0
+    files: list[str] = field(default_factory=list)   # differences outside the tensors (config.json)
 
     @property
     def ok(self) -> bool:
-        return all(t.ok for t in self.tensors)
+        return all(t.ok for t in self.tensors) and not self.files
 
     @property
     def different(self) -> list[TensorCheck]:
@@ -238,15 +239,18 @@ class VerifyReport:
     def summary(self) -> str:
         bad = self.different
         mode = "codes from the stored parameters" if self.params_from_dst else "codes, scales and zero points"
+        files = "; " + "; ".join(self.files) if self.files else ""
         if not bad:
-            return f"{len(self.tensors)} tensors identical ({mode}; {self.layout} layout), {self.seconds:.1f} s"
+            return (f"{len(self.tensors)} tensors identical ({mode}; {self.layout} layout){files}, "
+                    f"{self.seconds:.1f} s")
         codes = sum(t.differing for t in bad)
         return (f"{len(bad)} of {len(self.tensors)} tensors differ ({codes} codes; {mode}; {self.layout} layout): "
-                + ", ".join(t.name for t in bad[:5]) + (", ..." if len(bad) > 5 else ""))
+                + ", ".join(t.name for t in bad[:5]) + (", ..." if len(bad) > 5 else "") + files)
 
     def table(self) -> str:
-        return "\n".join(line for t in self.tensors for line in (t.lines() if not t.ok else []))
+        return "\n".join([line for t in self.tensors for line in (t.lines() if not t.ok else [])] + self.files)
 
     def to_dict(self) -> dict:
         return {"src": self.src, "dst": self.dst, "ok": self.ok, "params_from_dst": self.params_from_dst,
-                "layout": self.layout, "seconds": self.seconds, "tensors": [t.to_dict() for t in self.tensors]}
+                "layout": self.layout, "seconds": self.seconds, "files": list(self.files),
+                "tensors": [t.to_dict() for t in self.tensors]}

@@ -23,6 +23,7 @@ many of them are what compressed-tensors' own arithmetic gives (its division in 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -276,6 +277,8 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
     source = sources.discover(src)
     report = VerifyReport(str(src), str(dst), params_from_dst, ck.layout)
     checks, scans = _plan(ck, source, params_from_dst, report)
+    if ck.layout == "compressed-tensors" and not ck.foreign:
+        _check_config(ck, source, report)
     be = make_backend(dask)
     prog = progress_for(progress)
     try:
@@ -287,6 +290,56 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
         sources.close_all()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _check_config(ck: QuantizedCheckpoint, source: sources.Source, report: VerifyReport) -> None:
+    """A compressed-tensors checkpoint with a quantspec manifest: its ``config.json`` must be the
+    source's ``config.json`` (if any) with the ``quantization_config`` that ``convert`` writes for the
+    schemes the manifest records (vLLM and transformers read the config, not the manifest)."""
+    by_name = {t.name: t for t in source.tensors}
+    names = ck.names()
+    if any(n not in by_name for n in names):
+        return                                        # reported per tensor; no plan to rebuild
+    plan = _ConfigPlan([_ConfigEntry(ck.scheme(n), by_name[n]) for n in names])
+    fmt = CompressedTensorsFormat()
+    want: dict = {}
+    if source.kind == "safetensors":
+        spath = os.path.join(source.root, fmt.config_name)
+        if os.path.isfile(spath):
+            want = _read_json(spath)
+            if not isinstance(want, dict):
+                want = {}
+    try:
+        want = dict(want)
+        want["quantization_config"] = fmt.quantization_config(plan)
+    except (KeyError, ValueError):
+        return                                        # a scheme compressed-tensors cannot hold: reported per tensor
+    got = _read_json(os.path.join(ck.path, fmt.config_name))
+    if got is None:
+        report.files.append("config.json: missing or not JSON")
+    elif not isinstance(got, dict) or got.get("quantization_config") != want["quantization_config"]:
+        report.files.append("config.json: its quantization_config is not the one the manifest's schemes give")
+    elif got != want:
+        report.files.append("config.json: differs from the source's config.json besides the quantization_config")
+
+
+@dataclass
+class _ConfigEntry:
+    scheme: str
+    source: sources.SourceTensor
+
+
+@dataclass
+class _ConfigPlan:
+    entries: list
+
+
+def _read_json(path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def _plan(ck: QuantizedCheckpoint, source: sources.Source, params_from_dst: bool, report: VerifyReport):
