@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
-                            round_half_away, uand, uor, ushl, ushr, usub)
+                            round_half_away, uadd, uand, uor, ushl, ushr, usub)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
            "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
@@ -41,7 +41,8 @@ _FLT_MAX = np.float32(3.4028234663852886e38)
 @inline
 def _row(src, kind, r, cols, buf):
     """Row ``r`` of the slab (raw bytes ``src``) widened to float32 into ``buf``; 1 when it holds a
-    NaN or an infinity, else 0."""
+    NaN or an infinity, else 0.  (An exponent field of all ones is found in 32-bit integers, which
+    vectorise at full width: ``(bits & 0x7F800000) + 0x00800000`` has bit 31 set exactly then.)"""
     bad = np.uint32(0)
     n = np.uint64(cols)
     base = np.uint64(r) * n
@@ -49,7 +50,7 @@ def _row(src, kind, r, cols, buf):
         s = src.view(np.uint16)
         for j in range(n):
             u = ushl(s[base + j], 16)
-            bad |= np.uint32(uand(u, 0x7F800000) == 0x7F800000)
+            bad = uor(bad, uadd(uand(u, 0x7F800000), 0x00800000))
             buf[j] = f32_from_bits(u)
     elif kind == 1:                                  # float16, exactly
         s = src.view(np.uint16)
@@ -61,15 +62,15 @@ def _row(src, kind, r, cols, buf):
             normal = uor(sign, uor(ushl(e + 112, 23), ushl(m, 13)))
             special = uor(sign, uor(0x7F800000, ushl(m, 13)))
             tiny = uor(f32_bits(np.float32(m) * np.float32(5.960464477539063e-08)), sign)
-            bad |= np.uint32(e == 31)
+            bad = uor(bad, ushl(uadd(e, 1), 26))     # e == 31: bit 31 set (e + 1 == 32)
             buf[j] = f32_from_bits(special if e == 31 else (tiny if e == 0 else normal))
     else:
         s = src.view(np.float32)
         for j in range(n):
             v = s[base + j]
-            bad |= np.uint32(uand(f32_bits(v), 0x7F800000) == 0x7F800000)
+            bad = uor(bad, uadd(uand(f32_bits(v), 0x7F800000), 0x00800000))
             buf[j] = v
-    return bad
+    return ushr(bad, 31)
 
 
 @inline
