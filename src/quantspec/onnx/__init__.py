@@ -22,7 +22,7 @@ from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
 __all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
-           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets"]
+           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "QuantizeLinearOp", "DequantizeLinearOp"]
 
 
 def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
@@ -112,3 +112,6 @@ def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: dict):
         prepared = fast.prepare_quantize(plan, True) if kind == "q" else fast.prepare_dequantize(plan, True)
     _PLANS.put(key, (plan, prepared))
     return plan, prepared
+
+
+from .ops import DequantizeLinearOp, QuantizeLinearOp  # noqa: E402 - records that call the functions above
