@@ -104,6 +104,8 @@ COMMANDS = {
               lambda a: _delegate("quantspec.litert._cli", "check_main", a)),
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
+    "equiv": ("translate a quantizer to another spec; prove over every input where the two differ",
+              lambda a: _delegate("quantspec.equiv.cli", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),
 }

@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, QuantSpecError
 
-__all__ = ["parse", "parse_target", "OPS", "SPECS"]
+__all__ = ["parse", "parse_target", "required_fields", "OPS", "SPECS"]
 
 
 def _records():
@@ -175,6 +175,15 @@ def _make(text: str, spec: str, key: str, fields: dict):
         names = [f.name for f in dataclasses.fields(cls)]
         raise _fail(text, f"has a key {cls.spec}:{cls.op} does not take, or lacks one it needs "
                     f"(fields: {', '.join(names)}): {e}") from None
+
+
+def required_fields(spec: str, key: str) -> set[str]:
+    """The keys a record of ``spec:key`` cannot do without."""
+    if spec == "litert":
+        return {"scale"}
+    cls = _records()[spec, key]
+    return {f.name for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
 
 
 def _listify(v):
