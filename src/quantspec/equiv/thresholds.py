@@ -133,12 +133,13 @@ def limits(order: Ordinals, bound: float | None) -> tuple[int, int]:
 
 
 def thresholds(op: QuantizerRecord, offset: int = 0, order: Ordinals | None = None,
-               bound: float | None = None) -> Steps:
+               bound: float | None = None, window: tuple[int, int] | None = None) -> Steps:
     """The decision thresholds of a one-channel quantizer (or simulated quantizer) ``op`` over the
-    finite inputs of magnitude at most ``bound`` (None: all): where it is non-decreasing (LiteRT's
-    QUANTIZE is not, beyond ``2^31 * scale``, where the int32 conversion wraps)."""
+    finite inputs of magnitude at most ``bound`` (None: all), or over the ordinals ``window =
+    (first, end)``: where it is non-decreasing (LiteRT's QUANTIZE is not, beyond ``2^31 * scale``,
+    where the int32 conversion wraps)."""
     order = order or ordinals_for(op.input_dtype)
-    first, end = limits(order, bound)
+    first, end = limits(order, bound) if window is None else (int(window[0]), int(window[1]))
     ends = order.values(np.array([first, end - 1]))
     c = codes_of(op, ends.astype(op.input_dtype), offset)
     low, high = int(c[0]), int(c[1])
