@@ -529,7 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
     parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 256 Ki)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
-    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert"), help="run only these groups")
+    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "equiv", "calibrate"),
+                        help="run only these groups")
     parser.add_argument("--tf-worker", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tf_worker:
@@ -538,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_thread_pools()
     n = args.size or ((1 << 18) if args.quick else (64 << 20))
     rounds = args.rounds or (3 if args.quick else 7)
-    groups = args.only or ["onnx", "tf", "litert"]
+    groups = args.only or ["onnx", "tf", "litert", "equiv", "calibrate"]
 
     from ._core import jit
 
@@ -560,6 +561,14 @@ def main(argv: list[str] | None = None) -> int:
         ok &= run_cases(_tf_cases(n, rounds), rounds, bandwidth, lines)
     if "litert" in groups:
         ok &= run_cases(_litert_cases(rounds), max(rounds, 10), bandwidth, lines)
+    for group, section in (("equiv", "quantspec.equiv.bench"), ("calibrate", "quantspec.calibrate.bench")):
+        if group in groups:            # each section is its module's lines(); a "DIFFERENT" fails the run
+            import importlib
+
+            mod = importlib.import_module(section)
+            out = mod.lines(args.size, args.quick) if group == "equiv" else mod.lines(args.quick, rounds)
+            print(f"\n{group}:\n" + "\n".join(out), flush=True)
+            ok &= not any("DIFFERENT" in line for line in out)
     print("\nall timed outputs equal the peers'" if ok else "\nSOME OUTPUTS DIFFER FROM THE PEER'S")
     return 0 if ok else 1
 
