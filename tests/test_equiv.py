@@ -133,7 +133,8 @@ def test_spec_string_aliases():
 @pytest.mark.parametrize("text", ["", "x", "foo:Bar", "tf:Nope min=1", "onnx:QuantizeLinear",
                                   "onnx:QuantizeLinear scale=abc", "onnx:QuantizeLinear scale=0.1 oops",
                                   "onnx:QuantizeLinear scale=0.1 scale=0.2", "litert:QUANTIZE scale=0.1 foo=1",
-                                  "tf:QuantizeV2 min=-1 max=1 narrow_range=maybe", "onnx:QuantizeLinear scale=0.1 axis=x"])
+                                  "tf:QuantizeV2 min=-1 max=1 narrow_range=maybe",
+                                  "onnx:QuantizeLinear scale=0.1 axis=x"])
 def test_bad_spec_strings(text):
     with pytest.raises(InvalidArgumentError):
         parse(text)
@@ -367,3 +368,20 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, capsys):
     rc = cli_main(["equiv", *argv])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+# -- docs/translate.md's table -----------------------------------------------------------------------------
+def test_translate_table_matches_the_script():
+    """tools/translate_table.py against the table in docs/translate.md: the records and the float16
+    counts always; the float32 counts (every input: minutes) with QUANTSPEC_EQUIV_FULL=1."""
+    require_fast()
+    import sys
+    from pathlib import Path
+
+    tools = Path(__file__).resolve().parents[1] / "tools"
+    sys.path.insert(0, str(tools))
+    try:
+        import translate_table
+    finally:
+        sys.path.remove(str(tools))
+    assert translate_table.check(full=os.environ.get("QUANTSPEC_EQUIV_FULL") == "1") == []

@@ -225,7 +225,8 @@ def test_pair_against_runtimes(pair):
     if pair.domain == "codes":
         dom_dtype = a.input_dtype
     else:
-        dom_dtype = np.dtype({"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[pair.domain])
+        dom_dtype = np.dtype({"float32": np.float32, "float16": np.float16,
+                              "bfloat16": ml_dtypes.bfloat16}[pair.domain])
     ut = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(dom_dtype).itemsize]
     x_dom = bits.astype(ut).view(dom_dtype)
     channels = max(a.channels, b.channels)
@@ -253,7 +254,6 @@ def test_pair_against_runtimes(pair):
                      np.zeros(bits.size, bool))
         if bc.spec == "tf" and bc.op == "QuantizeV2":
             tf_corner |= np.isnan(np.asarray(xb, np.float64))
-        rep = reports[0] if len(reports) == 1 else None
         for r in reports:
             kept = r.differing_bits[r.channel_of_differing == c] if r.channels and len(r.channels) > 1 else \
                 r.differing_bits
@@ -278,4 +278,3 @@ def test_pair_against_runtimes(pair):
             assert np.array_equal(rt_diff[check], proof[check]), \
                 f"{pair.id}: the runtimes differ on {int(rt_diff[check].sum())} covered sample inputs, the proof " \
                 f"on {int(proof[check].sum())}"
-        del rep

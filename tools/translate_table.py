@@ -12,7 +12,6 @@ The table sits between ``<!-- BEGIN translate-table -->`` and ``<!-- END transla
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 

@@ -16,7 +16,8 @@ __all__ = ["lines"]
 PAIRS = [
     ("litert QUANTIZE vs onnx QuantizeLinear int8", "litert:QUANTIZE scale=0.05 zero_point=-3",
      "onnx:QuantizeLinear scale=0.05 zero_point=-3 output_dtype=int8"),
-    ("tf QuantizeV2 SCALED qint8 vs onnx int8", "tf:QuantizeV2 mode=SCALED round_mode=HALF_TO_EVEN T=qint8 min=-6 max=6",
+    ("tf QuantizeV2 SCALED qint8 vs onnx int8",
+     "tf:QuantizeV2 mode=SCALED round_mode=HALF_TO_EVEN T=qint8 min=-6 max=6",
      "onnx:QuantizeLinear scale=0.047244094 zero_point=0 output_dtype=int8"),
 ]
 TARGET_S = 60.0

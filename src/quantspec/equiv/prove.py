@@ -27,7 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 import ml_dtypes
 import numpy as np
 
-from .._core import fast as core
 from .._core import jit
 from .._core.oprecord import QuantizerRecord
 from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
@@ -92,8 +91,8 @@ def run_record(op, x: np.ndarray, out: np.ndarray) -> None:
 
 def _check_record(op, name: str):
     if not isinstance(op, QuantizerRecord):
-        raise DTypeError(name, "must be a quantizer record (quantspec.tf.QuantizeV2Op, quantspec.onnx.QuantizeLinearOp, "
-                         "quantspec.litert.QuantizeOp, ...; quantspec.equiv.parse() reads one from a spec string)",
+        raise DTypeError(name, "must be a quantizer record (quantspec.tf.QuantizeV2Op, "
+                         "quantspec.onnx.QuantizeLinearOp, quantspec.litert.QuantizeOp, ...; quantspec.equiv.parse() reads one from a spec string)",
                          type(op).__name__)
     return op
 
@@ -105,7 +104,8 @@ def _domain(inputs, a, b):
         name = _ALIASES.get(inputs.strip().lower(), inputs.strip().lower())
         if codes:
             if name not in ("codes", "float32"):
-                raise InvalidArgumentError("inputs", "must be 'codes' or an array of codes for two dequantizers", inputs)
+                raise InvalidArgumentError("inputs", "must be 'codes' or an array of codes for two dequantizers",
+                                           inputs)
             t = a.code_type
             dt = np.dtype(t.storage)
             if dt.itemsize <= 2:         # every code, as an array of the dequantizers' input type
@@ -113,7 +113,8 @@ def _domain(inputs, a, b):
                 return f"codes:{t.name}", codes_all
             return f"codes:{t.name}", dt, np.dtype(_UINT[dt.itemsize]), dt.itemsize * 8
         if name not in DOMAINS:
-            raise InvalidArgumentError("inputs", "must be 'float32', 'float16', 'bfloat16' or an array of inputs", inputs)
+            raise InvalidArgumentError("inputs", "must be 'float32', 'float16', 'bfloat16' or an array of inputs",
+                                       inputs)
         dt, ut, bits = DOMAINS[name]
         return name, dt, ut, bits
     if isinstance(inputs, (bool, np.bool_)) or inputs is None:
@@ -203,7 +204,8 @@ def equivalent(a, b, inputs="float32", *, subrange: tuple[int, int] | None = Non
             try:
                 s0, s1 = (int(v) for v in subrange)
             except (TypeError, ValueError):
-                raise InvalidArgumentError("subrange", "must be a pair (start, stop) of bit patterns", subrange) from None
+                raise InvalidArgumentError("subrange", "must be a pair (start, stop) of bit patterns",
+                                           subrange) from None
             if not 0 <= s0 <= s1 <= total_per:
                 raise RangeError("subrange", f"must satisfy 0 <= start <= stop <= 2^{bits}", subrange)
             total_per = s1 - s0

@@ -25,7 +25,8 @@ from .._core.oprecord import QuantizerRecord
 from ..errors import UnsupportedError
 from .prove import DOMAINS, decoder, run_record
 
-__all__ = ["Ordinals", "ordinals_for", "codes_of", "limits", "thresholds", "Steps", "disagreement", "nonfinite_disagreement",
+__all__ = ["Ordinals", "ordinals_for", "codes_of", "limits", "thresholds", "Steps", "disagreement",
+           "nonfinite_disagreement",
            "boundary_inputs"]
 
 _MAX_CODES = 1 << 17

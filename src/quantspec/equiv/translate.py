@@ -474,7 +474,8 @@ def translate(source, to, *, inputs="float32", keep: int = 100_000) -> Translati
     dq = source.kind == "dequantize"
     key = key or _DEFAULT_OP[spec, dq]
     if (key, spec) not in {(k, s) for (s, k) in _GENERATORS}:
-        raise UnsupportedError("to", f"names an op translate does not target for a {'dequantizer' if dq else 'quantizer'}"
+        what = "dequantizer" if dq else "quantizer"
+        raise UnsupportedError("to", f"names an op translate does not target for a {what}"
                                " (targets: " + ", ".join(f"{s}:{k}" for s, k in _GENERATORS) + ")", to)
     if dq != (key in ("dequantizelinear", "dequantize")):
         raise UnsupportedError("to", "must be of the source's kind (a quantizer for a quantizer, a dequantizer for a "

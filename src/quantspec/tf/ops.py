@@ -392,7 +392,8 @@ class QuantizeAndDequantizeOp(QuantizerRecord):
         round_mode = "HALF_TO_EVEN" if self.version == 3 else _args.choice(self.round_mode, "round_mode",
                                                                             spec.QDQ_ROUND_MODES)
         _set(self, input_min=lo, input_max=hi, range_given=given, round_mode=round_mode, axis=axis,
-             signed_input=_args.flag(self.signed_input, "signed_input"), num_bits=_args.integer(self.num_bits, "num_bits"),
+             signed_input=_args.flag(self.signed_input, "signed_input"),
+             num_bits=_args.integer(self.num_bits, "num_bits"),
              narrow_range=_args.flag(self.narrow_range, "narrow_range"))
         n = len(lo) if axis is not None else 1
         x = np.zeros(_shape_for(axis, n), np.float32)
