@@ -385,3 +385,58 @@ def test_translate_table_matches_the_script():
     finally:
         sys.path.remove(str(tools))
     assert translate_table.check(full=os.environ.get("QUANTSPEC_EQUIV_FULL") == "1") == []
+
+
+def _tf2onnx_qdq_params(kind: str, mn: float, mx: float, **kw):
+    """tf2onnx itself on a one-op TensorFlow function: (scale, zero point) of its QuantizeLinear, or
+    None where it refuses the conversion."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tf = require("tensorflow")
+    tf2onnx = require("tf2onnx")
+    from onnx import numpy_helper
+
+    spec = [tf.TensorSpec([4], tf.float32)]
+
+    @tf.function(input_signature=spec)
+    def f(x):
+        if kind == "args":
+            return tf.quantization.fake_quant_with_min_max_args(x, min=mn, max=mx, **kw)
+        if kind == "vars":
+            return tf.quantization.fake_quant_with_min_max_vars(x, tf.constant(np.float32(mn)),
+                                                                tf.constant(np.float32(mx)), **kw)
+        return tf.raw_ops.QuantizeAndDequantizeV4(input=x, input_min=tf.constant(np.float32(mn)),
+                                                  input_max=tf.constant(np.float32(mx)), num_bits=8,
+                                                  range_given=True, **kw)
+
+    try:
+        model, _ = tf2onnx.convert.from_function(f, input_signature=spec, opset=13)
+    except Exception:          # tf2onnx refuses (a zero point outside uint8, narrow_range, ...)
+        return None
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    node = next((n for n in model.graph.node if n.op_type == "QuantizeLinear"), None)
+    if node is None:           # tf2onnx logged its refusal and left the op unconverted
+        return None
+    return float(inits[node.input[1]]), int(inits[node.input[2]]), str(inits[node.input[2]].dtype)
+
+
+@pytest.mark.parametrize("kind,mn,mx,kw", [
+    ("args", -6.0, 6.0, {}), ("args", -1.3, 2.7, {}), ("vars", -1.3, 2.7, {}), ("args", -0.5, 3.1, {}),
+    ("vars", -100.0, 3.0, {}), ("args", -2.5, 2.6, {}), ("args", 0.5, 2.7, {}), ("args", -1.3, 2.7,
+                                                                                 {"narrow_range": True}),
+    ("qdq", -1.3, 2.7, {"signed_input": True}), ("qdq", 0.0, 3.0, {"signed_input": False}),
+    ("qdq", -1.0, 1.0, {"signed_input": True, "narrow_range": True}),
+])
+def test_tf2onnx_rules_are_what_tf2onnx_writes(kind, mn, mx, kw):
+    """tf2onnx itself, on FakeQuant and QuantizeAndDequantize functions: its QDQ parameters (or its
+    refusal) are the rule's, and translate's converter record."""
+    got = _tf2onnx_qdq_params(kind, mn, mx, **kw)
+    if kind == "qdq":
+        src = T.QuantizeAndDequantizeOp(mn, mx, version=4, range_given=True, **kw)
+    else:
+        src = T.FakeQuantOp(mn, mx, variant=kind, **kw)
+    conv = quantspec.translate(src, "onnx", inputs=None).converter
+    if got is None:
+        assert conv.record is None
+        return
+    scale, zp, dtype = got
+    assert conv.record == O.QuantizeLinearOp(scale, zp, dtype, opset=13)
