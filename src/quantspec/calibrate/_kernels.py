@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import kernel
+from .._core.nbprim import function, inline, kernel
 
-__all__ = ["ort_min_max", "min_max_skip_nan", "histogram_uniform", "histogram_edges", "abs_into"]
+__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "histogram_uniform", "histogram_edges", "abs_into",
+           "pairwise_sum", "entropy_prepare", "entropy_finish"]
 
 
 @kernel
@@ -155,3 +156,198 @@ def histogram_edges(x, edges, counts):
 def abs_into(x, out):
     for i in range(x.size):
         out[i] = abs(x[i])
+
+
+# -- the entropy method: every candidate width at once --------------------------------------------------------
+@inline
+def _leaf_sum(a, lo, n):
+    """numpy's float32 pairwise summation of at most 128 elements."""
+    if n < 8:
+        res = np.float32(0.0)
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0 = a[lo]
+    r1 = a[lo + 1]
+    r2 = a[lo + 2]
+    r3 = a[lo + 3]
+    r4 = a[lo + 4]
+    r5 = a[lo + 5]
+    r6 = a[lo + 6]
+    r7 = a[lo + 7]
+    i = 8
+    m = n - n % 8
+    while i < m:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@function
+def pairwise_sum(a, lo, n):
+    """numpy's float32 ``np.sum(a[lo:lo + n])``: from 0, element by element below 8 elements; 8
+    accumulators up to 128, combined ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the
+    rest; longer, the two halves (the first a multiple of 8) summed the same way and added — here
+    with an explicit stack (a post-order walk of numpy's recursion)."""
+    if n <= 128:
+        return _leaf_sum(a, lo, n)
+    s_lo = np.empty(128, np.int64)
+    s_n = np.empty(128, np.int64)
+    s_stage = np.zeros(128, np.int64)
+    vals = np.empty(128, np.float32)
+    nv = 0
+    top = 0
+    s_lo[0] = lo
+    s_n[0] = n
+    s_stage[0] = 0
+    while top >= 0:
+        cl = s_lo[top]
+        cn = s_n[top]
+        if cn <= 128:
+            vals[nv] = _leaf_sum(a, cl, cn)
+            nv += 1
+            top -= 1
+            continue
+        n2 = cn // 2
+        n2 -= n2 % 8
+        stage = s_stage[top]
+        if stage == 0:               # the left half first
+            s_stage[top] = 1
+            top += 1
+            s_lo[top] = cl
+            s_n[top] = n2
+            s_stage[top] = 0
+        elif stage == 1:             # then the right half
+            s_stage[top] = 2
+            top += 1
+            s_lo[top] = cl + n2
+            s_n[top] = cn - n2
+            s_stage[top] = 0
+        else:                        # both done: left + right
+            right = vals[nv - 1]
+            left = vals[nv - 2]
+            nv -= 2
+            vals[nv] = left + right
+            nv += 1
+            top -= 1
+    return vals[0]
+
+
+@function
+def _smooth(v, lo, n, eps32, out):
+    """onnxruntime's ``smooth_distribution`` of the int64 counts ``v[lo:lo + n]`` into ``out[lo:lo + n]``
+    (float32); False when every count is 0 (no distribution), raises nothing: returns -1 when
+    ``eps1 >= 1``."""
+    zeros = 0
+    for j in range(n):
+        if v[lo + j] == 0:
+            zeros += 1
+    nonzeros = n - zeros
+    if nonzeros == 0:
+        return 0
+    eps1 = 0.0001 * np.float64(zeros) / np.float64(nonzeros)
+    if not eps1 < 1.0:
+        return -1
+    e0 = eps32
+    e1 = np.float32(-eps1)
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    for j in range(n):
+        z = one if v[lo + j] == 0 else zero
+        nz = zero if v[lo + j] == 0 else one
+        out[lo + j] = np.float32(v[lo + j]) + (e0 * z + e1 * nz)
+    return 1
+
+
+@kernel
+def entropy_prepare(hist, zero, half_q, num_q, offsets, pk, qk, ratio, state):
+    """For every candidate ``i = half_q .. zero`` (index ``c``): the smoothed, normalised distributions
+    ``p`` and ``q`` of onnxruntime's ``get_entropy_threshold`` at ``pk[offsets[c]:offsets[c + 1]]`` /
+    ``qk[...]``, ``ratio = pk / qk``, and ``state[c]``: 1 when both exist, 0 when one is all zeros
+    (infinite divergence), -1 when smoothing fails."""
+    nb = hist.size
+    total = np.int64(0)
+    prefix = np.empty(nb + 1, np.int64)
+    prefix[0] = 0
+    for k in range(nb):
+        total += hist[k]
+        prefix[k + 1] = total
+    eps32 = np.float32(0.0001)
+    count = offsets.size - 1
+    p = np.empty(offsets[count], np.int64)
+    q = np.zeros(offsets[count], np.int64)
+    for c in range(count):
+        i = half_q + c
+        start = zero - i
+        end = min(zero + i + 1, nb)
+        length = end - start
+        lo = offsets[c]
+        for j in range(length):
+            p[lo + j] = hist[start + j]
+        p[lo] += prefix[start]
+        p[lo + length - 1] += total - prefix[end]
+        merged = length // num_q
+        whole = num_q * merged
+        for k in range(num_q):
+            qsum = np.int64(0)
+            norm = np.int64(0)
+            for j in range(k * merged, k * merged + merged):
+                qsum += hist[start + j]
+                if p[lo + j] != 0:
+                    norm += 1
+            if k == num_q - 1:
+                for j in range(whole, length):
+                    qsum += hist[start + j]
+            if norm != 0:
+                value = np.int64(np.float64(qsum) / np.float64(norm))
+                for j in range(k * merged, k * merged + merged):
+                    q[lo + j] = value
+        sp = _smooth(p, lo, length, eps32, pk)
+        sq = _smooth(q, lo, length, eps32, qk)
+        if sp < 0 or sq < 0:
+            state[c] = -1
+            continue
+        if sp == 0 or sq == 0:
+            state[c] = 0
+            continue
+        state[c] = 1
+        sum_p = pairwise_sum(pk, lo, length)
+        sum_q = pairwise_sum(qk, lo, length)
+        for j in range(length):
+            pk[lo + j] = (np.float32(1.0) * pk[lo + j]) / sum_p
+            qk[lo + j] = (np.float32(1.0) * qk[lo + j]) / sum_q
+            ratio[lo + j] = pk[lo + j] / qk[lo + j]
+
+
+@kernel
+def entropy_finish(offsets, pk, qk, logs, state, terms, divergences):
+    """The KL divergence of each candidate from ``prepare``'s arrays and ``logs = np.log(ratio)``
+    (onnxruntime's ``rel_entr`` and float32 ``np.sum``)."""
+    count = offsets.size - 1
+    for c in range(count):
+        if state[c] != 1:
+            divergences[c] = np.inf
+            continue
+        lo = offsets[c]
+        n = offsets[c + 1] - lo
+        for j in range(n):
+            a = pk[lo + j]
+            b = qk[lo + j]
+            t = a * logs[lo + j]
+            if a == 0 and b >= 0:
+                t = np.float32(0.0)
+            if not (a > 0 and b > 0):
+                t = np.float32(np.inf)
+            terms[lo + j] = t
+        divergences[c] = np.float64(pairwise_sum(terms, lo, n))

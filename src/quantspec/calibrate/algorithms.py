@@ -26,7 +26,8 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["percentile_threshold", "entropy_threshold", "avg_std", "smooth", "kl_divergence"]
+__all__ = ["percentile_threshold", "entropy_threshold", "entropy_threshold_reference", "avg_std", "smooth",
+           "kl_divergence"]
 
 
 def _clamp(low, high, min_value, max_value):
@@ -88,6 +89,42 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.float32:
 
 
 def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int):
+    """The entropy method's range: every candidate width in two fused passes (the integer
+    distributions, their smoothing, normalisation and ratio; then the divergences), numpy's float32
+    ``log`` in between (``quantspec.calibrate._kernels.entropy_prepare`` / ``entropy_finish``), the same
+    bits as :func:`entropy_threshold_reference`."""
+    from .._core import jit
+
+    k = jit.load("quantspec.calibrate._kernels")
+    num_bins = hist.size
+    zero = num_bins // 2
+    half_q = num_quantized_bins // 2
+    count = zero - half_q + 1
+    if count < 1 or half_q < 1:
+        raise InvalidArgumentError("num_quantized_bins", f"must be between 2 and about the number of bins ({num_bins}) "
+                                   "for the entropy method", num_quantized_bins)
+    widths = np.array([min(zero + i + 1, num_bins) - (zero - i) for i in range(half_q, zero + 1)], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+    size = int(offsets[-1])
+    pk, qk, ratio = np.empty(size, np.float32), np.empty(size, np.float32), np.ones(size, np.float32)
+    state = np.zeros(count, np.int64)
+    k.entropy_prepare(np.ascontiguousarray(hist, np.int64), zero, half_q, num_quantized_bins, offsets, pk, qk, ratio,
+                      state)
+    if np.any(state < 0):
+        raise InvalidArgumentError("num_quantized_bins", "leaves too few non-empty bins to smooth the distribution "
+                                   "(onnxruntime fails here too)", num_quantized_bins)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(ratio)
+    divergences = np.empty(count)
+    k.entropy_finish(offsets, pk, qk, logs, state, np.empty(size, np.float32), divergences)
+    best = int(np.argmin(divergences))
+    i = half_q + best
+    low, high = edges[zero - i], edges[min(zero + i + 1, num_bins)]
+    return _clamp(low, high, min_value, max_value)
+
+
+def entropy_threshold_reference(hist, edges, min_value, max_value, num_quantized_bins: int):
+    """The entropy method one candidate at a time with numpy (the readable path)."""
     num_bins = hist.size
     zero = num_bins // 2
     half_q = num_quantized_bins // 2
