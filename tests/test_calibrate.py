@@ -224,3 +224,36 @@ def test_tflite_calibration_equals_the_converter(kind):
     p = it.get_input_details()[0]["quantization_parameters"]
     params = obs.params()
     assert _same(params.scale, p["scales"]) and int(params.zero_point[0]) == int(p["zero_points"][0])
+
+
+def test_entropy_fast_path_equals_the_reference_path():
+    """The fused entropy search against the per-candidate numpy path, and its float32 sum against
+    np.sum, on random histograms (sparse, dense, peaked, tiny counts) and lengths."""
+    require_fast()
+    from quantspec._core import jit
+    from quantspec.calibrate import algorithms as A
+
+    k = jit.load("quantspec.calibrate._kernels")
+    rng = np.random.default_rng(SEED)
+    for n in list(range(1, 300)) + list(rng.integers(300, 20000, 60)):
+        a = (rng.random(n) * rng.choice([1e-4, 1.0, 1e3])).astype(np.float32)
+        assert k.pairwise_sum(a, 0, n) == np.sum(a)
+    for t in range(60):
+        nb = int(rng.integers(140, 900))
+        nq = int(rng.choice([32, 64, 128]))
+        kind = t % 4
+        if kind == 0:
+            h = rng.integers(0, 1000, nb)
+        elif kind == 1:
+            h = np.zeros(nb, np.int64)
+            h[rng.integers(nb, size=20)] = rng.integers(1, 50, 20)
+        elif kind == 2:
+            h = np.bincount(np.clip((rng.normal(0, nb / 8, 20000) + nb / 2).astype(int), 0, nb - 1), minlength=nb)
+        else:
+            h = rng.integers(0, 3, nb)
+        h = np.asarray(h, np.int64)
+        edges = np.linspace(-3, 3, nb + 1, dtype=np.float32)
+        lo, hi = np.float32(-3), np.float32(3)
+        want = A.entropy_threshold_reference(h, edges, lo, hi, nq)
+        got = A.entropy_threshold(h, edges, lo, hi, nq)
+        assert _same(got[0], want[0]) and _same(got[1], want[1])
