@@ -11,9 +11,11 @@ arrays, so the same bits).
   against ``q`` (``p`` merged into ``num_quantized_bins`` groups and spread back over each group's
   non-empty bins, integer division truncated), both smoothed (zeros replaced by 1e-4, taken from
   the others) and compared by KL divergence in float32; the lowest divergence wins (the first on
-  ties), clamped to the data's min and max.  onnxruntime sums slices with Python loops; here the
-  integer sums come from prefix sums and ``np.add.reduceat`` (the same integers), and the float32
-  steps are onnxruntime's numpy operations on arrays of the same shapes.
+  ties), clamped to the data's min and max.  :func:`entropy_threshold` computes every candidate in
+  two fused passes (numpy's float32 pairwise summation reproduced, numpy's ``log`` in between);
+  :func:`entropy_threshold_reference` one candidate at a time with numpy (onnxruntime's float32
+  operations on arrays of the same shapes; its integer sums from prefix sums and
+  ``np.add.reduceat``, the same integers as its Python loops).
 - :func:`avg_std`: the mean and standard deviation of the bin centres weighted by the counts
   (``scenario="p3"``: of their cube roots), float64 reductions stored as float32.
 """
