@@ -34,7 +34,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="quantspec equiv", description=__doc__.split("\n\n")[0],
+    p = _Parser(prog="quantspec equiv",
+                description="Translate a quantizer to another spec (as the real converters would, and the record "
+                "that agrees with it on the most inputs), and count over every input where the two differ.",
                                 epilog="Syntax: SPEC:OP key=value ..., e.g. 'tf:QuantizeV2 mode=MIN_COMBINED T=qint8 "
                                 "min=-6 max=6', 'onnx:QuantizeLinear opset=21 scale=0.05 zero_point=0 "
                                 "output_dtype=int8', 'litert:QUANTIZE scale=0.05 zero_point=-3'. "
