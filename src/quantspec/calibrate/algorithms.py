@@ -95,9 +95,9 @@ def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int
     distributions, their smoothing, normalisation and ratio; then the divergences), numpy's float32
     ``log`` in between (``quantspec.calibrate._kernels.entropy_prepare`` / ``entropy_finish``), the same
     bits as :func:`entropy_threshold_reference`."""
-    from .._core import jit
+    from .histogram import _kernels
 
-    k = jit.load("quantspec.calibrate._kernels")
+    k = _kernels()
     num_bins = hist.size
     zero = num_bins // 2
     half_q = num_quantized_bins // 2

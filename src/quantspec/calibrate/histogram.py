@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import jit
-from ..errors import InvalidArgumentError, ShapeError
+from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
 from . import algorithms
 from .minmax import _quiet, as_batch
 from .ranges import CalibrationRange
@@ -37,6 +37,9 @@ _METHODS = ("entropy", "percentile", "distribution")
 
 
 def _kernels():
+    if not jit.numba_available():
+        raise UnsupportedError("numba", "is needed by the calibration observers' kernels (pip install "
+                               "'quantspec[fast]')", None)
     return jit.load("quantspec.calibrate._kernels")
 
 

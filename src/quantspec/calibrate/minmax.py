@@ -25,13 +25,16 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import jit
-from ..errors import DTypeError, InvalidArgumentError, ShapeError
+from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .ranges import CalibrationRange
 
 __all__ = ["MinMaxObserver", "TFLiteMinMaxObserver", "as_batch"]
 
 
 def _kernels():
+    if not jit.numba_available():
+        raise UnsupportedError("numba", "is needed by the calibration observers' kernels (pip install "
+                               "'quantspec[fast]')", None)
     return jit.load("quantspec.calibrate._kernels")
 
 

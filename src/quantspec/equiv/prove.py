@@ -47,6 +47,9 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _kernels():
+    if not jit.numba_available():
+        raise UnsupportedError("numba", "is needed by quantspec.equiv's enumeration and comparison kernels "
+                               "(pip install 'quantspec[fast]')", None)
     return jit.load("quantspec.equiv._kernels")
 
 
