@@ -29,3 +29,13 @@ def small_parallel(monkeypatch):
     monkeypatch.setattr(core, "CHUNK", 1600)
     monkeypatch.setattr(core, "STREAM_FROM", 1024)
     monkeypatch.setattr(core, "STREAM_BLOCK", 64)     # fast.run: the shortest run that streams
+
+
+@pytest.fixture(autouse=True)
+def _interpreter_kernels_at_every_size(monkeypatch):
+    """The interpreter runs its smallest tensors on the reference path (REFERENCE_IN_MODELS); the
+    tests' models are small, so every test lowers that to 0 and runs the fast kernels on them
+    (tests/test_litert_fast.py checks the default)."""
+    from quantspec.litert import interpreter
+
+    monkeypatch.setattr(interpreter, "REFERENCE_IN_MODELS", 0)

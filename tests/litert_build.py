@@ -38,6 +38,13 @@ OPTIONS_TABLE = {
     "LESS_EQUAL": "LessEqualOptions", "EQUAL": "EqualOptions", "NOT_EQUAL": "NotEqualOptions",
     "SLICE": "SliceOptions", "SHAPE": "ShapeOptions", "TANH": None, "LOGISTIC": None,
     "QUANTIZE": None, "DEQUANTIZE": None,
+    "HARD_SWISH": None, "RSQRT": None, "RELU": None, "RELU6": None, "RELU_N1_TO_1": None, "RELU_0_TO_1": None,
+    "PRELU": None, "GELU": "GeluOptions", "LEAKY_RELU": "LeakyReluOptions", "BATCH_MATMUL": "BatchMatMulOptions",
+    "SQUARED_DIFFERENCE": "SquaredDifferenceOptions", "STRIDED_SLICE": "StridedSliceOptions",
+    "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions", "PACK": "PackOptions", "UNPACK": "UnpackOptions",
+    "TRANSPOSE_CONV": "TransposeConvOptions", "IF": "IfOptions", "WHILE": "WhileOptions",
+    "CALL_ONCE": "CallOnceOptions", "VAR_HANDLE": "VarHandleOptions", "READ_VARIABLE": "ReadVariableOptions",
+    "ASSIGN_VARIABLE": "AssignVariableOptions",
 }
 
 # option field (snake_case) -> schema enum class name, for string values
@@ -46,6 +53,7 @@ ENUM_FIELDS = {
     "fused_activation_function": "ActivationFunctionType",
     "output_type": "TensorType",
     "out_type": "TensorType",
+    "quantized_bias_type": "TensorType",
     "weights_format": "FullyConnectedOptionsWeightsFormat",
 }
 

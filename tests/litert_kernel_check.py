@@ -37,15 +37,47 @@ def spec(t: T | None):
     return TensorSpec(tuple(int(s) for s in t.shape), q, params, data, t.name)
 
 
+def _prepare_only(op: str, inputs, outputs, options):
+    from quantspec.litert import OPS
+
+    return OPS[op].prepare([spec(t) for t in inputs], [spec(t) for t in outputs], dict(options or {}))
+
+
+#: LiteRT limits that depend on the input values, not on the model (the checker cannot decide them)
+def _data_dependent():
+    from quantspec.litert.optable import LIMITS
+
+    return frozenset(k for k, v in LIMITS.items() if v.data_dependent)
+
+
+DATA_DEPENDENT = _data_dependent()
+
+
+def check_agrees(model: bytes, litert_fails: bool, op: str = "", model_options=None) -> None:
+    """check == run: ``check_model`` reports a rule LiteRT rejects or aborts on exactly when LiteRT
+    fails on the model (at allocate_tensors, or at invoke for a reason that is not the data)."""
+    from quantspec.litert import check_model
+
+    report = check_model(model)
+    bad = report.rejected_by_litert
+    if litert_fails:
+        assert bad, f"{op}: LiteRT fails on the model, check_model reports no such rule: {report.render()}\n" \
+                    f"options {model_options}"
+    else:
+        assert not bad, f"{op}: LiteRT runs the model, check_model says it fails: {report.render()}\n" \
+                        f"options {model_options}"
+
+
 def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Mapping[str, Any] | None,
-                  feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
+                  feeds: Sequence[np.ndarray], prepared=None) -> list[np.ndarray]:
     """The kernel's outputs.  Where the fast path (quantspec.litert.fast) is available the kernel runs
     on it and on the reference path, which must agree byte for byte (tests/test_litert_fast.py)."""
     from quantspec._core import jit
     from quantspec.litert import OPS
 
     kernel = OPS[op]
-    prepared = kernel.prepare([spec(t) for t in inputs], [spec(t) for t in outputs], dict(options or {}))
+    if prepared is None:
+        prepared = _prepare_only(op, inputs, outputs, options)
     it = iter(feeds)
     arrays = [None if t is None else (np.asarray(t.data) if t.data is not None else next(it)) for t in inputs]
     result = kernel.compute(prepared, arrays)
@@ -88,19 +120,38 @@ def check(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: Ma
         # quantspec first: where it refuses, LiteRT must refuse too — run in a forked child, since
         # LiteRT may abort the process (a TFLITE_CHECK) rather than return an error
         try:
-            quantspec_run(op, inputs, outputs, options, feeds)
+            prepared = _prepare_only(op, inputs, outputs, options)
         except QuantSpecError as e:
+            # a refusal at prepare is a property of the model: check_model must say what LiteRT does
             if "undefined behaviour" in str(e):      # LiteRT computes, but not reproducibly
+                REFUSED.append((op, f"undefined behaviour: {e}"[:160]))
+                check_agrees(model, litert_fails=False, op=op, model_options=model_opts)
+                return None
+            outcome = litert_outcome(op, inputs, outputs, model_opts, feeds, version)
+            assert outcome in ("error", "abort"), (f"{op}: quantspec refuses ({e}) but LiteRT computes; inputs "
+                                                   f"{inputs}, outputs {outputs}, options {options}")
+            REFUSED.append((op, f"LiteRT {outcome}: {e}"[:160]))
+            check_agrees(model, litert_fails=True, op=op, model_options=model_opts)
+            return None
+        try:
+            quantspec_run(op, inputs, outputs, options, feeds, prepared)
+        except QuantSpecError as e:
+            # a refusal at run time depends on the data (or on undefined behaviour): check_model cannot
+            # decide it, and must not report a rule LiteRT fails on for the model itself
+            if "undefined behaviour" in str(e):
                 REFUSED.append((op, f"undefined behaviour: {e}"[:160]))
                 return None
             outcome = litert_outcome(op, inputs, outputs, model_opts, feeds, version)
             assert outcome in ("error", "abort"), (f"{op}: quantspec refuses ({e}) but LiteRT computes; inputs "
                                                    f"{inputs}, outputs {outputs}, options {options}")
             REFUSED.append((op, f"LiteRT {outcome}: {e}"[:160]))
+            assert getattr(e, "limit", None) in DATA_DEPENDENT or outcome == "abort" and getattr(e, "limit", None), \
+                f"{op}: a run-time refusal not marked as data-dependent: {e}"
             return None
     ref = run_ref(model, feeds)
     ours = quantspec_run(op, inputs, outputs, options, feeds)
     CHECKED.append(op)
+    check_agrees(model, litert_fails=False, op=op, model_options=model_opts)
     assert len(ours) == len(ref)
     for r, o in zip(ref, ours):
         assert o.dtype == r.dtype, (op, o.dtype, r.dtype)

@@ -13,7 +13,7 @@ def test_bench_quick_runs_and_outputs_are_equal(capsys):
     out = capsys.readouterr().out
     assert "copy bandwidth" in out and "all timed outputs equal the peers'" in out
     for case in ("onnx Q f32->int8 per-tensor", "onnx DQ int8->f32 per-tensor", "tf QuantizeV2 qint8 MIN_COMBINED",
-                 "litert int8 CNN"):
+                 "litert int8 CNN (bench_cnn.tflite)"):
         assert case in out
     assert "DIFFERENT" not in out
 

@@ -110,7 +110,9 @@ def test_onnx_entry_points_follow_the_argument_types(checked_entries):
 
 
 def test_parallel_entry_points(small_parallel, checked_entries):
-    """The parallel kernels, streamed and not, and the serial ones: each its own entry point."""
+    """Streamed (parallel, large outputs) and plain stores: each its own kernel and entry point; the
+    serial and the parallel calls of one kernel share its entry point (the pool runs the same
+    compiled code on every thread)."""
     x = _data(5000)
     s, z = np.float32(0.75), np.int8(-3)
     want = kernels.quantize(qo.plan_quantize(x, s, z), x)
@@ -118,7 +120,7 @@ def test_parallel_entry_points(small_parallel, checked_entries):
         for _ in range(2):
             assert qo.quantize_linear(x[:size], s, z).tobytes() == want[:size].tobytes()
     keys = [key for _, prepared in qo._PLANS.values() for key in prepared.memo]
-    assert sorted((k[0], k[1]) for k in keys) == [(False, False), (True, True)]
+    assert sorted(k[0] for k in keys) == [False, True]
     assert all(calls >= 2 for _, calls in checked_entries)
 
 

@@ -1,10 +1,11 @@
 """quantspec in a process forked after its thread pool has started (multiprocessing's default start
 method on Linux, a PyTorch DataLoader worker, ...).
 
-GNU OpenMP, numba's thread pool here, cannot run in such a child: numba terminates the child at its
-first parallel kernel, and a ``multiprocessing.Pool`` then waits forever.  quantspec runs its serial
-kernels there instead (``quantspec._core.fast.FORKED_AFTER_POOL``); the child must compute the same
-bytes as the parent, for every spec and every kernel that runs in parallel for large arrays."""
+A forked child has none of its parent's threads.  quantspec's pool (quantspec._core.pool) makes the
+child its own helpers on its first parallel call (GNU OpenMP, which numba's parallel kernels used,
+could not run in such a child at all: numba terminated the child, and a ``multiprocessing.Pool``
+waited forever).  The child must compute the same bytes as the parent, in parallel, for every spec
+and every kernel that runs in parallel for large arrays; numba's OpenMP pool is never started."""
 
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from quantspec import litert as ql
 from quantspec import onnx as qo
 from quantspec import tf as qtf
 from quantspec._core import fast as core
-from quantspec._core import jit
+from quantspec._core import jit, pool
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
 
-N = (1 << 20) + 4099          # above every serial threshold (core.SERIAL_BELOW_PASSIVE); odd
+N = (1 << 20) + 4099          # above every serial threshold (core.SERIAL_BELOW); odd
 
 
 def _cases():
@@ -54,19 +55,34 @@ def _cases():
     }
 
 
+def _helpers() -> int:
+    """Helper threads this process has made (and still has)."""
+    p = pool._POOL
+    return sum(t.is_alive() for t in p._threads) if p._pid == os.getpid() else 0
+
+
 def _child(conn):
     try:
-        conn.send({name: f().tobytes() for name, f in _cases().items()})
+        result = {name: f().tobytes() for name, f in _cases().items()}
+        result["helpers"] = _helpers()
+        conn.send(result)
     except BaseException as e:            # noqa: BLE001 - reported to the parent
         conn.send(repr(e))
     finally:
         conn.close()
 
 
+@pytest.fixture(autouse=True)
+def two_threads(monkeypatch):
+    monkeypatch.setenv(pool.ENV, "2")      # a helper, whatever the cores
+
+
 def test_forked_child_computes_the_same_bytes():
     want = {name: f().tobytes() for name, f in _cases().items()}       # starts the pool here
     if jit.enabled():
-        assert sys.modules["numba.np.ufunc.parallel"]._is_initialized, "the parent never started numba's pool"
+        assert _helpers() >= 1, "the parent never started its pool"
+        omp = sys.modules.get("numba.np.ufunc.parallel")
+        assert omp is None or not omp._is_initialized, "numba's OpenMP pool was started"
     assert not core.FORKED_AFTER_POOL
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
@@ -82,6 +98,7 @@ def test_forked_child_computes_the_same_bytes():
         proc.kill()
     assert proc.exitcode == 0, f"the forked child ended with exit code {proc.exitcode}"
     assert isinstance(got, dict), got
+    assert got.pop("helpers") == (1 if jit.enabled() else 0)     # its own helper, made in the child
     assert got.keys() == want.keys()
     for name in want:
         assert got[name] == want[name], name

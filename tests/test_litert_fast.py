@@ -252,3 +252,24 @@ def test_quantize_zero_point_error_names_the_offending_value(zp, bad):
     p = L.QuantParams(np.full(np.size(zp), 0.1), zp, 0)
     with pytest.raises(RangeError, match=rf"must lie in \[-128, 127\] for int8 \(got {bad}\)"):
         L.quantize(np.zeros((np.size(zp), 2), np.float32), p)
+
+
+def test_small_tensors_of_a_model_take_the_reference_path(monkeypatch):
+    """By default the interpreter runs tensors below REFERENCE_IN_MODELS elements on the reference
+    path (no kernel compiled for a model's tiny input and output), and larger ones on the kernels;
+    the same bytes either way."""
+    from quantspec.litert import interpreter
+
+    model = L.example_model("mlp_softmax.tflite")
+    interp = L.Interpreter(model)
+    x = np.random.default_rng(4).integers(-128, 128, interp.inputs[0].shape, dtype=np.int8)
+    everywhere = interp.run([x])[0]                  # (the test default: kernels at every size)
+    used = []
+    real = fast._kernels
+    monkeypatch.setattr(fast, "_kernels", lambda: used.append(1) or real())
+    monkeypatch.setattr(interpreter, "REFERENCE_IN_MODELS", 1 << 12)
+    assert interp.run([x])[0].tobytes() == everywhere.tobytes()
+    assert not used, "a tensor of a few elements ran on a compiled kernel"
+    monkeypatch.setattr(interpreter, "REFERENCE_IN_MODELS", 0)
+    assert interp.run([x])[0].tobytes() == everywhere.tobytes()
+    assert used

@@ -169,8 +169,8 @@ def test_invalid_kernel_inputs():
             "shapes do not broadcast")
     _raises("MUL", [T((3,), "int8", 0.5, 0), T((3,), "int8", [0.5, 0.25, 0.1], 0)], [T((3,), "int8", 0.5, 0)], {},
             [np.zeros(3, np.int8)] * 2, "must be quantized per-tensor")
-    _raises("ADD", [T((3,), "int16", 0.5, 0), T((3,), "int16", 0.5, 0)], [T((3,), "int16", 0.5, 0)], {},
-            [np.zeros(3, np.int16)] * 2, "int8 only")
+    _raises("ADD", [T((3,), "uint8", 0.5, 0), T((3,), "uint8", 0.5, 0)], [T((3,), "uint8", 0.5, 0)], {},
+            [np.zeros(3, np.uint8)] * 2, "int8 / int16 only")
     _raises("ADD", [T((3,), "int8", 0.5, 0), T((3,), "int8", 0.5, 0)], [T((3,), "int8", 0.5, 0)],
             {"fused_activation_function": "SIGMOID"}, [np.zeros(3, np.int8)] * 2, "fused_activation_function")
     _raises("ADD", [T((3,), "int8", 0.0, 0), T((3,), "int8", 0.5, 0)], [T((3,), "int8", 0.5, 0)], {},

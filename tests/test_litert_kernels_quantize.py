@@ -72,5 +72,5 @@ def test_quantize_kernel_errors():
         quantspec_run("QUANTIZE", [T((3,), "float")], [T((3,), "int8")], {}, [np.zeros(3, np.float32)])
     with pytest.raises(QuantSpecError, match="left shift of 31"):
         quantspec_run("QUANTIZE", [T((3,), "int8", 1.0, 0)], [T((3,), "int8", 1e-10, 0)], {}, [np.zeros(3, np.int8)])
-    with pytest.raises(QuantSpecError, match="int8 / uint8 only"):
-        quantspec_run("QUANTIZE", [T((3,), "int16", 1.0, 0)], [T((3,), "int8", 1.0, 0)], {}, [np.zeros(3, np.int16)])
+    with pytest.raises(QuantSpecError, match="int8 / uint8 / int16 only"):
+        quantspec_run("QUANTIZE", [T((3,), "int32", 1.0, 0)], [T((3,), "int8", 1.0, 0)], {}, [np.zeros(3, np.int32)])

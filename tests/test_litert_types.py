@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from litert_build import T, build, run_ref
+from litert_models import edit
 from quantspec.litert import Interpreter, check_model, load_model
 from refs import require
 
@@ -118,8 +119,8 @@ def test_fc_int64_bias_is_refused_by_the_interpreter():
 
 # --- 16x8 models (int16 activations, the converter's EXPERIMENTAL_..._INT16_WEIGHTS_INT8 scheme) ---------
 # LiteRT runs them with its 16x8 kernels, whose fixed outputs are (1/32768, 0) and whose bias is int64:
-# outside the 8-bit spec (the checker reports the int16 tensors), but no rule of the int8 kernels says
-# what LiteRT does with them, so no violation may claim LiteRT rejects or silently miscomputes them.
+# the checker recognises the mode and applies its rules (int16 zero points 0, the 16x8 fixed outputs, the
+# 16x8 bias types), not the 8-bit values.
 S16 = 1 / 32768
 
 
@@ -152,15 +153,28 @@ SIXTEEN = {
 
 
 @pytest.mark.parametrize("case", sorted(SIXTEEN))
-def test_a_16x8_model_is_outside_the_spec_not_rejected(case):
+def test_a_16x8_model_is_checked_with_the_16x8_rules(case):
     model = SIXTEEN[case]()
     m = load_model(model)
     rng = np.random.default_rng(3)
     inputs = [rng.integers(-32768, 32768, m.tensors[i].shape).astype(np.int16) for i in m.inputs]
     assert _litert_runs(model, inputs)
     report = check_model(model)
-    assert not report.ok and {"dtype"} <= {v.rule for v in report.violations}, report.render()
-    assert report.rejected_by_litert == () and report.silently_wrong == (), report.render()
+    assert report.ok and report.mode == "int16x8", report.render()
+
+
+@pytest.mark.parametrize("case, change, rule", [
+    ("softmax", lambda m: setattr(m.subgraphs[0].tensors[1].quantization, "zeroPoint", [5]), "int16-zero-point"),
+    ("logistic", lambda m: setattr(m.subgraphs[0].tensors[1].quantization, "scale", [1 / 256]), "int16-output-scale"),
+    ("depthwise int64 bias", None, "int16-bias-type"),
+])
+def test_a_16x8_model_breaking_the_16x8_rules_is_rejected(case, change, rule):
+    model = _sixteen_weighted("DEPTHWISE_CONV_2D", bias_type="int32") if change is None else edit(SIXTEEN[case](), change)
+    m = load_model(model)
+    inputs = [np.zeros(m.tensors[i].shape, np.int16) for i in m.inputs]
+    assert not _litert_runs(model, inputs)
+    report = check_model(model)
+    assert rule in {v.rule for v in report.rejected_by_litert}, report.render()
 
 
 # --- DEQUANTIZE of float16 (the converter's float16 quantization) and of int4 / int2 weights -----------

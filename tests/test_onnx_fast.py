@@ -205,7 +205,7 @@ def test_long_rows_four_at_a_time(short_runs, monkeypatch, shape, g, axis, block
     x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "long-rows")
     plan = qo.plan_quantize(x, s, zp, **kw)
     pr = fast.prepare_quantize(plan)
-    assert type(pr.lay) is core.RowLayout
+    assert type(pr.lay) is core.LongRowLayout
     grouped = core.together(pr.lay, pr.params)
     assert grouped == (shape[0] * (shape[1] if g == "block" else 1) >= 32), pr.lay
     want = kernels.quantize(plan, x)
@@ -235,9 +235,11 @@ def test_run_walker_on_any_range():
     for shape, g, axis, block, kind in (((9, 100), "block", 1, 32, core.SegLayout),
                                         ((7, 6, 20), "axis", 1, 0, core.SegLayout),
                                         ((5, 40), "block", 1, 7, core.SegLayout),
-                                        ((9, L), "axis", 1, 0, core.RowLayout),
-                                        ((2, 9, L), "block", 1, 4, core.RowLayout),
-                                        ((2, 7, L), "block", 1, 3, core.RowLayout)):
+                                        ((9, L), "axis", 1, 0, core.LongRowLayout),
+                                        ((2, 9, L), "block", 1, 4, core.LongRowLayout),
+                                        ((2, 7, L), "block", 1, 3, core.LongRowLayout),
+                                        ((300, 6), "axis", 1, 0, core.RowLayout),
+                                        ((4, 9, 20), "block", 1, 3, core.RowLayout)):
         x, s, zp, kw = _short_inputs(shape, g, axis, block, "int8", "walker")
         plan = qo.plan_quantize(x, s, zp, **kw)
         want = kernels.quantize(plan, x).reshape(-1).view(np.uint8)
@@ -496,15 +498,20 @@ def test_errors_are_the_same_on_both_paths(monkeypatch):
             qo.dequantize_linear(np.ones(3, np.int8), np.float32(1), out=np.empty(4, np.float32))
 
 
-def test_sleeping_thread_pools_raise_the_parallel_threshold(monkeypatch):
-    """With OMP_WAIT_POLICY=PASSIVE every parallel call pays a thread wake-up, so medium arrays run
-    on the serial kernels (SERIAL_BELOW_PASSIVE); with spinning threads they go parallel from
-    SERIAL_BELOW."""
+def test_parallel_threshold_ignores_openmp_settings(monkeypatch):
+    """The pool's helpers sleep when idle whatever OMP_WAIT_POLICY says (quantspec._core.pool): calls
+    go parallel from SERIAL_BELOW elements, except inside a serial_below block of the same thread."""
     n = core.SERIAL_BELOW * 4
-    assert n < core.SERIAL_BELOW_PASSIVE
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert not core.parallel(core.SERIAL_BELOW - 1) and core.parallel(n)
-    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
-    assert not core.parallel(n) and core.parallel(core.SERIAL_BELOW_PASSIVE)
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    for policy in (None, "passive", "ACTIVE"):
+        if policy is None:
+            monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        else:
+            monkeypatch.setenv("OMP_WAIT_POLICY", policy)
+        assert not core.parallel(core.SERIAL_BELOW - 1) and core.parallel(n) and core.parallel(core.SERIAL_BELOW)
+    with core.serial_below(n + 1):
+        assert not core.parallel(n)
+        with core.serial_below(2):
+            assert not core.parallel(n)
+        assert core.parallel(n + 1)
     assert core.parallel(n)
+

@@ -2,14 +2,16 @@
 
 One process, warm buffers (every output preallocated and written once before timing), best of N
 rounds, the contenders of a case timed in turn within each round (in a shuffled order) so that they
-share the machine's state; idle thread pools sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``,
-onnxruntime's ``allow_spinning=0``), so that no contender's idle threads take the cores from the
-next one.  For each case it prints quantspec's rate (elements per second), the fraction of this
-machine's copy bandwidth that rate moves (the bytes read and written per element against a warm
-float32 copy on the same threads), each peer's rate, the ratio quantspec / peer of the best times,
-the *paired* ratio (the median over rounds of the two contenders' ratio within a round: steadier on
-a noisy machine, :func:`paired_ratio`), and whether the peer's output is **byte-identical** to
-quantspec's (the exit status is 1 when one is not).
+share the machine's state.  Every thread pool keeps its default settings — no ``OMP_WAIT_POLICY``,
+no ``OPENBLAS_NUM_THREADS``, onnxruntime's own spinning — so the figures are what a user gets:
+within a round each contender is called a few times in a row and its best call kept, so that the
+previous contender's threads, still spinning after its last call, do not count against the next
+one.  For each case it prints quantspec's rate (elements per second), the fraction of this
+machine's copy bandwidth that rate moves (the bytes read and written per element against the
+fastest warm float32 copy measured on the same threads, :func:`copy_bandwidth`), each peer's rate,
+the ratio quantspec / peer of the best times, the *paired* ratio (the median over rounds of the two
+contenders' ratio within a round: steadier on a noisy machine, :func:`paired_ratio`), and whether
+the peer's output is **byte-identical** to quantspec's (the exit status is 1 when one is not).
 
 Peers, each when it is installed:
 
@@ -21,11 +23,13 @@ Peers, each when it is installed:
 - torch (``quantize_per_tensor`` / ``dequantize``, 2 threads), on a power-of-two scale: torch
   multiplies by the reciprocal of the scale (FBGEMM), which is ONNX's division only for such scales;
 - LiteRT's interpreter with ``BUILTIN_REF`` kernels, on the bundled int8 CNN
-  (``quantspec/data/bench_cnn.tflite``, made by ``benchmarks/make_bench_cnn.py``).
+  (``quantspec/data/bench_cnn.tflite``, made by ``benchmarks/make_bench_cnn.py``), on a converter-made
+  int8 MobileNetV2 when the checkout's ``benchmarks/litert_zoo.py`` can build it, and on any
+  ``--model`` given; and per model and kernel mode, LiteRT with the op resolver the mode reproduces
+  (:mod:`quantspec.litert._bench`).
 
-``--quick`` runs 256 Ki elements and 3 rounds (seconds; a test runs it smaller still); the full run
-uses 64 Mi elements (the issue's size) and 7 rounds.  Results and the machine are recorded in
-docs/performance.md.
+``--quick`` runs 256 Ki elements and 3 rounds, without the MobileNetV2 (seconds; a test runs it
+smaller still); the full run uses 64 Mi elements and 7 rounds.  Results and the machine are recorded in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ __all__ = ["main", "machine", "copy_bandwidth", "paired_ratio"]
 
 THREADS = 2
 SEED = 20260601
+#: calls of a contender in a row within a round (its best counts)
+REPEAT = 3
 
 
 # -- the machine ----------------------------------------------------------------------------------
@@ -82,10 +88,12 @@ def machine() -> dict:
 
 
 # -- timing ---------------------------------------------------------------------------------------
-def _timed(contenders: dict[str, Callable[[], object]], rounds: int, seed: int = SEED) -> dict[str, list[float]]:
+def _timed(contenders: dict[str, Callable[[], object]], rounds: int, seed: int = SEED,
+           repeat: int = REPEAT) -> dict[str, list[float]]:
     """Wall times of each contender in ``rounds`` rounds (after one warm call each).  Within a round
-    every contender runs once, in an order shuffled per round (seeded), so that no contender always
-    follows the same one."""
+    every contender runs ``repeat`` times in a row, in an order of contenders shuffled per round
+    (seeded), and its best call counts: no contender always follows the same one, and the first
+    call after another contender's (whose thread pool may still be spinning) does not decide."""
     import random
 
     for f in contenders.values():
@@ -97,9 +105,12 @@ def _timed(contenders: dict[str, Callable[[], object]], rounds: int, seed: int =
         shuffle(order)
         for k in order:
             f = contenders[k]
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
+            best = float("inf")
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                f()
+                best = min(best, time.perf_counter() - t0)
+            times[k].append(best)
     return times
 
 
@@ -115,32 +126,82 @@ def paired_ratio(ours: list[float], theirs: list[float]) -> float:
     return float(np.median(np.asarray(theirs) / np.asarray(ours)))
 
 
-def _copier():
-    """A float32 copy on THREADS threads (numba's thread pool, plain stores, as the kernels' default
-    below STREAM_FROM), and its description; ``np.copyto`` (one thread) without numba."""
+def _copiers() -> dict[str, Callable]:
+    """float32 copies ``(a, b)``: numpy's (one thread), and on THREADS threads of quantspec's pool
+    (the threads the kernels use) with ordinary stores and with streaming stores (what the kernels
+    use for large outputs; ``b`` 64-byte aligned, its size a multiple of 256)."""
+    copiers = {"np.copyto, 1 thread": lambda a, b: np.copyto(b, a)}
     try:
-        from numba import njit, prange
+        from numba import njit
+
+        from ._core import pool
+        from ._core.nbprim import claim, finished, stream_fence, stream_line
     except Exception:
-        return (lambda a, b: np.copyto(b, a)), "np.copyto, 1 thread"
+        return copiers
+    block = 1 << 15
 
-    @njit(parallel=True, cache=False)
-    def copy(a, b):
-        parts = 64
-        step = (a.size + parts - 1) // parts
-        for p in prange(parts):
-            b[p * step:(p + 1) * step] = a[p * step:(p + 1) * step]
+    @njit(nogil=True, cache=False)
+    def plain(a, b, claims, step):
+        work = a.size // block
+        while True:
+            w0 = claim(claims, step)
+            if w0 >= work:
+                break
+            w1 = min(w0 + step, work)
+            for i in range(np.uint64(w0 * block), np.uint64(w1 * block)):
+                b[i] = a[i]
+            finished(claims, w1 - w0)
+        return finished(claims, 0)
 
-    return copy, f"numba, {THREADS} threads"
+    @njit(nogil=True, cache=False)
+    def streamed(a, b, claims, step):
+        work = a.size // block
+        buf = np.empty(256, np.float32)
+        while True:
+            w0 = claim(claims, step)
+            if w0 >= work:
+                break
+            w1 = min(w0 + step, work)
+            for i in range(np.uint64(w0 * block), np.uint64(w1 * block), np.uint64(256)):
+                for j in range(256):
+                    buf[j] = a[i + j]
+                for c in range(0, 256, 16):
+                    stream_line(b, i + c, buf, c)
+            stream_fence()
+            finished(claims, w1 - w0)
+        return finished(claims, 0)
+
+    def on_threads(kernel):
+        def copy(a, b):
+            work = a.size // block
+            claims = np.zeros(2, np.int64)
+            pool.run(kernel, (a, b, claims, max(1, work // (THREADS * 16))), claims, work, THREADS)
+        return copy
+
+    copiers[f"{THREADS} threads"] = on_threads(plain)
+    copiers[f"{THREADS} threads, streaming stores"] = on_threads(streamed)
+    return copiers
+
+
+def _aligned(n: int, dtype) -> np.ndarray:
+    raw = np.zeros(n * np.dtype(dtype).itemsize + 64, np.uint8)
+    off = (-raw.ctypes.data) % 64
+    return raw[off:off + n * np.dtype(dtype).itemsize].view(dtype)
 
 
 def copy_bandwidth(n: int, rounds: int) -> tuple[float, str]:
-    """Bytes per second of a warm float32 copy, read + write counted (8 bytes an element; the
-    read-for-ownership of the destination is not counted), and how it was copied."""
+    """Bytes per second of the fastest warm float32 copy of ``n`` elements (numpy's, and numba's on
+    THREADS threads with ordinary and with streaming stores), read + write counted (8 bytes an
+    element; the read-for-ownership of ordinary stores is not counted), and how it was copied: the
+    ceiling a kernel that reads and writes as much could reach on this machine."""
+    n = max(n // (1 << 15), 1) << 15
     a = np.ones(n, np.float32)
-    b = np.zeros(n, np.float32)
-    copy, how = _copier()
-    t = _best({"copy": lambda: copy(a, b)}, rounds)["copy"]
-    return 8 * n / t, how
+    b = _aligned(n, np.float32)
+    copiers = _copiers()
+    times = _timed({k: (lambda f=f: f(a, b)) for k, f in copiers.items()}, rounds)
+    how = min(times, key=lambda k: min(times[k]))
+    assert np.array_equal(a, b)
+    return 8 * n / min(times[how]), how
 
 
 def _sha(a: np.ndarray) -> str:
@@ -259,9 +320,9 @@ def _onnx_model(op: str, x: np.ndarray, scale, zp, attrs: dict, out_type: str, o
     return onnx, model
 
 
-def ort_session(model, spin: bool = False):
+def ort_session(model, spin: bool = True):
     """The onnxruntime peer's session for an ONNX model: THREADS intra-op threads, no graph
-    optimisation, CPU; idle threads sleep unless ``spin`` (see _quiet_thread_pools)."""
+    optimisation, CPU; idle threads spin a while (onnxruntime's default) unless ``spin`` is False."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -433,25 +494,57 @@ def _tf_cases(n: int, rounds: int) -> list[Case]:
     return cases
 
 
-# -- LiteRT: a whole int8 CNN ---------------------------------------------------------------------------
-def _litert_cases(rounds: int) -> list[Case]:
+# -- LiteRT: whole int8 models ---------------------------------------------------------------------------
+def _zoo_model(arch: str) -> tuple[str | None, str]:
+    """(path, "") of a converter-made model built by the checkout's ``benchmarks/litert_zoo.py``, or
+    (None, why not)."""
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "litert_zoo.py")
+    if not os.path.exists(script):
+        return None, "benchmarks/litert_zoo.py, which builds it, is not in this checkout"
+    import importlib.util
+
+    try:
+        spec = importlib.util.spec_from_file_location("quantspec_bench_litert_zoo", script)
+        zoo = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(zoo)
+        return str(zoo.build(arch, quant="int8")), ""
+    except Exception as e:          # TensorFlow missing, a conversion that fails, ...
+        return None, f"benchmarks/litert_zoo.py could not build it ({type(e).__name__}: {e})"
+
+
+def _litert_cases(rounds: int, models: list[str] | None = None, zoo: bool = True) -> list[Case]:
+    paths = [("CNN (bench_cnn.tflite)", os.path.join(os.path.dirname(__file__), "data", "bench_cnn.tflite"))]
+    mobilenet, why = _zoo_model("mobilenet_v2") if zoo else (None, "not with --quick")
+    if mobilenet:
+        paths.append(("MobileNetV2 (converter-made)", mobilenet))
+    else:
+        print(f"(litert int8 MobileNetV2 skipped: {why})", flush=True)
+    paths += [(os.path.basename(m), m) for m in models or ()]
+    return [_litert_case(label, path) for label, path in paths]
+
+
+def _litert_case(label: str, path: str) -> Case:
     from . import litert as L
 
-    path = os.path.join(os.path.dirname(__file__), "data", "bench_cnn.tflite")
     interp = L.Interpreter(path)
     (inp,) = interp.inputs
-    x = np.random.default_rng(SEED).normal(0, 1, inp.shape).astype(np.float32)
+    rng = np.random.default_rng(SEED)
+    dtype = np.dtype(inp.dtype.dtype)
+    if dtype.kind == "f":
+        x = rng.normal(0, 1, inp.shape).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, inp.shape, dtype=dtype, endpoint=True)
     box = {}
 
     def run():
         box["y"] = interp.run([x])[0]
 
-    case = Case("litert int8 CNN (bench_cnn.tflite), one inference", 1, 0, run, lambda: box["y"],
-                unit="inferences/s")
+    case = Case(f"litert int8 {label}, one inference", 1, 0, run, lambda: box["y"], unit="inferences/s")
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except Exception:
-        return [case]
+        return case
     ref = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1)
     ref.allocate_tensors()
     i_in, i_out = ref.get_input_details()[0]["index"], ref.get_output_details()[0]["index"]
@@ -463,7 +556,7 @@ def _litert_cases(rounds: int) -> list[Case]:
         rbox["y"] = ref.get_tensor(i_out)
 
     case.peers.append(Peer("LiteRT BUILTIN_REF", run_ref, lambda: rbox["y"]))
-    return [case]
+    return case
 
 
 # -- report ------------------------------------------------------------------------------------------------
@@ -517,26 +610,22 @@ def run_cases(cases: list[Case], rounds: int, bandwidth: float, lines: list[str]
     return ok
 
 
-def _quiet_thread_pools() -> None:
-    """Idle worker threads must sleep, not spin: the contenders of a case run in turn, and a thread
-    pool that keeps spinning after its call (OpenMP's default wait policy, onnxruntime's default)
-    takes the cores from the next contender.  Set before numba's and torch's OpenMP runtimes start."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quantspec bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
     parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 256 Ki)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
-    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "equiv", "calibrate"),
-                        help="run only these groups")
+    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "equiv", "calibrate", "convert"),
+                        help="run only these groups (convert: whole checkpoints, only when asked)")
+    parser.add_argument("--dask", metavar="local:N|ADDRESS", help="with --only convert: also time the conversion on a "
+                        "Dask cluster (local:N: 1 to N worker processes), with the per-task overhead")
+    parser.add_argument("--model", action="append", metavar="MODEL.tflite",
+                        help="also time this int8 .tflite model against LiteRT's BUILTIN_REF (repeatable)")
     parser.add_argument("--tf-worker", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tf_worker:
         _tf_worker(*args.tf_worker)
         return 0
-    _quiet_thread_pools()
     n = args.size or ((1 << 18) if args.quick else (64 << 20))
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only or ["onnx", "tf", "litert", "equiv", "calibrate"]
@@ -560,7 +649,10 @@ def main(argv: list[str] | None = None) -> int:
     if "tf" in groups:
         ok &= run_cases(_tf_cases(n, rounds), rounds, bandwidth, lines)
     if "litert" in groups:
-        ok &= run_cases(_litert_cases(rounds), max(rounds, 10), bandwidth, lines)
+        ok &= run_cases(_litert_cases(rounds, args.model, zoo=not args.quick), max(rounds, 10), bandwidth, lines)
+        from .litert._bench import mode_cases
+
+        ok &= run_cases(mode_cases(rounds), max(rounds, 10), bandwidth, lines)
     for group, section in (("equiv", "quantspec.equiv.bench"), ("calibrate", "quantspec.calibrate.bench")):
         if group in groups:            # each section is its module's lines(); a "DIFFERENT" fails the run
             import importlib
@@ -569,6 +661,12 @@ def main(argv: list[str] | None = None) -> int:
             out = mod.lines(args.size, args.quick) if group == "equiv" else mod.lines(args.quick, rounds)
             print(f"\n{group}:\n" + "\n".join(out), flush=True)
             ok &= not any("DIFFERENT" in line for line in out)
+    if "convert" in groups:   # a bfloat16 checkpoint of 2 bytes per element (default 1 GiB, --quick 32 MiB)
+        from .checkpoint import bench as convert_bench
+
+        print()
+        ok &= convert_bench.run(2 * args.size if args.size else (32 << 20) if args.quick else (1 << 30), rounds,
+                                dask=args.dask)
     print("\nall timed outputs equal the peers'" if ok else "\nSOME OUTPUTS DIFFER FROM THE PEER'S")
     return 0 if ok else 1
 

@@ -4,10 +4,14 @@
 
     quantspec quantize INPUT OUTPUT --spec {onnx,tf,litert} [options]   # .npy / .npz / .safetensors
     quantspec dequantize INPUT OUTPUT --spec ... [options]
-    quantspec check MODEL.tflite [--json]
+    quantspec check MODEL.tflite|MODEL.onnx [--json]
+    quantspec audit MODEL.onnx [--input FILE] [--json]
     quantspec run MODEL.tflite --input FILE.npy [--compare-litert]
+    quantspec convert SRC DST --scheme NAME       # a checkpoint, or MODEL.onnx OUT.onnx
     quantspec bench [--quick]
     quantspec demo
+    quantspec warmup [--spec {onnx,tf,litert}]
+    quantspec example [DIR]
 
 ``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx
 --help`` lists them.  Each spec package holds its own command-line half in a ``_cli`` module with
@@ -100,14 +104,24 @@ def _delegate(module: str, func: str, argv: Sequence[str]) -> int:
 COMMANDS = {
     "quantize": ("quantize tensors (see quantize --spec SPEC --help)", lambda a: _elementwise("quantize", a)),
     "dequantize": ("dequantize tensors (see dequantize --spec SPEC --help)", lambda a: _elementwise("dequantize", a)),
-    "check": ("check a .tflite model against the LiteRT int8 spec",
-              lambda a: _delegate("quantspec.litert._cli", "check_main", a)),
+    "check": ("check a .tflite model against the LiteRT int8 spec, or an ONNX model's quantization nodes",
+              lambda a: _delegate("quantspec.onnx.models._cli", "check_main", a)),
+    "audit": ("where onnxruntime and onnx.reference depart from the ONNX spec, node by node in a model",
+              lambda a: _delegate("quantspec.onnx.models._cli", "audit_main", a)),
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
+    "convert": ("quantize a whole checkpoint (safetensors, sharded or not), or an ONNX model's weights",
+                lambda a: _delegate("quantspec.onnx.models._cli", "convert_main", a)),
+    "verify": ("check a quantized checkpoint against its float source, byte for byte",
+               lambda a: _delegate("quantspec.checkpoint._cli", "verify_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
     "equiv": ("translate a quantizer to another spec; prove over every input where the two differ",
               lambda a: _delegate("quantspec.equiv.cli", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),
+    "warmup": ("compile every fast kernel ahead of time (once per machine)",
+               lambda a: _delegate("quantspec.warmup", "main", a)),
+    "example": ("write the files the README's shell examples use into a directory",
+                lambda a: _delegate("quantspec.examples", "main", a)),
 }
 
 
@@ -130,8 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from ._core import jit
+
+    # once, on stderr, if this command compiles a kernel (warmup says what it compiles itself)
+    announcing = jit.announce_compiles() if cmd != "warmup" else contextlib.nullcontext()
     try:
-        return COMMANDS[cmd][1](rest)
+        with announcing:
+            return COMMANDS[cmd][1](rest)
     except QuantSpecError as e:
         print(f"quantspec {cmd}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

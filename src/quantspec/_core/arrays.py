@@ -1,7 +1,14 @@
-"""Turning user arguments into numpy arrays, with errors that name the argument."""
+"""Turning user arguments into numpy arrays, with errors that name the argument.
+
+:func:`from_foreign` takes arrays of other libraries (torch, JAX, ...) the ecosystem's way — the
+DLPack protocol (``__dlpack__``), else ``__array__`` — as numpy arrays over the same memory, where
+the data is on the CPU; numpy's own ``from_dlpack`` does not know bfloat16 or the float8 types, so
+those are read from the DLPack description directly (:func:`_dlpack_view`).
+"""
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -9,7 +16,7 @@ import numpy as np
 from ..dtypes import QType, qtype
 from ..errors import DTypeError, InvalidArgumentError
 
-__all__ = ["as_array", "is_python_scalar", "as_int", "as_bool", "native"]
+__all__ = ["as_array", "is_python_scalar", "as_int", "as_bool", "native", "from_foreign"]
 
 
 def native(a: np.ndarray) -> np.ndarray:
@@ -76,3 +83,85 @@ def as_bool(value: Any, argument: str) -> bool:
     if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
         return bool(value)
     raise InvalidArgumentError(argument, "must be a bool (or 0/1)", value)
+
+
+# -- arrays of other libraries ----------------------------------------------------------------------
+_PLAIN = (np.ndarray, np.generic, int, float, bool, complex, str, bytes, list, tuple, type(None))
+
+
+def from_foreign(value: Any) -> Any:
+    """``value`` as a numpy array sharing its memory when it is another library's array on the CPU
+    (an object with ``__dlpack__`` or ``__array__``: a torch tensor, bfloat16 included, a JAX array,
+    ...); anything else unchanged (numpy arrays, scalars and lists are taken as they are elsewhere).
+    Where neither protocol gives an array (a GPU tensor, a torch tensor that requires grad), the
+    object is returned unchanged and the caller's checks refuse it with their usual error."""
+    if isinstance(value, _PLAIN):
+        return value
+    kind = type(value)
+    if getattr(kind, "__dlpack__", None) is not None:
+        try:
+            return np.from_dlpack(value)
+        except Exception:
+            view = _dlpack_view(value)
+            if view is not None:
+                return view
+    if getattr(kind, "__array__", None) is not None:
+        try:
+            return np.asarray(value)
+        except Exception:
+            pass
+    return value
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+_KDL_CPU = 1
+#: DLPack type codes numpy's from_dlpack refuses, and their ml_dtypes types (DLPack 1.1 numbering)
+_DL_TYPES = {(4, 16): "bfloat16", (7, 8): "float8_e3m4", (8, 8): "float8_e4m3", (9, 8): "float8_e4m3b11fnuz",
+             (10, 8): "float8_e4m3fn", (11, 8): "float8_e4m3fnuz", (12, 8): "float8_e5m2", (13, 8): "float8_e5m2fnuz",
+             (14, 8): "float8_e8m0fnu"}
+
+
+class _Owner:
+    """Keeps the DLPack capsule (and with it the producer's tensor) alive as long as the array."""
+
+    def __init__(self, capsule, interface: dict):
+        self._capsule = capsule
+        self.__array_interface__ = interface
+
+
+def _dlpack_view(value: Any) -> np.ndarray | None:
+    """A numpy array over the memory a legacy DLPack capsule describes, for the dtypes of
+    :data:`_DL_TYPES` on the CPU; None for anything else.  The capsule is not consumed: it stays
+    alive with the array, and its own destructor releases the producer's tensor afterwards."""
+    import ml_dtypes
+
+    try:
+        capsule = value.__dlpack__()
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        pointer = get(capsule, b"dltensor")
+    except Exception:
+        return None
+    t = _DLTensor.from_address(pointer)          # DLManagedTensor starts with its DLTensor
+    name = _DL_TYPES.get((t.dtype.code, t.dtype.bits))
+    if t.device.device_type != _KDL_CPU or t.dtype.lanes != 1 or name is None or not hasattr(ml_dtypes, name):
+        return None
+    itemsize = t.dtype.bits // 8
+    shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    strides = None if not t.strides else tuple(int(t.strides[i]) * itemsize for i in range(t.ndim))
+    data = (t.data or 0) + int(t.byte_offset)
+    interface = {"version": 3, "shape": shape, "typestr": f"<u{itemsize}", "data": (data, False), "strides": strides}
+    return np.asarray(_Owner(capsule, interface)).view(getattr(ml_dtypes, name))

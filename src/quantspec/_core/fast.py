@@ -1,8 +1,8 @@
 """The fast path's plumbing shared by every spec (no numba here; the kernels are in :mod:`.fastmap`).
 
 An element-wise operation of any spec — ONNX QuantizeLinear, TensorFlow QuantizeV2, LiteRT
-QUANTIZE, their dequantize twins — is one generic kernel, :func:`quantspec._core.fastmap.map_`,
-applied to
+QUANTIZE, their dequantize twins — is one generic kernel, :data:`quantspec._core.fastmap.plain`
+(or ``streamed``), applied to
 
 - ``x`` and ``y``: flat contiguous arrays;
 - ``params``: a tuple of flat parameter arrays (one entry per scale "unit": 1 for per-tensor, one per
@@ -12,42 +12,85 @@ applied to
 - ``op``: a pair of records whose classes select the element function (registered by the spec's
   kernel module with :func:`quantspec._core.fastmap.register`) and whose fields are its constants.
 
-:func:`run` picks the serial or parallel kernel and whether to stream the output (§ thresholds
-below); :func:`flat_params` puts parameters in the shape the layout expects.
+:func:`run` picks the calling thread alone or quantspec's thread pool (:mod:`.pool`) and whether to
+stream the output (§ thresholds below); :func:`launch` does the same for the other kernels;
+:func:`flat_params` puts parameters in the shape the layout expects.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
+import threading
 from collections import namedtuple
 
 import numpy as np
 
-from . import jit
+from . import jit, pool
 
-__all__ = ["SegLayout", "RowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "CHUNK",
-           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
+__all__ = ["SegLayout", "RowLayout", "LongRowLayout", "layout", "flat_params", "run", "flat", "zeros", "parallel", "serial_below", "CHUNK",
+           "SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "CLAIMS_PER_THREAD", "launch", "fast_from", "reference_below", "FORKED_AFTER_POOL", "STREAM_FROM", "STREAM_BLOCK", "STREAM_BUFFER",
            "ROWS_TOGETHER_FROM", "ROWS_GROUPED_FROM", "together"]
 
 #: elements per unit of parallel work
 CHUNK = 1 << 15
-#: arrays smaller than this run on the calling thread (no thread-pool launch)
-SERIAL_BELOW = 1 << 16
-#: ... and this, when OpenMP's idle threads sleep (``OMP_WAIT_POLICY=PASSIVE``): waking them costs
-#: every parallel call 50-100 us on the 2-core machine of docs/performance.md (a spinning pool: about
-#: 2 us), more than the serial kernels take below about 1 Mi elements (float32 -> int8 and back, and
-#: float8, measured)
-SERIAL_BELOW_PASSIVE = 1 << 20
+#: arrays smaller than this run on the calling thread alone.  A parallel call wakes the pool's
+#: helpers (quantspec._core.pool), which takes 15-100 us on the 2-core machine of docs/performance.md
+#: and costs the caller a few microseconds (the caller does not wait for them: it starts at once);
+#: below this the caller is done before a helper would have joined (float32 -> int8 runs at about
+#: 13 Gelem/s on one thread, in cache)
+SERIAL_BELOW = 1 << 19
+#: kept for code that set it: the pool's helpers always sleep when idle, so OpenMP's wait policy no
+#: longer changes where parallel calls start
+SERIAL_BELOW_PASSIVE = SERIAL_BELOW
+#: a parallel call's work items are claimed about this many times per thread (a few at a time: the
+#: threads share out the work as they come, the last claims are small enough that no thread waits
+#: long for another)
+CLAIMS_PER_THREAD = 16
 
 
 def parallel(n: int) -> bool:
-    """Whether ``n`` elements run on the parallel kernels (SERIAL_BELOW, SERIAL_BELOW_PASSIVE; never
-    in a process forked after numba's thread pool had started, :data:`FORKED_AFTER_POOL`)."""
-    if n < SERIAL_BELOW or FORKED_AFTER_POOL:
-        return False
-    return n >= SERIAL_BELOW_PASSIVE or jit.env("OMP_WAIT_POLICY").strip().upper() != "PASSIVE"
+    """Whether ``n`` elements run on the pool's threads (SERIAL_BELOW, a :func:`serial_below` block of
+    this thread; never in a process forked after numba's OpenMP pool had started,
+    :data:`FORKED_AFTER_POOL`, for kernels that still use it)."""
+    return not (n < SERIAL_BELOW or FORKED_AFTER_POOL or n < getattr(_LOCAL, "serial_below", 0))
+
+
+_LOCAL = threading.local()
+
+
+def fast_from() -> int:
+    """The fewest elements this thread's calls take the fast kernels for (:func:`reference_below`)."""
+    return getattr(_LOCAL, "fast_from", 0)
+
+
+@contextlib.contextmanager
+def reference_below(n: int):
+    """Within the block, this thread's operations on fewer than ``n`` elements take the numpy
+    reference path (the same bytes) where their spec's code asks (:func:`fast_from`): the LiteRT
+    interpreter's, whose smallest tensors (a model's input of a few thousand values, its output of
+    ten) would each compile a kernel (about a second, once) to save microseconds."""
+    before = fast_from()
+    _LOCAL.fast_from = max(before, n)
+    try:
+        yield
+    finally:
+        _LOCAL.fast_from = before
+
+
+@contextlib.contextmanager
+def serial_below(n: int):
+    """Within the block, this thread's calls below ``n`` elements run on the serial kernels (the
+    LiteRT interpreter's: a parallel call is worth its thread wake-up and its final wait for every
+    worker only on large tensors, and on a busy machine that wait is long)."""
+    before = getattr(_LOCAL, "serial_below", 0)
+    _LOCAL.serial_below = max(before, n)
+    try:
+        yield
+    finally:
+        _LOCAL.serial_below = before
 
 
 #: True in a process made by ``fork()`` (multiprocessing's default start method on Linux) from a
@@ -61,8 +104,8 @@ FORKED_AFTER_POOL = False
 
 def _after_fork_in_child() -> None:
     global FORKED_AFTER_POOL
-    pool = sys.modules.get("numba.np.ufunc.parallel")
-    if pool is not None and getattr(pool, "_is_initialized", False):
+    omp = sys.modules.get("numba.np.ufunc.parallel")
+    if omp is not None and getattr(omp, "_is_initialized", False):
         FORKED_AFTER_POOL = True
 
 
@@ -103,6 +146,19 @@ ROWS_GROUPED_FROM = 1024
 _FIELDS = "O D I B nb Op L units work nsub group chunk"
 SegLayout = namedtuple("SegLayout", _FIELDS)
 RowLayout = namedtuple("RowLayout", _FIELDS)
+
+
+class LongRowLayout(RowLayout):
+    """A RowLayout of rows of at least ROWS_GROUPED_FROM elements: the only rows the kernels may
+    compute four at a time (:func:`together`), a branch compiled into their kernels alone (the
+    kernels of shorter rows, such as a convolution's requantization per channel, compile faster
+    without it)."""
+
+    __slots__ = ()
+
+
+def _rows(*fields) -> RowLayout:
+    return (LongRowLayout if fields[6] >= ROWS_GROUPED_FROM else RowLayout)(*fields)
 
 
 def _size(shape) -> int:
@@ -146,10 +202,10 @@ def layout(shape: tuple[int, ...], granularity: str, axis: int | None = None, bl
             B, nb, Op = block_size, -(-D // block_size), 1
     if rows and granularity == "block" and I > 1:
         # blocked along a non-last axis: rows (o, d) of I elements, parameter row (o, d // B)
-        return RowLayout(O, D, I, B, nb, Op, I, *_row_work(O * D, I))
+        return _rows(O, D, I, B, nb, Op, I, *_row_work(O * D, I))
     if rows and granularity == "axis" and I < 16:
         # per-axis with short runs: rows of D*I elements against the parameters repeated I times
-        return RowLayout(O, 1, D * I, 1, 1, 0, D * I, *_row_work(O, D * I))
+        return _rows(O, 1, D * I, 1, 1, 0, D * I, *_row_work(O, D * I))
     return SegLayout(O, D, I, B, nb, Op, B * I, *_work(O * nb, B * I))
 
 
@@ -181,8 +237,11 @@ def zeros(shape, dtype) -> np.ndarray:
 
 def flat(x: np.ndarray, dtype=None) -> np.ndarray:
     """``x`` as a flat contiguous array (a view when it already is one), reinterpreted as ``dtype``."""
-    f = np.ascontiguousarray(x).reshape(-1)
-    return f if dtype is None else f.view(dtype)
+    if type(x) is np.ndarray and x.ndim == 1 and x.flags.c_contiguous:
+        f = x
+    else:
+        f = np.ascontiguousarray(x).reshape(-1)
+    return f if dtype is None or f.dtype == dtype else f.view(dtype)
 
 
 def _kernels():
@@ -213,8 +272,9 @@ def together(lay, params: tuple) -> bool:
 
 def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None,
         memo: dict | None = None) -> None:
-    """``y = op(x)`` elementwise (flat arrays): in parallel from SERIAL_BELOW elements (:func:`parallel`), streaming the
-    output from STREAM_FROM bytes (when ``y`` is aligned to its element size).
+    """``y = op(x)`` elementwise (flat arrays): on the pool's threads from SERIAL_BELOW elements
+    (:func:`parallel`, quantspec._core.pool), streaming the output from STREAM_FROM bytes (when ``y``
+    is aligned to its element size).
 
     ``memo``: a dict owned by the caller's prepared state, for calls that repeat with the same
     ``params``, ``lay`` and ``op`` objects (a cached plan): it keeps the compiled kernel's entry point
@@ -223,27 +283,60 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     n = x.size if n is None else n
     if n == 0:
         return
-    par = parallel(n)
+    work = lay.work
+    if n < SERIAL_BELOW and memo is not None:
+        # the common small call: the plain kernel on this thread, its entry point remembered for
+        # these argument types (x and y are flat: their types differ only by dtype and flags)
+        entry = memo.get((False, x.dtype, x.flags.num & TYPE_FLAGS, y.dtype, y.flags.num & TYPE_FLAGS))
+        if entry is not None:
+            entry(x, y, params, lay, op[0], op[1], np.zeros(2, np.int64), work)
+            return
+    parts = min(pool.threads(), work) if parallel(n) else 1
     # SegLayout runs are streamed run by run: only runs of whole lines gain (blocked runs of 32 bytes
     # would all be written by the scalar head and tail)
     # rows computed four at a time (ROWS_TOGETHER_FROM) are not streamed: the stream buffer holds
     # part of one row, and streaming took them a row at a time again (slower, for quantize and
     # dequantize alike, measured)
-    stream = (par and y.nbytes >= STREAM_FROM and y.flags.aligned
+    stream = (parts > 1 and y.nbytes >= STREAM_FROM and y.flags.aligned
               and (not together(lay, params) if isinstance(lay, RowLayout) else lay.L * y.itemsize >= STREAM_BLOCK))
-    token = np.empty(0, y.dtype) if stream else None
-    kernels = _kernels()
-    parts = max(min(kernels.threads(), lay.work), 1) if par else 1
+    claims = np.zeros(2, np.int64)
+    step = max(1, work // (parts * CLAIMS_PER_THREAD)) if parts > 1 else work
+    args = (x, y, params, lay, op[0], op[1], claims, step)
     if memo is None:
-        kernels.map_(par)(x, y, params, lay, op[0], op[1], token, parts)
+        kernels = _kernels()
+        entry = kernels.streamed if stream else kernels.plain
+    else:
+        # everything numba's type of the arguments depends on that can change from call to call: the
+        # arrays' dtype and flags (contiguity, writeable, aligned; both are flat), and the kernel
+        key = (stream, x.dtype, x.flags.num & TYPE_FLAGS, y.dtype, y.flags.num & TYPE_FLAGS)
+        entry = memo.get(key)
+        if entry is None:
+            kernels = _kernels()
+            entry = memo[key] = _entry(kernels.streamed if stream else kernels.plain, args)
+    if parts > 1:
+        pool.run(entry, args, claims, work, parts)
+    else:
+        entry(*args)
+
+
+#: the array flags numba's type of an array depends on (C / F contiguous, aligned, writeable): an
+#: entry point's key keeps only these (a view and the array it views share one entry point)
+TYPE_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
+
+
+def launch(kernel, args: tuple, work: int, n: int) -> None:
+    """Run ``kernel(*args, claims, step)``, a kernel that claims ``work`` work items from ``claims``
+    ``step`` at a time and returns the number finished (quantspec._core.pool), over ``n`` elements in
+    all: on the pool's threads from SERIAL_BELOW elements (:func:`parallel`), else on this one."""
+    if work <= 0:
         return
-    # everything numba's type of the arguments depends on that can change from call to call: the
-    # arrays' dtype, dimensions and flags (contiguity, writeable, aligned), and the kernel chosen
-    key = (par, stream, x.dtype, x.ndim, x.flags.num, y.dtype, y.ndim, y.flags.num)
-    entry = memo.get(key)
-    if entry is None:
-        entry = memo[key] = _entry(kernels.map_(par), (x, y, params, lay, op[0], op[1], token, parts))
-    entry(x, y, params, lay, op[0], op[1], token, parts)
+    parts = min(pool.threads(), work) if parallel(n) else 1
+    claims = np.zeros(2, np.int64)
+    step = max(1, work // (parts * CLAIMS_PER_THREAD)) if parts > 1 else work
+    if parts > 1:
+        pool.run(kernel, (*args, claims, step), claims, work, parts)
+    else:
+        kernel(*args, claims, step)
 
 
 def _entry(dispatcher, args: tuple):

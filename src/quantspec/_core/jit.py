@@ -1,24 +1,31 @@
 """Whether the fused (numba) kernels run, and loading them without paying for it at import time.
 
-quantspec has two paths for every element-wise operation (DESIGN.md principle 5): the readable
-numpy reference path, and a fast path of fused multithreaded kernels compiled by numba.  The fast
-path is the default wherever it exists and numba is installed (``pip install quantspec[fast]``).
+quantspec has two paths for every element-wise operation: the readable numpy reference path, and a
+fast path of fused multithreaded kernels compiled by numba (a dependency of quantspec).  The fast
+path is the default wherever it exists.
 
 - ``QUANTSPEC_FAST=0`` (or ``false``/``no``/``off``) switches the fast path off: every call takes
-  the numpy reference path.  Any other value, or none, leaves it on when numba is importable.
-- Nothing here imports numba.  ``import quantspec`` and ``quantspec --help`` stay fast; numba is
-  imported, and a kernel module loaded, on the first call that runs a fast kernel.
+  the numpy reference path.  Any other value, or none, leaves it on when numba can be imported.
+  Where numba cannot be imported (not installed, or a build that does not match this numpy), every
+  call takes the reference path and quantspec says so once, on stderr, with the reason
+  (:func:`numba_available`).
+- Nothing here imports numba before it is needed.  ``import quantspec`` and ``quantspec --help``
+  stay fast; numba is imported on the first call that may run a fast kernel, and a kernel module
+  loaded when one does.
 - Compiled kernels are cached on disk (numba ``cache=True``), so the JIT cost is paid once per
   machine, not once per process (:func:`install_cache_locator`).  The cache lives under
   ``$NUMBA_CACHE_DIR`` when that is set, else in ``__pycache__`` next to the kernel sources when
   that directory is writable, else (a read-only or system-wide install) in a per-user directory:
-  ``$QUANTSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/quantspec/numba``, else
-  ``~/.cache/quantspec/numba``.  A cached kernel is reused only while the sources it was compiled
-  from are unchanged.
+  ``$QUANTSPEC_CACHE_DIR``, else the user cache directory (``platformdirs``, or
+  ``$XDG_CACHE_HOME``, else ``~/.cache``) ``/quantspec/numba``.  Where none of these can be
+  written, kernels are compiled in memory, in every process that needs them, and quantspec says so
+  once.  A cached kernel is reused only while the sources it was compiled from are unchanged.
+- The command line announces, once, on stderr, that it is compiling kernels for this machine
+  (:func:`announce_compiles`); ``quantspec warmup`` compiles them all ahead of time.
 
 The kernels are compiled with ``fastmath=False``: the LLVM fast-math flags would turn ``x / s``
 into ``x * (1 / s)`` (``arcp``), fuse multiply-adds (``contract``) and drop the NaN/inf rules
-(``nnan``/``ninf``); each of these changes results (notes/performance.md §2.4).
+(``nnan``/``ninf``); each of these changes results.
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ from pathlib import Path
 from types import ModuleType
 
 __all__ = ["enabled", "env", "reference_only", "prefer_reference", "numba_available", "load", "cache_dir",
-           "install_cache_locator", "lock_cache_saves", "fingerprint", "ENV", "CLI_FAST_FROM"]
+           "install_cache_locator", "lock_cache_saves", "fingerprint", "ENV", "CLI_FAST_FROM", "announce_compiles",
+           "mark_kernel", "KERNELS", "uncached", "cache_location", "note"]
 
 ENV = "QUANTSPEC_FAST"
 _OFF = {"0", "false", "no", "off"}
@@ -42,14 +50,43 @@ _available: bool | None = None
 
 
 def numba_available() -> bool:
-    """numba can be imported (checked without importing it)."""
+    """numba can be imported.  Tried once, the first time the fast path is wanted (importing numba
+    is what the first fast kernel does anyway); where it fails, quantspec says once, on stderr, why
+    every call takes the reference path."""
     global _available
     if _available is None:
-        try:
-            _available = importlib.util.find_spec("numba") is not None
-        except (ImportError, ValueError):  # pragma: no cover - broken installs
-            _available = False
+        _available = _import_numba()
     return _available
+
+
+def _import_numba() -> bool:
+    if "numba" in sys.modules:
+        return True
+    try:
+        found = importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):  # pragma: no cover - broken installs
+        found = False
+    if not found:
+        note("numba is not installed")
+        return False
+    try:
+        import numba  # noqa: F401
+    except Exception as e:  # ImportError, or a numba built for another numpy / llvmlite
+        note(f"numba could not be imported ({type(e).__name__}: {e})")
+        return False
+    return True
+
+
+_NOTED: set[str] = set()
+
+
+def note(reason: str, what: str = "the fast kernels are off, every call runs on the numpy reference path "
+                                  "(the same results, slower)") -> None:
+    """Say once per process, on stderr, that ``what`` (once for each ``what``), because ``reason``."""
+    if what in _NOTED:
+        return
+    _NOTED.add(what)
+    print(f"quantspec: {what}: {reason}", file=sys.stderr, flush=True)
 
 
 _REFERENCE_DEPTH = 0
@@ -117,8 +154,12 @@ def _user_cache_dir() -> Path:
     explicit = os.environ.get("QUANTSPEC_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "quantspec" / "numba"
+    try:
+        import platformdirs
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "quantspec" / "numba"
+    return Path(platformdirs.user_cache_dir("quantspec")) / "numba"
 
 
 def _writable(directory: Path) -> bool:
@@ -130,20 +171,124 @@ def _writable(directory: Path) -> bool:
 def cache_dir(kernel_file: Path) -> Path:
     """Where numba keeps the compiled kernels of the module ``kernel_file``: ``NUMBA_CACHE_DIR`` if
     set, else the ``__pycache__`` beside it if writable, else the per-user directory."""
-    kernel_file = Path(kernel_file)
+    return _cache_dirs(Path(kernel_file))[0]
+
+
+def _cache_dirs(kernel_file: Path) -> list[Path]:
+    """The directories to try, best first (:func:`cache_dir`; the per-user one after the package's
+    when that turns out not to be writable)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"]) / "quantspec" / kernel_file.parent.name
+        return [Path(os.environ["NUMBA_CACHE_DIR"]) / "quantspec" / kernel_file.parent.name]
+    user = _user_cache_dir() / kernel_file.parent.name
     if _writable(kernel_file.parent):
-        return kernel_file.parent / "__pycache__"
-    return _user_cache_dir() / kernel_file.parent.name
+        return [kernel_file.parent / "__pycache__", user]
+    return [user]
+
+
+_KERNELS_CACHED_IN: set[str] = set()
+
+
+def cache_location() -> str | None:
+    """Where this process keeps the kernels it compiles (a directory; None: not known yet, or in
+    memory only)."""
+    return min(_KERNELS_CACHED_IN) if _KERNELS_CACHED_IN else None
+
+
+def uncached(kernel_file) -> None:
+    """The kernels of ``kernel_file`` could not be given an on-disk cache: they are compiled in
+    memory (said once)."""
+    tried = ", ".join(str(d) for d in _cache_dirs(Path(kernel_file)))
+    note(f"no writable cache directory (tried {tried}; set QUANTSPEC_CACHE_DIR to choose one)",
+         "the fast kernels are compiled in memory, in every process, not cached on disk")
+
+
+#: every dispatcher marked as one of quantspec's kernels (``quantspec warmup`` lists what they compiled)
+KERNELS: list = []
+
+
+def mark_kernel(dispatcher) -> None:
+    """Mark ``dispatcher`` as one of quantspec's kernels (:func:`announce_compiles` watches them)."""
+    dispatcher._quantspec_kernel = True
+    KERNELS.append(dispatcher)
+
+
+# -- saying that kernels are being compiled ---------------------------------------------------------
+_ANNOUNCE = None
+_STDERR = object()          # announce_compiles' default: whatever sys.stderr is when the notice is printed
+_LISTENING = False
+#: roughly what compiling one kernel (one operation for one combination of types) takes on a 2-core
+#: machine, for the notice
+KERNEL_SECONDS = "about 1 s"
+
+
+def announce_compiles(stream=None) -> contextlib.AbstractContextManager:
+    """Say once, on ``stream`` (default: ``sys.stderr`` as it is when the notice is printed), when this
+    process starts compiling a kernel: the first call of each combination of types compiles one (then
+    cached).  The command line turns this on for the length of a command: used as a context manager,
+    the notice is off again when the block ends.  numba is not imported here."""
+    global _ANNOUNCE
+    _ANNOUNCE = stream if stream is not None else _STDERR
+    if "numba" in sys.modules:
+        _listen()
+    return _AnnounceOff()
+
+
+class _AnnounceOff(contextlib.AbstractContextManager):
+    def __exit__(self, *exc):
+        global _ANNOUNCE
+        _ANNOUNCE = None
+        return None
+
+
+def _listen() -> None:
+    global _LISTENING
+    if _LISTENING or _ANNOUNCE is None:
+        return
+    from numba.core import event
+
+    class Notice(event.Listener):
+        def on_start(self, ev):
+            if getattr(ev.data.get("dispatcher"), "_quantspec_kernel", False):
+                _announce()
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Notice())
+    _LISTENING = True
+
+
+def _announce() -> None:
+    global _ANNOUNCE
+    stream, _ANNOUNCE = _ANNOUNCE, None
+    if stream is None:
+        return
+    where = cache_location()
+    kept = f"kept in {where} for later runs" if where else "not cached: no writable cache directory"
+    try:        # a notice never stops a computation (a closed or broken stderr)
+        print(f"quantspec: compiling fast kernels for this machine ({KERNEL_SECONDS} for each new combination of "
+              f"types, once; {kept}; `quantspec warmup` compiles them all ahead of time)",
+              file=sys.stderr if stream is _STDERR else stream, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+_LOADED: dict[str, ModuleType] = {}
 
 
 def load(module: str) -> ModuleType:
-    """Import a kernel module (one that imports numba).  Looked up in ``sys.modules`` first: the
-    import machinery costs tens of microseconds on a call that follows a large kernel, whose data
-    has flushed the caches."""
-    loaded = sys.modules.get(module)
-    return loaded if loaded is not None else importlib.import_module(module)
+    """Import a kernel module (one that imports numba).  Looked up in a dict of the modules this
+    function has finished importing first: the import machinery costs tens of microseconds on a call
+    that follows a large kernel, whose data has flushed the caches.  (Not ``sys.modules``: it holds a
+    module from the moment its import starts, so a second thread's first call would find it half
+    initialized; ``importlib.import_module`` waits for the other thread's import to finish.)"""
+    loaded = _LOADED.get(module)
+    if loaded is not None:
+        return loaded
+    loaded = importlib.import_module(module)
+    _listen()
+    _LOADED[module] = loaded
+    return loaded
 
 
 # -- saving to the cache under a lock ------------------------------------------------------------
@@ -234,14 +379,14 @@ def install_cache_locator() -> None:
     class KernelLocator(base):
         _quantspec = True
 
-        def __init__(self, py_func, py_file):
+        def __init__(self, py_func, py_file, directory: Path):
             self._lineno = py_func.__code__.co_firstlineno
             here = Path(py_file).resolve()
             extra = py_func.__globals__.get("KERNEL_SOURCES", ())
             self._stamp = fingerprint((here, _PRIMITIVES, *(here.parent / name for name in extra)))
             # one directory per version of the sources: an index written by other sources (whose
             # pickled signatures may name record classes that no longer exist) is never read
-            self._path = str(cache_dir(Path(py_file)) / self._stamp[:16])
+            self._path = str(directory / self._stamp[:16])
 
         def get_cache_path(self):
             return self._path
@@ -260,11 +405,14 @@ def install_cache_locator() -> None:
                 inside = False
             if not inside:
                 return None
-            self = cls(py_func, py_file)
-            try:
-                self.ensure_cache_path()
-            except OSError:          # nowhere to write: numba's own locators decide (or no cache)
-                return None
-            return self
+            for directory in _cache_dirs(Path(py_file)):
+                self = cls(py_func, py_file, directory)
+                try:
+                    self.ensure_cache_path()
+                except OSError:      # not writable: the next place
+                    continue
+                _KERNELS_CACHED_IN.add(str(directory))
+                return self
+            return None              # nowhere to write: numba's own locators decide (or no cache)
 
     impl._locator_classes.insert(0, KernelLocator)

@@ -41,24 +41,40 @@ def inline(func):
     return njit(inline="always", **_OPTIONS)(func)
 
 
+def shared(func):
+    """A building block that many kernels or operations call: compiled once per signature (numba types
+    it once, not once per place it is used, as it does what :func:`inline` gives it) and always
+    inlined by LLVM (``forceinline``), so that the loops that call it still vectorise."""
+    return njit(forceinline=True, **_OPTIONS)(func)
+
+
 def function(func):
     """A function called (not inlined at numba level) by kernels."""
     return njit(**_OPTIONS)(func)
 
 
 def kernel(func=None, *, parallel: bool = False):
-    """A kernel: compiled on first use for each signature, and cached on disk."""
+    """A kernel: compiled on first use for each signature, and cached on disk (where no cache
+    directory can be written, compiled in memory: :func:`quantspec._core.jit.uncached`)."""
     def wrap(f):
-        dispatcher = njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+        try:
+            dispatcher = njit(parallel=parallel, cache=True, nogil=True, **_OPTIONS)(f)
+        except RuntimeError:                # numba: "cannot cache function ...: no locator available"
+            jit.uncached(f.__code__.co_filename)
+            dispatcher = njit(parallel=parallel, cache=False, nogil=True, **_OPTIONS)(f)
         jit.lock_cache_saves(dispatcher)
+        jit.mark_kernel(dispatcher)
         return dispatcher
 
     return wrap(func) if func is not None else wrap
 
 
 def twin(py_func):
-    """``parallel -> dispatcher``: a kernel compiled with ``parallel=True`` and a serial twin (for
-    arrays too small to be worth waking the thread pool).
+    """``parallel -> dispatcher``: a kernel compiled with ``parallel=True`` (numba's OpenMP pool) and a
+    serial twin (for arrays too small to be worth waking the thread pool).  quantspec's own kernels
+    no longer use it: they claim work items from a counter (:func:`claim`) and run on quantspec's
+    pool (:func:`quantspec._core.fast.launch`), whose idle threads do not spin and which a forked
+    child can use.
 
     The twin is a copy of the function under another name, so that numba's on-disk cache (keyed by
     the function's qualified name) keeps the two apart."""
@@ -75,8 +91,9 @@ def twin(py_func):
     pick.parallel, pick.serial = par, ser
     return pick
 
-__all__ = ["inline", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
-           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor"]
+__all__ = ["inline", "shared", "function", "kernel", "twin", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
+           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor",
+           "claim", "finished"]
 
 
 
@@ -343,3 +360,41 @@ def stream_fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
+
+
+# -- work shared between threads ------------------------------------------------------------------
+# A parallel call's work items are claimed a few at a time from a counter that every participating
+# thread increments atomically (quantspec._core.pool): the calling thread starts at once and does
+# all the work if no other thread comes, and waits only for work another thread has claimed.
+# ``claims`` is an int64 array: [next unclaimed work item, work items finished].
+def _claims_pointer(context, builder, signature, args, index):
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    return builder.gep(ary.data, [ir.Constant(ir.IntType(64), index)])
+
+
+@intrinsic
+def claim(typingctx, claims, count):
+    """Atomically add ``count`` to ``claims[0]``; the value it had (the first work item claimed)."""
+    if not (isinstance(claims, types.Array) and claims.dtype == types.int64 and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        n = context.cast(builder, args[1], signature.args[1], types.int64)
+        return builder.atomic_rmw("add", _claims_pointer(context, builder, signature, args, 0), n, "seq_cst")
+
+    return types.int64(claims, count), codegen
+
+
+@intrinsic
+def finished(typingctx, claims, count):
+    """Atomically add ``count`` to ``claims[1]`` (work items done; after the stores of that work, which
+    a streaming kernel fences first), and return the new total."""
+    if not (isinstance(claims, types.Array) and claims.dtype == types.int64 and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        n = context.cast(builder, args[1], signature.args[1], types.int64)
+        old = builder.atomic_rmw("add", _claims_pointer(context, builder, signature, args, 1), n, "seq_cst")
+        return builder.add(old, n)
+
+    return types.int64(claims, count), codegen

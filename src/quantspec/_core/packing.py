@@ -3,7 +3,7 @@
 Element ``i`` of a ``b``-bit type occupies bits ``[i*b, (i+1)*b)`` of a little-endian bit stream;
 the stream is ``ceil(n*b/8)`` bytes, the unused high bits of the last byte are zero.  For 4-bit types
 that is two elements a byte, element 0 in the low nibble; for 2-bit types four a byte; for 6-bit
-types four elements in three bytes (notes/onnx.md §2.7).  Packing is flat over the whole tensor in
+types four elements in three bytes.  Packing is flat over the whole tensor in
 row-major order, with no per-row padding.
 """
 

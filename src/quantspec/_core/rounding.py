@@ -9,7 +9,7 @@ keeps the input's dtype (so the caller decides the precision).  None of them use
 - :func:`half_away_from_zero`: C ``std::round`` (LiteRT ``TfLiteRound``, TensorFlow Eigen
   ``.round()``, gemmlowp).
 - :func:`flush_denormals`: flush-to-zero of float32 subnormals, keeping the sign (TensorFlow's CPU
-  kernels run with FTZ/DAZ; notes/tensorflow.md §0.2).
+  kernels run with FTZ/DAZ).
 """
 
 from __future__ import annotations

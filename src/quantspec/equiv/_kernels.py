@@ -12,15 +12,15 @@
   to NaN), the largest absolute difference.
 
 The quantizers themselves are never computed here: their outputs come from each spec's own
-kernels (the public functions).
+kernels (the public functions), which use quantspec's thread pool.  These kernels run on the calling
+thread, one chunk at a time (a chunk stays in cache; waking the pool for a pass this short costs more
+than it saves).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
-
-from .._core.nbprim import inline, twin
+from .._core.nbprim import inline, kernel
 
 __all__ = ["fill", "count_codes", "compare_codes", "compare_values", "NO_CODE"]
 
@@ -30,11 +30,11 @@ NO_CODE = -(1 << 62)
 
 def _fill(out, start):
     n = out.size
-    for i in prange(n):
+    for i in range(n):
         out[i] = start + np.uint64(i)
 
 
-fill = twin(_fill)
+fill = kernel(_fill)
 
 
 @inline
@@ -59,19 +59,19 @@ def _count_codes(ya, yb, ma, sa, za, mb, sb, zb):
     """How many codes differ (the fast first look at a chunk: no branch in the loop)."""
     n = ya.size
     total = 0
-    for i in prange(n):
+    for i in range(n):
         total += np.int64(_code(ya[i], ma, sa, za) != _code(yb[i], mb, sb, zb))
     return total
 
 
-count_codes = twin(_count_codes)
+count_codes = kernel(_count_codes)
 
 
 def _compare_codes(x, ya, yb, ma, sa, za, mb, sb, zb, lo, hi, counts, maxdiff, first, nfirst):
     parts = counts.shape[0]
     n = ya.size
     cap = first.shape[1]
-    for p in prange(parts):
+    for p in range(parts):
         a0 = p * n // parts
         a1 = (p + 1) * n // parts
         c0 = 0
@@ -104,14 +104,14 @@ def _compare_codes(x, ya, yb, ma, sa, za, mb, sb, zb, lo, hi, counts, maxdiff, f
         nfirst[p] = k
 
 
-compare_codes = twin(_compare_codes)
+compare_codes = kernel(_compare_codes)
 
 
 def _compare_values(x, ya, yb, lo, hi, counts, maxdiff, first, nfirst):
     parts = counts.shape[0]
     n = ya.size
     cap = first.shape[1]
-    for p in prange(parts):
+    for p in range(parts):
         a0 = p * n // parts
         a1 = (p + 1) * n // parts
         c0 = 0
@@ -143,4 +143,4 @@ def _compare_values(x, ya, yb, lo, hi, counts, maxdiff, first, nfirst):
         nfirst[p] = k
 
 
-compare_values = twin(_compare_values)
+compare_values = kernel(_compare_values)

@@ -279,7 +279,7 @@ def _prove_channel(c, a, b, dom, subrange, n_examples, budget, chunk, offset, va
         if given:
             pat[:n] = arr[s:s + n].view(udt)
         else:
-            k.fill(False)(pat[:n], np.uint64(start + s))      # serial: faster than waking the pool
+            k.fill(pat[:n], np.uint64(start + s))
         xa = x_dom[:n] if conv_a is None else _convert(x_dom[:n], xa_buf[:n])
         xb = x_dom[:n] if conv_b is None else (xa if conv_b == conv_a else _convert(x_dom[:n], xb_buf[:n]))
         run_record(a, xa, ya[:n])
@@ -291,7 +291,7 @@ def _prove_channel(c, a, b, dom, subrange, n_examples, budget, chunk, offset, va
                 np.copyto(vb[:n], yb[:n], casting="unsafe")
             xc = pat[:n]
         else:
-            if not k.count_codes(False)(va[:n], vb[:n], *da, *db):
+            if not k.count_codes(va[:n], vb[:n], *da, *db):
                 continue
             if x32_buf is None:
                 xc = x_dom[:n]
@@ -304,9 +304,9 @@ def _prove_channel(c, a, b, dom, subrange, n_examples, budget, chunk, offset, va
         first = np.zeros((1, cap), np.int64)
         nfirst = np.zeros(1, np.int64)
         if values:
-            k.compare_values(False)(xc, va[:n], vb[:n], lo, hi, counts, maxd, first, nfirst)
+            k.compare_values(xc, va[:n], vb[:n], lo, hi, counts, maxd, first, nfirst)
         else:
-            k.compare_codes(False)(xc, va[:n], vb[:n], *da, *db, lo, hi, counts, maxd, first, nfirst)
+            k.compare_codes(xc, va[:n], vb[:n], *da, *db, lo, hi, counts, maxd, first, nfirst)
         d = counts[0]
         if not d.any():
             continue

@@ -1,6 +1,6 @@
 """LiteRT (TFLite) and its 8-bit quantization specification.
 
-Public API (DESIGN.md): ``QuantParams``, ``activation_params``, ``weight_params``, ``bias_params``
+Public API: ``QuantParams``, ``activation_params``, ``weight_params``, ``bias_params``
 (and ``adjust_for_bias``, the converter's bias-overflow widening of both),
 ``quantize``, ``quantize_weights``, ``quantize_bias``, ``dequantize``, ``fixedpoint``, ``OPS``,
 ``OP_TABLE``, ``load_model``, ``check_model``, ``Interpreter``.  Names are imported from their

@@ -3,10 +3,12 @@
 - ``quantspec check MODEL.tflite [--json]``: check a model against the LiteRT int8 spec
   (:func:`quantspec.litert.check_model`).  Exit status 0: conformant; 1: violations; 2: the model
   cannot be read.
-- ``quantspec run MODEL.tflite --input FILE [--input FILE ...] [--compare-litert] [--output FILE]``:
-  run a model on quantspec's kernels (:class:`quantspec.litert.Interpreter`), print a summary of
-  the outputs, and with ``--compare-litert`` run the LiteRT interpreter with its reference kernels
-  (``BUILTIN_REF``; needs the ai-edge-litert package) on the same inputs and say where and by how
+- ``quantspec run MODEL.tflite --input FILE [--input FILE ...] [--kernels reference|optimized|xnnpack]
+  [--compare-litert [--resolver reference|optimized|default]] [--output FILE]``:
+  run a model on quantspec's kernels (:class:`quantspec.litert.Interpreter`; ``--kernels`` picks
+  the LiteRT kernels to reproduce), print a summary of the outputs, and with ``--compare-litert``
+  run the LiteRT interpreter (needs the ai-edge-litert package) on the same inputs — with the op
+  resolver ``--kernels`` reproduces, or the one ``--resolver`` names — and say where and by how
   much the outputs differ.  Exit status 0; 1 when ``--compare-litert`` finds a difference; 2 for bad
   input.
 - ``quantspec quantize|dequantize --spec litert``: the element-wise plug-in (``add_arguments`` and
@@ -163,8 +165,14 @@ def _compare(ours: list[np.ndarray], theirs: list[np.ndarray], names: list[str])
     return same, lines
 
 
-def run_litert_reference(model_path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Run the model in the LiteRT interpreter with the reference kernels (``BUILTIN_REF``)."""
+#: --resolver -> LiteRT's OpResolverType; the one --kernels reproduces by default
+RESOLVERS = {"reference": "BUILTIN_REF", "optimized": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "default": "AUTO"}
+KERNELS_RESOLVER = {"reference": "reference", "optimized": "optimized", "xnnpack": "default"}
+
+
+def run_litert_reference(model_path: str, inputs: list[np.ndarray], resolver: str = "reference") -> list[np.ndarray]:
+    """Run the model in the LiteRT interpreter with the reference kernels (``BUILTIN_REF``), or with
+    the op resolver ``resolver`` names (:data:`RESOLVERS`)."""
     try:
         from ai_edge_litert import interpreter as litert
     except Exception as e:
@@ -172,7 +180,8 @@ def run_litert_reference(model_path: str, inputs: list[np.ndarray]) -> list[np.n
                              detail=f"{type(e).__name__}: {e}") from None
     with open(model_path, "rb") as f:
         content = f.read()
-    it = litert.Interpreter(model_content=content, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    it = litert.Interpreter(model_content=content,
+                            experimental_op_resolver_type=getattr(litert.OpResolverType, RESOLVERS[resolver]))
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), inputs):
         # np.require keeps a 0-d (scalar) input 0-d; np.ascontiguousarray would make it 1-D, which
@@ -211,6 +220,13 @@ def run_main(argv: Sequence[str]) -> int:
                         "where and by how much the outputs differ")
     parser.add_argument("--output", metavar="FILE",
                         help="save the outputs: .npy (one output), .npz or .safetensors (by output name)")
+    parser.add_argument("--kernels", choices=("reference", "optimized", "xnnpack"), default="reference",
+                        help="which LiteRT kernels to reproduce: the reference kernels (BUILTIN_REF, default), the "
+                        "optimized builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES) or the default resolver with "
+                        "the XNNPACK delegate")
+    parser.add_argument("--resolver", choices=tuple(RESOLVERS), default=None,
+                        help="with --compare-litert: the LiteRT op resolver to compare with (default: the one "
+                        "--kernels reproduces)")
     parser.add_argument("--sum-semantics", choices=("correct", "reference"), default="correct",
                         help="int8 SUM: the correct integer result (default) or the LiteRT reference kernel's "
                         "(which reads int8 data as uint8; choose it to compare with LiteRT)")
@@ -223,7 +239,11 @@ def run_main(argv: Sequence[str]) -> int:
         from .._core.tensorio import check_suffix
 
         check_suffix(args.output, "--output")
-    interp = Interpreter(args.model, sum_semantics=args.sum_semantics)
+    if args.resolver is not None and not args.compare_litert:
+        raise InvalidArgumentError("--resolver", "chooses the LiteRT configuration --compare-litert runs; give "
+                                   "--compare-litert too", args.resolver)
+    resolver = args.resolver or KERNELS_RESOLVER[args.kernels]
+    interp = Interpreter(args.model, sum_semantics=args.sum_semantics, kernels=args.kernels)
     inputs = _load_inputs(interp, args.input, args.random)
     # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
     elements = sum(math.prod(t.shape) for t in interp.model.tensors)
@@ -236,11 +256,13 @@ def run_main(argv: Sequence[str]) -> int:
         print(_summary(name, y))
     status = EXIT_OK
     if args.compare_litert:
-        theirs = run_litert_reference(args.model, input_list)
+        theirs = (run_litert_reference(args.model, input_list) if resolver == "reference"
+                  else run_litert_reference(args.model, input_list, resolver))
         same, lines = _compare(outputs, theirs, names)
-        print("compared with LiteRT (BUILTIN_REF): " + ("identical" if same else "DIFFERENT"))
+        print(f"compared with LiteRT ({RESOLVERS[resolver]}): " + ("identical" if same else "DIFFERENT"))
         print("\n".join(lines))
-        if not same and args.sum_semantics == "correct" and any(op.name == "SUM" for op in interp.model.operators):
+        if not same and args.sum_semantics == "correct" and interp.engines.count("reference") and any(
+                op.name == "SUM" for op in interp.model.operators):
             print("note: the model has int8 SUM, which the LiteRT reference kernel computes by reading int8 as uint8; "
                   "rerun with --sum-semantics reference to reproduce it")
         status = EXIT_OK if same else EXIT_FINDINGS

@@ -2,7 +2,7 @@
 :mod:`.fast`), and the two-input kernel of ADD / SUB / MUL.
 
 Imported only through :func:`quantspec._core.jit.load`.  The unary operations are inlined into the
-generic kernel :func:`quantspec._core.fastmap.map_`, selected by the class of their record.  The
+generic kernel :data:`quantspec._core.fastmap.plain`, selected by the class of their record.  The
 fixed-point primitives are gemmlowp's, on int64 values holding int32 ones, line for line as
 :mod:`quantspec.litert.fixedpoint` computes them with numpy.
 """
@@ -10,11 +10,10 @@ fixed-point primitives are gemmlowp's, on int64 values holding int32 ones, line 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 from numba.extending import overload
 
 from .._core import fastmap
-from .._core.nbprim import iand, inline, isub, ixor, round_half_away, twin
+from .._core.nbprim import claim, finished, iand, inline, isub, ixor, kernel, round_half_away, shared
 from .fast import (AddSub, DequantizeAxis, DequantizeSmall, DequantizeTensor, Quantize, Requantize,
                    RequantizeDouble)
 
@@ -29,13 +28,13 @@ _TWO31 = 2147483648.0
 
 
 # -- gemmlowp fixed point (int64 values holding int32 ones) ---------------------------------------
-@inline
+@shared
 def _wrap32(v):
     """Two's-complement wrap into the int32 range (C++ int32 overflow), as int64."""
     return np.int64(np.int32(v))
 
 
-@inline
+@shared
 def _srdhm(a, b):
     """SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2^31 truncated, INT32_MIN^2 saturated."""
     ab = a * b
@@ -44,7 +43,7 @@ def _srdhm(a, b):
     return np.int64(_I32_MAX) if (a == _I32_MIN) & (b == _I32_MIN) else q
 
 
-@inline
+@shared
 def _rdbpot(x, e):
     """RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero (0 <= e <= 31)."""
     mask = (np.int64(1) << e) - 1
@@ -52,7 +51,7 @@ def _rdbpot(x, e):
     return (x >> e) + (np.int64(1) if (x & mask) > threshold else np.int64(0))
 
 
-@inline
+@shared
 def _mbqm(x, m, s):
     """MultiplyByQuantizedMultiplier (double rounding); the left shift is an int32 product (wraps)."""
     left = s if s > 0 else np.int64(0)
@@ -60,7 +59,7 @@ def _mbqm(x, m, s):
     return _rdbpot(_srdhm(_wrap32(x << left), m), right)
 
 
-@inline
+@shared
 def _clamp(v, lo, hi):
     return min(max(v, np.int64(lo)), np.int64(hi))
 
@@ -148,32 +147,42 @@ def _mul(x, y, p):
     return _clamp(v, p.lo, p.hi)
 
 
-def _binary_kernel(x, y, out, p, chunk):
-    """out = op(x, y) element-wise; ``p``: an AddSub or Mul record."""
+def _binary_kernel(x, y, out, p, chunk, claims, step):
+    """out = op(x, y) element-wise; ``p``: an AddSub or Mul record; over the chunks this thread claims
+    (quantspec._core.fast.launch)."""
     n = out.size
-    for w in prange((n + chunk - 1) // chunk):
-        a = np.uint64(w * chunk)
-        m = np.uint64(min(chunk, n - w * chunk))
+    work = (n + chunk - 1) // chunk
+    while True:
+        w0 = claim(claims, step)
+        if w0 >= work:
+            break
+        w1 = min(w0 + step, work)
+        a = np.uint64(w0 * chunk)
+        m = np.uint64(min(w1 * chunk, n) - w0 * chunk)
         for j in range(m):
             out[a + j] = _binary_op(x[a + j], y[a + j], p)
+        finished(claims, w1 - w0)
+    return finished(claims, 0)
 
 
 def _binary_op(x, y, p):
     """ADD/SUB or MUL, chosen by the class of ``p``."""
 
 
-@overload(_binary_op, inline="always", jit_options={"fastmath": False, "error_model": "numpy"})
+# compiled once per record class, then always inlined by LLVM (forceinline): inlining the operation into
+# the kernel's code (``inline="always"``) made numba type it anew in every kernel that calls it
+@overload(_binary_op, jit_options={"fastmath": False, "error_model": "numpy", "forceinline": True})
 def _ov_binary_op(x, y, p):
     if p.instance_class is AddSub:
         return lambda x, y, p: _add_sub(x, y, p)
     return lambda x, y, p: _mul(x, y, p)
 
 
-binary = twin(_binary_kernel)
+binary = kernel(_binary_kernel)
 
 
 # -- DEPTHWISE_CONV_2D ---------------------------------------------------------------------------------
-def _depthwise_kernel(x, filt, bias, mult, shift, g, e, zx, out):
+def _depthwise_kernel(x, filt, bias, mult, shift, g, e, zx, out, claims, step):
     """out[n, oy, ox, ic*M + m] = requantize(Σ_taps (x - zx) · w[ky, kx, ic, m] + bias): taps outside
     the image are skipped (LiteRT's reference kernel); the sum is exact in int64 and wrapped to int32
     once, which is what the C++ int32 accumulator holds (addition modulo 2^32 is associative).
@@ -183,35 +192,51 @@ def _depthwise_kernel(x, filt, bias, mult, shift, g, e, zx, out):
     sh, sw, dh, dw, ph, pw = g[8], g[9], g[10], g[11], g[12], g[13]
     oc = c * m
     rows = out.size // (ow * oc)
-    for row in prange(rows):
-        b = row // oh
-        oy = row - b * oh
-        accs = np.empty(oc, np.int64)
-        for ox in range(ow):
-            for k in range(oc):
-                accs[k] = bias[k]
-            for ky in range(kh):
-                iy = oy * sh - ph + ky * dh
-                if iy < 0 or iy >= h:
+    accs = np.empty(oc, np.int64)
+    while True:
+        r0 = claim(claims, step)
+        if r0 >= rows:
+            break
+        r1 = min(r0 + step, rows)
+        for row in range(r0, r1):
+            _depthwise_row(x, filt, bias, mult, shift, e, zx, out, accs, row, h, w, c, kh, kw, m, oh, ow,
+                           sh, sw, dh, dw, ph, pw)
+        finished(claims, r1 - r0)
+    return finished(claims, 0)
+
+
+@inline
+def _depthwise_row(x, filt, bias, mult, shift, e, zx, out, accs, row, h, w, c, kh, kw, m, oh, ow, sh, sw, dh, dw,
+                   ph, pw):
+    """One row (n, oy) of the output, every ox and channel."""
+    oc = c * m
+    b = row // oh
+    oy = row - b * oh
+    for ox in range(ow):
+        for k in range(oc):
+            accs[k] = bias[k]
+        for ky in range(kh):
+            iy = oy * sh - ph + ky * dh
+            if iy < 0 or iy >= h:
+                continue
+            for kx in range(kw):
+                ix = ox * sw - pw + kx * dw
+                if ix < 0 or ix >= w:
                     continue
-                for kx in range(kw):
-                    ix = ox * sw - pw + kx * dw
-                    if ix < 0 or ix >= w:
-                        continue
-                    xb = np.uint64(((b * h + iy) * w + ix) * c)
-                    fb = np.uint64((ky * kw + kx) * oc)
-                    if m == 1:
-                        for ic in range(np.uint64(c)):
-                            accs[ic] += (np.int64(x[xb + ic]) - zx) * filt[fb + ic]
-                    else:
-                        for ic in range(np.uint64(c)):
-                            v = np.int64(x[xb + ic]) - zx
-                            for mm in range(np.uint64(m)):
-                                accs[ic * np.uint64(m) + mm] += v * filt[fb + ic * np.uint64(m) + mm]
-            ob = np.uint64((row * ow + ox) * oc)
-            for k in range(np.uint64(oc)):
-                v = _wrap32(_mbqm(_wrap32(accs[k]), mult[k], shift[k]) + e.zero_point)
-                out[ob + k] = np.int8(_clamp(v, e.lo, e.hi))
+                xb = np.uint64(((b * h + iy) * w + ix) * c)
+                fb = np.uint64((ky * kw + kx) * oc)
+                if m == 1:
+                    for ic in range(np.uint64(c)):
+                        accs[ic] += (np.int64(x[xb + ic]) - zx) * filt[fb + ic]
+                else:
+                    for ic in range(np.uint64(c)):
+                        v = np.int64(x[xb + ic]) - zx
+                        for mm in range(np.uint64(m)):
+                            accs[ic * np.uint64(m) + mm] += v * filt[fb + ic * np.uint64(m) + mm]
+        ob = np.uint64((row * ow + ox) * oc)
+        for k in range(np.uint64(oc)):
+            v = _wrap32(_mbqm(_wrap32(accs[k]), mult[k], shift[k]) + e.zero_point)
+            out[ob + k] = np.int8(_clamp(v, e.lo, e.hi))
 
 
-depthwise = twin(_depthwise_kernel)
+depthwise = kernel(_depthwise_kernel)

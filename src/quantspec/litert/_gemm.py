@@ -1,4 +1,4 @@
-"""Exact integer matrix products on float BLAS, and convolution patches (notes/performance.md §3).
+"""Exact integer matrix products on float BLAS, and convolution patches.
 
 LiteRT's int8 CONV_2D and FULLY_CONNECTED accumulate ``Σ w·(x - z)`` in int32.  numpy has no BLAS
 for integers (its integer ``@`` is a plain loop, ~0.6 GOP/s), but float BLAS is exact on integer

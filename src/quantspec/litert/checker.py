@@ -1,5 +1,5 @@
 """Checking a .tflite model against the LiteRT 8-bit quantization spec: :func:`check_model`
-(spec: litert-8bit-quantization-spec.md; notes/litert.md §5).
+(the LiteRT 8-bit quantization specification, https://ai.google.dev/edge/litert/models/quantization_spec).
 
 Every rule comes from the op table (:data:`quantspec.litert.optable.OP_TABLE`): for each operator of
 each subgraph, the table's restrictions are evaluated on the operator's tensors
@@ -46,13 +46,18 @@ RULES: dict[str, str] = {
                               "quantized dimension inside the tensor's rank, 1 scale or one per slice of it",
 }
 
+#: the LiteRT limits beyond the spec's rules (optable.LIMITS): a violation's ``rule`` is one of RULES
+#: or one of these ids
+LIMITS = optable.LIMITS
+
 #: rules about a tensor itself, reported once per tensor
 TENSOR_RULES = frozenset({"scale", "zero-point-range", "granularity", "legacy-uint8", "quantization-malformed"})
 
 #: what LiteRT does with a violation (``Violation.litert``); None: it depends on more than the rule
 #: (an operator or a type outside the spec, which LiteRT may run with other kernels or refuse)
-REJECTS, ABORTS, SILENT = optable.REJECTS, optable.ABORTS, optable.SILENT
-_LITERT_WORDS = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes", None: "n/a (outside the spec)"}
+REJECTS, ABORTS, SILENT, UNDEFINED = optable.REJECTS, optable.ABORTS, optable.SILENT, optable.UNDEFINED
+_LITERT_WORDS = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes",
+                 UNDEFINED: "runs with undefined behaviour", None: "n/a (outside the spec)"}
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,12 @@ class CheckReport:
     tensors: int = 0
     model: str | None = None        # the path, when the model was read from one
     op_names: tuple[str, ...] = field(default=())
+    #: operators quantspec's kernels refuse to prepare for a reason that is not a LiteRT limit (rule
+    #: "quantspec-unsupported"): not a spec violation, so they do not make the model non-conformant
+    unsupported: tuple[Violation, ...] = ()
+    #: "int8" (every quantized activation int8), "int16x8" (int16 activations: LiteRT's 16x8 kernels,
+    #: checked with their own rules), "mixed", or "none" (no quantized activation)
+    mode: str = "int8"
 
     @property
     def ok(self) -> bool:
@@ -131,8 +142,9 @@ class CheckReport:
         return tuple(v for v in self.violations if v.litert == SILENT)
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "ok": self.ok, "operators": self.operators, "tensors": self.tensors,
-                "violations": [v.to_json() for v in self.violations],
+        return {"model": self.model, "ok": self.ok, "mode": self.mode, "operators": self.operators,
+                "tensors": self.tensors, "violations": [v.to_json() for v in self.violations],
+                "unsupported": [v.to_json() for v in self.unsupported],
                 "summary": {"violations": len(self.violations), "litert_rejects": len(self.rejected_by_litert),
                             "litert_silently_computes": len(self.silently_wrong),
                             "rules": sorted({v.rule for v in self.violations})}}
@@ -143,9 +155,15 @@ class CheckReport:
     def render(self, width: int = 38) -> str:
         """A readable table, one row per violation."""
         head = self.model or "model"
+        what = "LiteRT's 16x8 quantization (int16 activations, int8 weights)" if self.mode == "int16x8" else \
+            "the LiteRT int8 spec"
+        notes = ""
+        if self.unsupported:
+            notes = "\nquantspec's kernels refuse: " + "; ".join(f"op {v.op_index} {v.op_name}: {v.message}"
+                                                             for v in self.unsupported)
         if self.ok:
-            return (f"{head}: conformant to the LiteRT int8 spec ({self.operators} operators, "
-                    f"{self.tensors} tensors checked)")
+            return (f"{head}: conformant to {what} ({self.operators} operators, "
+                    f"{self.tensors} tensors checked)" + notes)
         cols = ("rule", "op", "tensor", "expected", "found", "LiteRT")
         rows = []
         for v in self.violations:
@@ -159,7 +177,7 @@ class CheckReport:
         rows = [tuple(_clip(c, width) for c in r) for r in rows]
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
         line = "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
-        out = [f"{head}: {len(self.violations)} violation(s) of the LiteRT int8 spec "
+        out = [f"{head}: {len(self.violations)} violation(s) of {what} "
                f"({len(self.rejected_by_litert)} LiteRT rejects, {len(self.silently_wrong)} it silently computes)",
                "", line, "  ".join("-" * w for w in widths)]
         out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
@@ -169,7 +187,7 @@ class CheckReport:
             out.append(f"  {k}. {v}")
             if v.litert_check:
                 out.append(f"     LiteRT: {v.litert_check}")
-        return "\n".join(out)
+        return "\n".join(out) + notes
 
     __str__ = render
 
@@ -299,16 +317,17 @@ _OTHER_KERNELS = {"float": "LiteRT has float32 kernels: it runs the op unquantiz
                            "(hybrid kernels for some mixes), and rejects other mixes of types",
                   "int16": "LiteRT has 16x8 kernels (int16 activations, outside the 8-bit spec) for some ops; "
                            "other mixes of types fail Prepare"}
-#: an op whose activations are int16 runs LiteRT's 16x8 kernels, which have parameters of their own:
-#: fixed outputs (1/32768, 0) for SOFTMAX, LOGISTIC and TANH, an int64 bias (the converter's default)
-#: for FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D.  The int8 kernels' verdicts on these rules do
-#: not apply there (LiteRT runs such a model, as the converter writes it)
-_SIXTEEN_CHECK = ("the op's activations are int16: LiteRT runs its 16x8 kernels (outside the 8-bit spec), "
-                  "whose fixed output parameters and int64 bias differ from the int8 kernels' rules")
+#: an op whose activations are int16 runs LiteRT's 16x8 kernel (optable.SIXTEEN_BY_EIGHT), which has
+#: rules of its own: zero points 0, fixed outputs (1/32768, 0) for SOFTMAX, LOGISTIC and TANH, an int64
+#: bias (or int32 with quantized_bias_type INT32) for FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D.
+#: The 8-bit values of those rules do not apply there; the 16x8 kernel's checks are reported by the
+#: prepare pass (optable.LIMITS: int16-zero-point, int16-output-scale, int16-bias-type, ...).
 
 
 def _runs_16x8(rule_op: optable.OpRule, specs_in: list) -> bool:
-    """True when the op's first activation input is int16: LiteRT picks its 16x8 kernel."""
+    """True when the op's first activation input is int16 and LiteRT has a 16x8 kernel for it."""
+    if rule_op.name not in optable.SIXTEEN_BY_EIGHT:
+        return False
     for k, spec in enumerate(specs_in):
         trule = rule_op.input_rule(k)
         if spec is not None and trule is not None and trule.role == optable.ACTIVATION:
@@ -316,12 +335,18 @@ def _runs_16x8(rule_op: optable.OpRule, specs_in: list) -> bool:
     return False
 
 
+_OTHER_TYPE_RUNS = ("outside the 8-bit spec, but the op's kernel has a path for these types (LiteRT runs it; so "
+                    "does quantspec's kernel)")
 _UINT8_CHECK = ("LiteRT has legacy uint8 kernels for many ops: it runs the op when its types fit one of them "
                 "and rejects mixes of int8 and uint8")
 _LOAD_CHECK = "InterpreterBuilder::ParseQuantization refuses the tensor when the model is loaded"
 
 
-def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, Any]]) -> None:
+def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, Any]],
+              prepares: bool = False) -> None:
+    """The op table's rules on one operator.  ``prepares``: quantspec's kernel (which refuses every type
+    LiteRT's kernel has no path for) prepares the operator, so a type outside the table is one LiteRT
+    runs too."""
     sg = c.sg
     rule_op = optable.OP_TABLE.get(op.name)
 
@@ -377,9 +402,17 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
             # the table's type check is about types with no kernel path; these have one (int16: the
             # 16x8 kernels, for activations only; an int16 bias or parameter tensor fails Prepare)
             litert, stage, check = None, None, _OTHER_KERNELS[f.found]
-        if sixteen and (rule in ("fixed-scale", "fixed-zero-point") or
-                        rule == "dtype" and trule is not None and trule.role == optable.BIAS and f.found == "int64"):
-            litert, stage, check = None, None, _SIXTEEN_CHECK
+        elif rule == "dtype" and e.fails and prepares:
+            litert, stage, check = None, None, _OTHER_TYPE_RUNS
+        if sixteen:
+            # the 16x8 kernel's own rules (int16 zero points 0, its fixed outputs, its bias types) are the
+            # kernel's checks, reported by the prepare pass; the 8-bit values do not apply
+            if rule in ("fixed-scale", "fixed-zero-point"):
+                continue
+            if rule == "dtype" and trule is not None and (
+                    trule.role == optable.ACTIVATION and f.found == "int16"
+                    or trule.role == optable.BIAS and f.found in ("int32", "int64")):
+                continue
         if t.index in refusals and rule in _REFUSAL_RULES:
             # LiteRT does not get as far as the kernel: it refuses the tensor when it loads the model
             litert, stage, check = REJECTS, "load", _LOAD_CHECK
@@ -398,23 +431,86 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
                                refusals.get(i))
 
 
+#: the prepare pass skips operators with a tensor of more elements than this (a damaged or hostile model
+#: declaring huge shapes: preparing the kernel would allocate tables that large)
+_PREPARE_PASS_ELEMENTS = 1 << 26
+
+
+def _prepare_pass(c: _Collector, op: Operator, refusals: dict[int, Any]) -> bool | None:
+    """Prepare the operator with quantspec's kernel, as the interpreter does: every LiteRT limit the
+    model breaks (optable.LIMITS, each kernel error tagged with its rule) becomes a violation, so
+    that check_model reports exactly the models the interpreter refuses."""
+    from .interpreter import CONTROL_FLOW, STATEFUL, _prepare, _spec as runtime_spec
+    from .kernels import OPS
+
+    kernel = OPS.get(op.name)
+    if kernel is None or op.name in CONTROL_FLOW or op.name in STATEFUL:
+        return None
+    sg = c.sg
+    used = [i for i in (*op.inputs, *op.outputs) if i >= 0]
+    if any(i in refusals for i in used):
+        return None                        # LiteRT refuses the model when it loads it: reported already
+    specs = {i: runtime_spec(sg.tensors[i]) for i in used}
+    if any(v is None for v in specs.values()):
+        return None
+    sizes = [math.prod(max(int(d), 0) for d in sg.tensors[i].shape) for i in used]
+    if max(sizes, default=0) > _PREPARE_PASS_ELEMENTS or sum(sizes) > 4 * _PREPARE_PASS_ELEMENTS:
+        return None                        # shapes this large (a damaged model?): the kernel's tables would be too
+    try:
+        with np.errstate(all="ignore"):
+            _prepare(op, kernel, dict(op.options), specs)
+        return True
+    except QuantSpecError as e:
+        rule = getattr(e, "limit", None)
+        if rule is not None and any(v.op_index == op.index and v.rule == rule for v in c.out):
+            return                         # a table rule the op-table pass reported already
+        lim = optable.LIMITS.get(rule) if rule is not None else None
+        if lim is not None:
+            litert, stage, check = lim.action, lim.stage if lim.fails else None, lim.source
+            message = e.rule if isinstance(e.rule, str) else str(e)
+            expected = lim.requires
+        elif rule is not None:             # a table rule the table pass could not see (e.g. on int16)
+            litert, stage, check, message, expected = REJECTS, "prepare", "the kernel's check", str(e.rule), None
+        else:
+            if any(v.op_index == op.index and v.rule == "dtype" for v in c.out):
+                return False               # a type outside the spec: the table pass reported it
+            rule, litert, stage, check = "quantspec-unsupported", None, None, ""
+            message, expected = str(e), None
+        c.add(rule, op, None, message, expected=expected, found=_jsonable(e.value), litert=litert, stage=stage,
+              check=check)
+        return False
+    except (ValueError, MemoryError) as e:  # pragma: no cover - a damaged model's sizes
+        c.add("quantspec-unsupported", op, None, f"{type(e).__name__}: {e}", litert=None)
+        return False
+
+
 def check_model(path_or_bytes: Any) -> CheckReport:
     """Check a .tflite model (a path, its bytes, or a loaded :class:`~quantspec.litert.model.Model`)
     against the LiteRT int8 spec.  Raises :class:`quantspec.errors.ModelError` when the model cannot
     be read at all."""
     model: Model = load_model(path_or_bytes)
     violations: list[Violation] = []
+    unsupported: list[Violation] = []
     n_ops = n_tensors = 0
     for sg in model.subgraphs:
         c = _Collector(sg)
         refusals = {t.index: r for t in sg.tensors if (r := _load_refusal(t)) is not None}
         for op in sg.operators:
-            _check_op(c, op, refusals)
+            probe = _Collector(sg)         # the kernel's verdict first: it tells which types LiteRT runs
+            prepares = _prepare_pass(probe, op, refusals) is True
+            _check_op(c, op, refusals, prepares)
+            for v in probe.out:            # the kernel's refusals, unless the table pass said the same
+                if v.rule == "quantspec-unsupported" and any(w.op_index == op.index and w.rule == "dtype"
+                                                             for w in c.out):
+                    continue
+                if not any(w.op_index == op.index and w.rule == v.rule for w in c.out):
+                    c.out.append(v)
         used = {i for op in sg.operators for i in (*op.inputs, *op.outputs) if i >= 0}
         for t in sg.tensors:  # tensors no operator uses (graph inputs passed straight through, leftovers)
             if t.index not in used:
                 _tensor_checks(c, None, t, "", refusals.get(t.index))
-        violations += c.out
+        violations += [v for v in c.out if v.rule != "quantspec-unsupported"]
+        unsupported += [v for v in c.out if v.rule == "quantspec-unsupported"]
         n_ops += len(sg.operators)
         n_tensors += len(sg.tensors)
     path = None
@@ -424,4 +520,22 @@ def check_model(path_or_bytes: Any) -> CheckReport:
         except Exception:  # pragma: no cover
             path = None
     return CheckReport(violations=tuple(violations), operators=n_ops, tensors=n_tensors, model=path,
-                       op_names=tuple(sorted({op.name for sg in model.subgraphs for op in sg.operators})))
+                       op_names=tuple(sorted({op.name for sg in model.subgraphs for op in sg.operators})),
+                       unsupported=tuple(unsupported), mode=_mode(model))
+
+
+def _mode(model: Model) -> str:
+    """int8 / int16x8 / mixed / none: the types of the quantized activations operators read or write
+    (constant tensors — weights, biases — aside)."""
+    kinds = set()
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            for i in (*op.inputs, *op.outputs):
+                t = sg.tensors[i] if i >= 0 else None
+                if t is not None and t.data is None and t.params is not None and t.type_name in ("INT8", "INT16"):
+                    kinds.add(t.type_name)
+    if not kinds:
+        return "none"
+    if kinds == {"INT16"}:
+        return "int16x8"
+    return "int8" if kinds == {"INT8"} else "mixed"

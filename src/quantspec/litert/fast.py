@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import math
+
 import numpy as np
 
 from .._core import fast as core
@@ -43,6 +45,13 @@ Requantize = namedtuple("Requantize", "zero_point lo hi")  # params: (multiplier
 RequantizeDouble = namedtuple("RequantizeDouble", "zero_point lo hi")   # params: (effective scale f64,)
 AddSub = namedtuple("AddSub", "z1 z2 m1 e1 m2 e2 mo eo zo lo hi left sign")
 Mul = namedtuple("Mul", "z1 z2 m e zo lo hi")
+
+
+def _wanted(n: int) -> bool:
+    """Whether an operation on ``n`` elements runs here (the fast path is on, and ``n`` is not below
+    the calling thread's ``core.fast_from()``: the interpreter's smallest tensors take the reference
+    path); None from a function below sends the caller to the reference path."""
+    return jit.enabled() and n >= core.fast_from()
 
 
 def _kernels():
@@ -91,7 +100,7 @@ def _apply(x: np.ndarray, out: np.ndarray, prepared) -> np.ndarray:
 
 def quantize(x: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     """LiteRT QUANTIZE of float32 ``x`` into the int8 array ``out`` (same shape)."""
-    if not jit.enabled():
+    if not _wanted(out.size):
         return None
     _kernels()
     if out.size:
@@ -107,7 +116,7 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     """LiteRT DEQUANTIZE of the integer codes ``q`` into the float32 array ``out``."""
-    if not jit.enabled():
+    if not _wanted(out.size):
         return None
     _kernels()
     q = native(q)                            # the kernels read the codes' bytes in this machine's order
@@ -134,7 +143,7 @@ def requantize_multiplier(acc: np.ndarray, multiplier, shift, zero_point: int, l
     """``clamp(MultiplyByQuantizedMultiplier(int32(acc + bias[c]), M[c], e[c]) + zero_point, lo, hi)``
     as int8, for an accumulator (int32, or int64 holding the exact sum that the C++ int32
     accumulator holds modulo 2^32) whose last axis is the channel ``c`` (CONV_2D, DEPTHWISE_CONV_2D)."""
-    if not jit.enabled():
+    if not _wanted(acc.size):
         return None
     _kernels()
     out = np.empty(acc.shape, np.int8)
@@ -153,7 +162,7 @@ def depthwise(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, p) -> np
     """DEPTHWISE_CONV_2D in one kernel (``ConvPrepared`` ``p``; ``filt`` int32 (KH, KW, I, M)): the
     taps inside the image accumulated per output pixel and channel, the bias added, the int32 wrap,
     and the requantization; the same integers as the reference path's per-tap numpy passes."""
-    if not jit.enabled():
+    if not _wanted(math.prod(p.output_shape)):
         return None
     n, oh, ow, oc = p.output_shape
     out = np.empty((n, oh, ow, oc), np.int8)
@@ -163,12 +172,12 @@ def depthwise(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, p) -> np
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
         geometry = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
-        k.depthwise(core.parallel(out.size))(
+        core.launch(k.depthwise, (
             core.flat(x, np.int8), core.flat(np.asarray(filt, np.int32)), b,
             np.broadcast_to(np.asarray(p.multiplier, np.int64), (oc,)).copy(),
             np.broadcast_to(np.asarray(p.shift, np.int64), (oc,)).copy(), geometry,
             Requantize(int(p.output_zero_point), int(p.act_min), int(p.act_max)), int(p.input_zero_point),
-            out.reshape(-1))
+            out.reshape(-1)), n * oh, out.size)
     return out
 
 
@@ -176,7 +185,7 @@ def requantize_double(acc32: np.ndarray, effective_scale: np.ndarray, zero_point
                       hi: int) -> np.ndarray | None:
     """REF FULLY_CONNECTED: ``clamp(int32(round(double(acc) * eff[c])) + zero_point)`` as int8, the
     channel ``c`` on the last axis (``eff`` has one entry per channel, or one for all)."""
-    if not jit.enabled():
+    if not _wanted(acc32.size):
         return None
     _kernels()
     out = np.empty(acc32.shape, np.int8)
@@ -193,14 +202,14 @@ def _binary(x: np.ndarray, y: np.ndarray, shape: tuple[int, ...], op) -> np.ndar
         xb = np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
         yb = np.ascontiguousarray(np.broadcast_to(y, shape)).reshape(-1)
         k = _kernels()
-        k.binary(core.parallel(out.size))(xb, yb, out.reshape(-1), op, core.CHUNK)
+        core.launch(k.binary, (xb, yb, out.reshape(-1), op, core.CHUNK), -(-out.size // core.CHUNK), out.size)
     return out
 
 
 def add_sub(p, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     """int8 ADD / SUB as the reference kernel computes them (``AddSubParams`` ``p``); None where the
     output multiplier needs the undefined negative-exponent rounding (SUB with a multiplier > 1)."""
-    if not jit.enabled() or p.shifts[2] > 0:
+    if not _wanted(math.prod(p.output_shape)) or p.shifts[2] > 0:
         return None
     (z1, z2), (m1, m2, mo), (e1, e2, eo) = p.offsets, p.multipliers, p.shifts
     op = AddSub(z1, z2, m1, e1, m2, e2, mo, eo, p.output_zero_point, p.act_min, p.act_max, p.left_shift,
@@ -210,7 +219,7 @@ def add_sub(p, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
 
 def mul(p, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     """int8 MUL as the reference kernel computes it (``MulParams`` ``p``)."""
-    if not jit.enabled():
+    if not _wanted(math.prod(p.output_shape)):
         return None
     op = Mul(p.offsets[0], p.offsets[1], p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max)
     return _binary(x, y, p.output_shape, op)

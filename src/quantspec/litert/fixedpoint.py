@@ -1,4 +1,4 @@
-"""LiteRT's fixed-point toolbox, vectorised over numpy integer arrays (notes/litert.md §1).
+"""LiteRT's fixed-point toolbox, vectorised over numpy integer arrays.
 
 Everything the int8 kernels of the LiteRT interpreter compute in integers goes through a handful of
 primitives from ``tflite/kernels/internal/common.{h,cc}``, ``quantization_util.cc`` and gemmlowp's
@@ -40,8 +40,8 @@ multiply.  The functions below take the integer-bit counts as explicit arguments
 them as template parameters.
 
 **Rounding.**  LiteRT's default build requantizes with *double rounding*: a rounding high multiply
-followed by a rounding right shift (``TFLITE_SINGLE_ROUNDING`` is off in the shipped interpreter,
-§0.2).  ``rounding="single"`` reproduces the ``TFLITE_SINGLE_ROUNDING=1`` builds instead.
+followed by a rounding right shift (``TFLITE_SINGLE_ROUNDING`` is off in the shipped
+interpreter).  ``rounding="single"`` reproduces the ``TFLITE_SINGLE_ROUNDING=1`` builds instead.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Running a .tflite model on quantspec's kernels: :class:`Interpreter`.
 
 The interpreter does what LiteRT's does with the reference kernels (``OpResolverType.BUILTIN_REF``,
-the oracle of notes/litert.md §0), in the same two phases:
+the oracle of the tests), in the same two phases:
 
-- **prepare**, once, when the interpreter is made: every operator of the main subgraph gets its
+- **prepare**, once, when the interpreter is made: every operator of the subgraph it runs gets its
   kernel from :data:`quantspec.litert.OPS` and the kernel's ``prepare`` sees each tensor's shape,
   type, quantization parameters and, for constants, data (a
   :class:`~quantspec.litert.kernels.base.TensorSpec`), and the operator's options as the loader
@@ -13,13 +13,15 @@ the oracle of notes/litert.md §0), in the same two phases:
   prepared record and the input arrays.
 
 Models with float inputs or outputs run as LiteRT runs them: the QUANTIZE and DEQUANTIZE operators
-the converter puts at the edges are kernels like any other.  The interpreter runs the main subgraph
-(subgraph 0), each operator prepared with the tensor shapes stored in the model.  LiteRT computes
-the shapes itself; so where an operator computes another shape or type for its output than the model
-stores (a wrong stored shape, a shape from a run-time tensor such as RESHAPE's shape or PAD's
-paddings, ARG_MAX's ``output_type``), the output takes the computed one and the operators that read
-it are prepared again for it.  An operator without a kernel, a variable or sparse tensor, an input
-of the wrong shape or type, or a missing input is a clear :mod:`quantspec.errors` error.
+the converter puts at the edges are kernels like any other.  The interpreter runs subgraph 0, or
+the subgraph of the signature it is given (``signature=``); the control-flow operators (WHILE, IF,
+CALL_ONCE) run the subgraphs they name, each prepared once, when the operator is.  Each operator is
+prepared with the tensor shapes stored in the model.  LiteRT computes the shapes itself; so where an
+operator computes another shape or type for its output than the model stores (a wrong stored shape,
+a shape from a run-time tensor such as RESHAPE's shape or PAD's paddings, ARG_MAX's
+``output_type``), the output takes the computed one and the operators that read it are prepared
+again for it.  An operator without a kernel, a variable or sparse tensor, an input of the wrong
+shape or type, or a missing input is a clear :mod:`quantspec.errors` error.
 """
 
 from __future__ import annotations
@@ -29,12 +31,16 @@ from typing import Any
 
 import numpy as np
 
+from .._core import fast as core
+from .._core import jit
+from .._core.arrays import from_foreign
+from .._core.threads import blas_on_caller
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
-from .model import Model, Operator, Tensor, load_model
+from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
 
-__all__ = ["Interpreter", "SUM_SEMANTICS"]
+__all__ = ["Interpreter", "SUM_SEMANTICS", "CONTROL_FLOW"]
 
-#: the two behaviours of int8 SUM (notes/litert.md §0.6): the correct integer result, or LiteRT's
+#: the two behaviours of int8 SUM: the correct integer result, or LiteRT's
 #: reference kernel, which reads int8 data as uint8
 SUM_SEMANTICS = ("correct", "reference")
 
@@ -52,6 +58,8 @@ def _with_context(e: QuantSpecError, where: str) -> QuantSpecError:
         new = type(e)(arg, e.rule, e.value if e.value is not None else ...)
     except Exception:  # pragma: no cover - every quantspec error takes (argument, rule, value)
         return e
+    if getattr(e, "limit", None) is not None:     # the LiteRT limit the error reports (optable.LIMITS)
+        new.limit = e.limit
     return new
 
 
@@ -67,128 +75,306 @@ def _too_big(e: Exception, op: Operator, specs: Sequence[Any]) -> None:
                      detail=f"{type(e).__name__}: {e}") from None
 
 
-class Interpreter:
-    """Run a LiteRT model on quantspec's int8 kernels, byte-identical to LiteRT ``BUILTIN_REF``.
+#: inside a model, the fast kernels run in parallel from this many elements (a tensor of a mobile
+#: model is far smaller: measured on a busy 2-core machine, a converter-made MobileNetV2 ran 6x
+#: faster with its kernels serial than with the thread pool woken for each of its larger tensors)
+SERIAL_IN_MODELS = 1 << 20
+#: ... and take the numpy reference path (the same bytes) below this many elements: a model's
+#: smallest tensors (its input of a few thousand values, its output of ten) would each compile a
+#: kernel (about a second, once per machine) to save a few microseconds a run
+REFERENCE_IN_MODELS = 1 << 12
 
-    ``Interpreter(model)`` accepts a path, the model's bytes or a loaded
-    :class:`~quantspec.litert.model.Model`, and prepares every operator.  ``sum_semantics``
-    chooses the int8 SUM behaviour: ``"correct"`` (default) or ``"reference"`` (the LiteRT
-    reference kernel's uint8 reading, to reproduce BUILTIN_REF exactly).
 
-    ``run(inputs)`` takes the inputs as a list in the model's input order, a dict keyed by input
-    tensor name (or by signature input name), or a single array for a one-input model, and returns
-    the list of output arrays in the model's output order.
-    """
+class _Graph:
+    """One subgraph, prepared: its operators' kernels and prepared records, and how to run it."""
 
-    def __init__(self, model: Any, *, sum_semantics: str = "correct"):
-        if sum_semantics not in SUM_SEMANTICS:
-            raise InvalidArgumentError("sum_semantics", "must be one of " + ", ".join(map(repr, SUM_SEMANTICS)),
-                                       sum_semantics)
-        self.model: Model = load_model(model)
-        self.sum_semantics = sum_semantics
-        sg = self.model.main
-        ops = _kernels()
+    def __init__(self, interp: "Interpreter", sg: Subgraph):
+        self.sg = sg
+        self.where = "" if sg.index == interp._entry else f"subgraph {sg.index} ({sg.name!r}) "
+        ops = interp._kernel_table()
         missing = sorted({op.name for op in sg.operators if op.name not in ops})
         if missing:
-            raise UnsupportedError("model", "uses operators that quantspec has no kernel for", missing,
-                                   detail="kernels exist for: " + ", ".join(sorted(ops)))
+            raise UnsupportedError(f"{self.where}model".strip(), "uses operators that quantspec has no kernel for",
+                                   missing, detail="kernels exist for: " + ", ".join(sorted(ops)))
         for t in sg.tensors:
-            self._check_tensor(t)
-        self._specs = [self._spec(t) for t in sg.tensors]
-        # every operator input must exist before the operator runs: a model input, a constant, or
+            _check_tensor(t)
+        self.specs = [_spec(t) for t in sg.tensors]
+        # every operator input must exist before the operator runs: a subgraph input, a constant, or
         # the output of an earlier operator (LiteRT runs the operators in the order listed)
         available = set(sg.inputs) | {t.index for t in sg.tensors if t.data is not None}
         for op in sg.operators:
             for i in op.inputs:
                 if i >= 0 and i not in available:
-                    raise ModelError(f"operator {op.index} ({op.name}) input tensor {i} ({sg.tensors[i].name!r})",
+                    raise ModelError(f"{self.where}operator {op.index} ({op.name}) input tensor {i} "
+                                     f"({sg.tensors[i].name!r})",
                                      "is neither a model input, a constant nor the output of an earlier operator")
             available.update(op.outputs)
         for i in sg.outputs:
             if i not in available:
-                raise ModelError(f"model output tensor {i} ({sg.tensors[i].name!r})",
+                raise ModelError(f"{self.where}model output tensor {i} ({sg.tensors[i].name!r})",
                                  "is neither a model input, a constant nor the output of an operator")
-        self._prepared: list[tuple[Operator, Any, Any]] = []
-        self._options: list[dict] = []
+        self.prepared: list[tuple[Operator, Any, Any]] = []
+        self.options: list[dict] = []
+        self.engines: list[str] = []
         # operators prepared again for tensors whose shape or type a run found different from the
         # model's (see run), keyed by operator and those tensors' shapes and types
-        self._again: dict[tuple, Any] = {}
+        self.again: dict[tuple, Any] = {}
+        from .kernels.modes import kernel_options, select
+
         for op in sg.operators:
-            kernel = ops[op.name]
             options = dict(op.options)
-            if op.name == "SUM":
-                options["quantspec_sum_semantics"] = sum_semantics
-            where = f"operator {op.index} ({op.name})"
+            try:
+                kernel, engine = select(interp.kernels, op.name, [None if i < 0 else self.specs[i] for i in op.inputs],
+                                        [self.specs[i] for i in op.outputs], options)
+            except QuantSpecError as e:
+                raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
+            if engine != "reference":
+                options.update(kernel_options(op.name, interp.num_threads))
+            self.engines.append(engine)
+            if op.name == "SUM" and engine == "reference":
+                options["quantspec_sum_semantics"] = interp.sum_semantics
+            if op.name in CONTROL_FLOW:
+                options["quantspec_subgraph"] = interp._graph
+            if op.name in STATEFUL:
+                options["quantspec_state"] = interp._state
+            where = f"{self.where}operator {op.index} ({op.name})"
             for i in (*op.inputs, *op.outputs):
-                if i >= 0 and self._specs[i] is None:
+                if i >= 0 and self.specs[i] is None:
                     t = sg.tensors[i]
                     raise UnsupportedError(f"{where} tensor {i} ({t.name!r})",
                                            "has a type quantspec's kernels do not compute with", t.type_name)
-            self._options.append(options)
-            self._prepared.append((op, kernel, self._prepare(op, kernel, options, self._specs)))
-        # after its last use, an intermediate tensor's array is dropped
+            self.options.append(options)
+            self.prepared.append((op, kernel, _prepare(op, kernel, options, self.specs, self.where)))
+        # after its last use, an intermediate tensor's array is dropped (unless all are kept)
         last_use: dict[int, int] = {}
         for k, op in enumerate(sg.operators):
             for i in op.inputs:
                 if i >= 0:
                     last_use[i] = k
         keep = set(sg.outputs) | set(sg.inputs)
-        self._release = [[i for i in set(op.inputs) if i >= 0 and last_use.get(i) == k and i not in keep
-                          and sg.tensors[i].data is None] for k, op in enumerate(sg.operators)]
+        self.release = [[i for i in set(op.inputs) if i >= 0 and last_use.get(i) == k and i not in keep
+                         and sg.tensors[i].data is None] for k, op in enumerate(sg.operators)]
+        self.constants = {t.index: t.data for t in sg.tensors if t.data is not None}
+        # per operator, what run needs without attribute lookups: its inputs, and its outputs with the
+        # shape and numpy type the model stores for them
+        self.steps = [(k, op, kernel, prepared, tuple(op.inputs),
+                       tuple((i, tuple(sg.tensors[i].shape),
+                              None if sg.tensors[i].dtype is None else sg.tensors[i].dtype.dtype) for i in op.outputs),
+                       self.release[k])
+                      for k, (op, kernel, prepared) in enumerate(self.prepared)]
+
+    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
+        """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
+        output arrays (not copied) and the arrays of the tensors still held."""
+        sg = self.sg
+        arrays: dict[int, np.ndarray] = dict(self.constants)
+        for i, x in zip(sg.inputs, inputs):
+            arrays[i] = x
+        # tensors whose shape or type differs from the model's in this run: LiteRT computes every
+        # output's shape (and, for ops such as ARG_MAX, its type) itself, when it prepares the op or,
+        # where the shape depends on a run-time tensor (RESHAPE's shape, PAD's paddings, ...), when
+        # it runs it, and prepares the ops that read it again; so does this interpreter
+        changed: dict[int, Any] = {}
+        for k, op, kernel, prepared, op_inputs, op_outputs, release in self.steps:
+            if changed and any(i in changed for i in op_inputs):
+                prepared = self._prepared_again(k, changed)
+            ins = [None if i < 0 else arrays[i] for i in op_inputs]
+            try:
+                outs = kernel.compute(prepared, ins)
+            except QuantSpecError as e:
+                raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
+            except (MemoryError, ValueError) as e:
+                _too_big(e, op, [None if i < 0 else self.specs[i] for i in (*op.inputs, *op.outputs)])
+                raise
+            if len(outs) != len(op_outputs):  # pragma: no cover - a kernel bug
+                raise RuntimeError(f"quantspec kernel {op.name} returned {len(outs)} outputs for operator {op.index}, "
+                                   f"which has {len(op_outputs)}")
+            for (i, shape, dtype), y in zip(op_outputs, outs):
+                if type(y) is not np.ndarray:
+                    y = np.asarray(y)
+                if y.shape != shape or (dtype is not None and y.dtype != dtype):
+                    changed[i] = _actual(sg.tensors[i], y)
+                elif changed:
+                    changed.pop(i, None)
+                arrays[i] = y
+            if not keep_all:
+                for i in release:
+                    arrays.pop(i, None)
+        return [arrays[i] for i in sg.outputs], arrays
+
+    def _prepared_again(self, k: int, changed: dict[int, Any]) -> Any:
+        """Operator ``k`` prepared for the changed specs of its inputs (kept for the next run)."""
+        op, kernel, _ = self.prepared[k]
+        key = (k, *((i, changed[i].shape, changed[i].dtype.name) for i in op.inputs if i in changed))
+        hit = self.again.get(key)
+        if hit is None:
+            specs = {i: changed.get(i, self.specs[i]) for i in (*op.inputs, *op.outputs) if i >= 0}
+            hit = self.again[key] = _prepare(op, kernel, self.options[k], specs, self.where)
+        return hit
+
+
+#: operators that run other subgraphs (their kernels get ``options["quantspec_subgraph"]``, a
+#: function from a subgraph index to its prepared graph)
+CONTROL_FLOW = frozenset({"WHILE", "IF", "CALL_ONCE"})
+#: operators that use the interpreter's resource variables (``options["quantspec_state"]``)
+STATEFUL = frozenset({"CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
+
+
+def _prepare(op: Operator, kernel: Any, options: dict, specs: Any, where: str = "") -> Any:
+    """``kernel.prepare`` for ``op`` with the tensor specs ``specs`` (indexable by tensor)."""
+    inputs = [None if i < 0 else specs[i] for i in op.inputs]
+    outputs = [specs[i] for i in op.outputs]
+    try:
+        return kernel.prepare(inputs, outputs, options)
+    except QuantSpecError as e:
+        raise _with_context(e, f"{where}operator {op.index} ({op.name})") from None
+    except (MemoryError, ValueError) as e:
+        _too_big(e, op, inputs + outputs)
+        raise
+
+
+def _check_tensor(t: Tensor) -> None:
+    where = f"tensor {t.index} ({t.name!r})"
+    if t.is_variable:
+        raise UnsupportedError(where, "is a variable tensor; quantspec's interpreter runs stateless models only")
+    if t.sparse:
+        raise UnsupportedError(where, "is a sparse tensor; quantspec's interpreter reads dense tensors only")
+    if t.quantization is not None and t.quantization.scale.size and t.params is None:
+        raise ModelError(where, "has quantization parameters LiteRT refuses to load "
+                         "(run quantspec.litert.check_model for the details)")
+
+
+def _spec(t: Tensor):
+    from ..dtypes import qtype
+    from .kernels.base import TensorSpec
+
+    if t.type_name == "RESOURCE":       # a resource handle: LiteRT keeps the variable's id in it as int32
+        return TensorSpec(shape=tuple(t.shape), dtype=qtype("int32"), params=None, data=None, name=t.name)
+    if t.dtype is None:
+        return None
+    return TensorSpec(shape=tuple(t.shape), dtype=t.dtype, params=t.params, data=t.data, name=t.name)
+
+
+def _actual(t: Tensor, y: np.ndarray):
+    """The spec of tensor ``t`` as an operator computed it (``y``): its shape and type."""
+    from ..dtypes import qtype
+    from .kernels.base import TensorSpec
+
+    dtype = t.dtype if t.dtype is not None and y.dtype == t.dtype.dtype else qtype(y.dtype)
+    return TensorSpec(shape=tuple(y.shape), dtype=dtype, params=t.params, data=None, name=t.name)
+
+
+class Interpreter:
+    """Run a LiteRT model on quantspec's kernels, byte-identical to LiteRT ``BUILTIN_REF``.
+
+    ``Interpreter(model)`` accepts a path, the model's bytes or a loaded
+    :class:`~quantspec.litert.model.Model`, and prepares every operator.
+
+    - ``signature``: the key of one of the model's signatures (``model.signature_defs``): the
+      interpreter runs that signature's subgraph and accepts its input names (LiteRT's
+      ``get_signature_runner(key)``).  None (default) runs subgraph 0, as LiteRT's ``invoke``.
+    - ``sum_semantics`` chooses the int8 SUM behaviour: ``"correct"`` (default) or ``"reference"``
+      (the LiteRT reference kernel's uint8 reading, to reproduce BUILTIN_REF exactly).
+    - ``preserve_all_tensors``: keep every intermediate tensor of the last run for
+      :meth:`get_tensor` (LiteRT's ``experimental_preserve_all_tensors``); otherwise an
+      intermediate tensor's array is dropped after its last use.
+
+    ``run(inputs)`` takes the inputs as a list in the subgraph's input order, a dict keyed by input
+    tensor name or by signature input name, or a single array for a one-input model, and returns
+    the list of output arrays in the subgraph's output order (:attr:`output_names` names them).
+    """
+
+    def __init__(self, model: Any, *, sum_semantics: str = "correct", signature: str | None = None,
+                 preserve_all_tensors: bool = False, kernels: str = "reference", num_threads: int = 1):
+        if sum_semantics not in SUM_SEMANTICS:
+            raise InvalidArgumentError("sum_semantics", "must be one of " + ", ".join(map(repr, SUM_SEMANTICS)),
+                                       sum_semantics)
+        from .kernels.modes import check_mode, check_threads
+
+        self.kernels = check_mode(kernels)
+        self.num_threads = check_threads(num_threads)
+        self.model: Model = load_model(model)
+        self.sum_semantics = sum_semantics
+        self.preserve_all_tensors = bool(preserve_all_tensors)
+        self.signature: SignatureDef | None = None
+        if signature is not None:
+            keys = [sd.key for sd in self.model.signature_defs]
+            if not isinstance(signature, str) or signature not in keys:
+                raise InvalidArgumentError("signature", "must be the key of one of the model's signatures", signature,
+                                           detail="signatures: " + (", ".join(map(repr, keys)) or "none"))
+            self.signature = next(sd for sd in self.model.signature_defs if sd.key == signature)
+        self._entry = self.signature.subgraph_index if self.signature is not None else 0
+        self._graphs: dict[int, _Graph] = {}
+        self._preparing: list[int] = []
+        from .kernels.control_flow import State
+
+        self._state = State()
+        self._main = self._graph(self._entry)
+        self._last: dict[int, np.ndarray] = {}
+
+    @property
+    def engines(self) -> list[str]:
+        """Per operator of the subgraph run, the LiteRT engine its kernel reproduces."""
+        return list(self._main.engines)
+
+    # -- kernels and subgraphs -----------------------------------------------------------------
+    def _kernel_table(self) -> Mapping[str, Any]:
+        """The kernels this interpreter runs (builtin operator name -> kernel)."""
+        return _kernels()
+
+    def _graph(self, index: int) -> _Graph:
+        """Subgraph ``index``, prepared (once)."""
+        hit = self._graphs.get(index)
+        if hit is not None:
+            return hit
+        if not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.model.subgraphs):
+            raise ModelError("subgraph index", f"must lie in [0, {len(self.model.subgraphs)})", index)
+        if index in self._preparing:
+            raise ModelError(f"subgraph {index}", "calls itself through control-flow operators (a recursion "
+                             "quantspec refuses)", list(self._preparing))
+        self._preparing.append(int(index))
+        try:
+            graph = _Graph(self, self.model.subgraphs[index])
+        finally:
+            self._preparing.pop()
+        self._graphs[int(index)] = graph
+        return graph
 
     # -- model description ---------------------------------------------------------------------
     @property
+    def subgraph(self) -> Subgraph:
+        """The subgraph this interpreter runs."""
+        return self.model.subgraphs[self._entry]
+
+    @property
     def inputs(self) -> list[Tensor]:
-        """The model's input tensors, in order."""
-        return [self.model.tensors[i] for i in self.model.inputs]
+        """The input tensors of the subgraph run, in order."""
+        sg = self.subgraph
+        return [sg.tensors[i] for i in sg.inputs]
 
     @property
     def outputs(self) -> list[Tensor]:
-        """The model's output tensors, in order."""
-        return [self.model.tensors[i] for i in self.model.outputs]
+        """The output tensors of the subgraph run, in order."""
+        sg = self.subgraph
+        return [sg.tensors[i] for i in sg.outputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        """The outputs' names, in :meth:`run`'s order: the signature's names where there is one."""
+        names = {i: k for k, i in self.signature.outputs.items()} if self.signature is not None else {}
+        return [names.get(t.index, t.name) for t in self.outputs]
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}: {t.type_name.lower()}{list(t.shape)}" for t in self.inputs)
         outs = ", ".join(f"{t.name}: {t.type_name.lower()}{list(t.shape)}" for t in self.outputs)
-        return f"<quantspec LiteRT Interpreter: {len(self._prepared)} operators; inputs ({ins}) -> outputs ({outs})>"
-
-    # -- preparation helpers -------------------------------------------------------------------
-    @staticmethod
-    def _prepare(op: Operator, kernel: Any, options: dict, specs: Any) -> Any:
-        """``kernel.prepare`` for ``op`` with the tensor specs ``specs`` (indexable by tensor)."""
-        inputs = [None if i < 0 else specs[i] for i in op.inputs]
-        outputs = [specs[i] for i in op.outputs]
-        try:
-            return kernel.prepare(inputs, outputs, options)
-        except QuantSpecError as e:
-            raise _with_context(e, f"operator {op.index} ({op.name})") from None
-        except (MemoryError, ValueError) as e:
-            _too_big(e, op, inputs + outputs)
-            raise
-
-    @staticmethod
-    def _check_tensor(t: Tensor) -> None:
-        where = f"tensor {t.index} ({t.name!r})"
-        if t.is_variable:
-            raise UnsupportedError(where, "is a variable tensor; quantspec's interpreter runs stateless models only")
-        if t.sparse:
-            raise UnsupportedError(where, "is a sparse tensor; quantspec's interpreter reads dense tensors only")
-        if t.quantization is not None and t.quantization.scale.size and t.params is None:
-            raise ModelError(where, "has quantization parameters LiteRT refuses to load "
-                             "(run quantspec.litert.check_model for the details)")
-
-    @staticmethod
-    def _spec(t: Tensor):
-        from .kernels.base import TensorSpec
-
-        if t.dtype is None:
-            return None
-        return TensorSpec(shape=tuple(t.shape), dtype=t.dtype, params=t.params, data=t.data, name=t.name)
+        sig = f" signature {self.signature.key!r};" if self.signature is not None else ""
+        return (f"<quantspec LiteRT Interpreter:{sig} {len(self._main.prepared)} operators; inputs ({ins}) -> "
+                f"outputs ({outs})>")
 
     # -- running -------------------------------------------------------------------------------
     def _input_list(self, inputs: Any) -> list[np.ndarray]:
-        model = self.model
-        n = len(model.inputs)
+        sg = self.subgraph
+        n = len(sg.inputs)
         if isinstance(inputs, np.ndarray):
             if n != 1:
                 raise InvalidArgumentError("inputs", f"must hold {n} arrays (the model has {n} inputs), "
@@ -196,17 +382,18 @@ class Interpreter:
             return [inputs]
         if isinstance(inputs, Mapping):
             names: dict[str, int] = {}
-            for pos, i in enumerate(model.inputs):
-                names[model.tensors[i].name] = pos
-            for sd in model.signature_defs:
-                if sd.subgraph_index == 0:
-                    for name, i in sd.inputs.items():
-                        if i in model.inputs:
-                            names.setdefault(name, list(model.inputs).index(i))
+            for pos, i in enumerate(sg.inputs):
+                names[sg.tensors[i].name] = pos
+            signatures = [self.signature] if self.signature is not None else [
+                sd for sd in self.model.signature_defs if sd.subgraph_index == self._entry]
+            for sd in signatures:
+                for name, i in sd.inputs.items():
+                    if i in sg.inputs:
+                        names.setdefault(name, list(sg.inputs).index(i))
             unknown = [k for k in inputs if k not in names]
             if unknown:
                 raise InvalidArgumentError("inputs", "names no input of the model", unknown[0],
-                                           detail="inputs: " + ", ".join(repr(t.name) for t in self.inputs))
+                                           detail="inputs: " + ", ".join(repr(k) for k in names))
             out: list[np.ndarray | None] = [None] * n
             for k, v in inputs.items():
                 pos = names[k]
@@ -227,14 +414,21 @@ class Interpreter:
                                    "or one array", type(inputs).__name__)
 
     def run(self, inputs: Any) -> list[np.ndarray]:
-        """Run the model; return its outputs (fresh arrays) in the model's output order."""
-        model = self.model
-        sg = model.main
-        arrays: dict[int, np.ndarray] = {}
-        for t in sg.tensors:
-            if t.data is not None:
-                arrays[t.index] = t.data
-        for pos, (i, x) in enumerate(zip(model.inputs, self._input_list(inputs))):
+        """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
+        if not jit.enabled():
+            return self._run(inputs)
+        # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
+        # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
+        # below SERIAL_IN_MODELS elements
+        with blas_on_caller(), core.serial_below(SERIAL_IN_MODELS), core.reference_below(REFERENCE_IN_MODELS):
+            return self._run(inputs)
+
+    def _run(self, inputs: Any) -> list[np.ndarray]:
+        inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
+        sg = self.subgraph
+        checked = []
+        for pos, (i, x) in enumerate(zip(sg.inputs, self._input_list(inputs))):
+            x = from_foreign(x)
             t = sg.tensors[i]
             where = f"inputs[{pos}] ({t.name!r})"
             if not isinstance(x, np.ndarray):
@@ -247,54 +441,28 @@ class Interpreter:
             if tuple(x.shape) != tuple(t.shape):
                 raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}",
                                  list(x.shape))
-            arrays[i] = x
-        # tensors whose shape or type differs from the model's in this run: LiteRT computes every
-        # output's shape (and, for ops such as ARG_MAX, its type) itself, when it prepares the op or,
-        # where the shape depends on a run-time tensor (RESHAPE's shape, PAD's paddings, ...), when
-        # it runs it, and prepares the ops that read it again; so does this interpreter
-        changed: dict[int, Any] = {}
-        for k, (op, kernel, prepared) in enumerate(self._prepared):
-            if changed and any(i in changed for i in op.inputs):
-                prepared = self._prepared_again(k, changed)
-            ins = [None if i < 0 else arrays[i] for i in op.inputs]
-            try:
-                outs = kernel.compute(prepared, ins)
-            except QuantSpecError as e:
-                raise _with_context(e, f"operator {op.index} ({op.name})") from None
-            except (MemoryError, ValueError) as e:
-                _too_big(e, op, [None if i < 0 else self._specs[i] for i in (*op.inputs, *op.outputs)])
-                raise
-            if len(outs) != len(op.outputs):  # pragma: no cover - a kernel bug
-                raise RuntimeError(f"quantspec kernel {op.name} returned {len(outs)} outputs for operator {op.index}, "
-                                   f"which has {len(op.outputs)}")
-            for i, y in zip(op.outputs, outs):
-                t = sg.tensors[i]
-                y = np.asarray(y)
-                if y.shape != tuple(t.shape) or (t.dtype is not None and y.dtype != t.dtype.dtype):
-                    changed[i] = self._actual(t, y)
-                else:
-                    changed.pop(i, None)
-                arrays[i] = y
-            for i in self._release[k]:
-                arrays.pop(i, None)
-        return [np.array(arrays[i], copy=True) for i in model.outputs]
+            checked.append(x)
+        self._last = {}
+        outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors)
+        self._last = arrays
+        return [np.array(y, copy=True) for y in outputs]
 
     __call__ = run
 
-    def _actual(self, t: Tensor, y: np.ndarray):
-        """The spec of tensor ``t`` as an operator computed it (``y``): its shape and type."""
-        from ..dtypes import qtype
-        from .kernels.base import TensorSpec
-
-        dtype = t.dtype if t.dtype is not None and y.dtype == t.dtype.dtype else qtype(y.dtype)
-        return TensorSpec(shape=tuple(y.shape), dtype=dtype, params=t.params, data=None, name=t.name)
-
-    def _prepared_again(self, k: int, changed: dict[int, Any]) -> Any:
-        """Operator ``k`` prepared for the changed specs of its inputs (kept for the next run)."""
-        op, kernel, _ = self._prepared[k]
-        key = (k, *((i, changed[i].shape, changed[i].dtype.name) for i in op.inputs if i in changed))
-        hit = self._again.get(key)
-        if hit is None:
-            specs = {i: changed.get(i, self._specs[i]) for i in (*op.inputs, *op.outputs) if i >= 0}
-            hit = self._again[key] = self._prepare(op, kernel, self._options[k], specs)
-        return hit
+    def get_tensor(self, index: int) -> np.ndarray:
+        """A copy of tensor ``index`` of the subgraph run, as the last :meth:`run` left it: inputs,
+        outputs and constants always, intermediate tensors with ``preserve_all_tensors=True``
+        (LiteRT's ``get_tensor`` with ``experimental_preserve_all_tensors``)."""
+        sg = self.subgraph
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
+                or not 0 <= index < len(sg.tensors):
+            raise InvalidArgumentError("index", f"must be a tensor index in [0, {len(sg.tensors)})", index)
+        a = self._last.get(int(index))
+        if a is None:
+            if sg.tensors[index].data is not None:
+                return np.array(sg.tensors[index].data, copy=True)
+            if not self._last:
+                raise InvalidArgumentError("index", "names a tensor with no value yet: run the model first", index)
+            raise InvalidArgumentError("index", "names an intermediate tensor the last run did not keep: make the "
+                                       "Interpreter with preserve_all_tensors=True", index)
+        return np.array(a, copy=True)

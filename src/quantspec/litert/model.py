@@ -1,4 +1,4 @@
-"""Reading .tflite models: :func:`load_model` (notes/litert.md §6).
+"""Reading .tflite models: :func:`load_model`.
 
 A .tflite file is a flatbuffer with the file identifier ``TFL3``, laid out by LiteRT's
 ``schema.fbs``.  quantspec reads it with its own small, bounds-checked flatbuffer reader, so the

@@ -1,4 +1,6 @@
-"""The LiteRT int8 op table, as data (spec: litert-8bit-quantization-spec.md; notes/litert.md §5).
+"""The LiteRT int8 op table, as data (the LiteRT 8-bit quantization specification,
+https://ai.google.dev/edge/litert/models/quantization_spec, and what the converter and the
+interpreter were measured to do).
 
 :data:`OP_TABLE` maps a builtin operator name to an :class:`OpRule`: for every op of the 8-bit
 spec's list (plus QUANTIZE's float input and DEQUANTIZE, which appear at the edges of int8 models)
@@ -58,7 +60,8 @@ __all__ = [
     "OP_TABLE", "OpRule", "TensorRule", "Restriction", "Enforcement", "Tolerance", "Finding", "RULES",
     "ACTIVATION", "WEIGHT", "BIAS", "PARAMETER", "ANY", "PER_TENSOR", "PER_AXIS", "PER_TENSOR_OR_AXIS",
     "REJECTS", "ABORTS", "SILENT", "PER_TENSOR_WEIGHTS", "PER_AXIS_WEIGHTS", "ONE_SCALE", "SEVERAL_SCALES",
-    "findings", "enforce", "markdown_table", "builtin_name", "TYPE_VERDICTS",
+    "findings", "enforce", "markdown_table", "builtin_name", "TYPE_VERDICTS", "Limit", "LIMITS", "UNDEFINED",
+    "SIXTEEN_BY_EIGHT", "limits_markdown",
 ]
 
 # roles
@@ -197,6 +200,130 @@ class OpRule:
         return None
 
 
+#: what LiteRT does on a violated limit beyond REJECTS and ABORTS: it runs, and what it computes
+#: depends on undefined behaviour of its C++ (a shift out of range, a read past a buffer), so
+#: quantspec cannot reproduce it and refuses the model
+UNDEFINED = "undefined"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A check LiteRT's kernels make beyond the spec's tensor rules (a multiplier range, a shape, a
+    type a kernel does not have): where a model breaks it, LiteRT rejects it (an error at
+    ``allocate_tensors`` for ``stage="prepare"``, at ``invoke`` for ``"eval"``), aborts (a
+    ``TFLITE_CHECK`` kills the process) or runs with undefined behaviour (:data:`UNDEFINED`).
+
+    ``rule`` is a stable id (the checker's ``Violation.rule``); ``requires`` says in words what holds
+    on a model LiteRT runs; ``data_dependent`` marks the limits that depend on the input values, not
+    the model (the interpreter raises at run time; the checker cannot decide them).  quantspec's
+    kernels raise exactly where a model breaks a limit, each error tagged with its rule id, and the
+    checker reports them by preparing each operator as the interpreter does."""
+
+    rule: str
+    ops: tuple[str, ...]
+    requires: str
+    action: str                 # REJECTS, ABORTS or UNDEFINED
+    stage: str                  # "prepare" or "eval"
+    source: str = ""
+    data_dependent: bool = False
+
+    @property
+    def fails(self) -> bool:
+        """True when LiteRT does not produce a result (it rejects or aborts)."""
+        return self.action in (REJECTS, ABORTS)
+
+
+_BINARY_OPS = ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "PRELU", "LESS", "LESS_EQUAL",
+               "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL")
+_FUSED_OPS = ("ADD", "SUB", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D",
+              "MAX_POOL_2D", "TRANSPOSE_CONV")
+#: ops with a 16x8 kernel (int16 activations, int8 weights) in LiteRT's reference resolver
+SIXTEEN_BY_EIGHT = frozenset({
+    "ADD", "SUB", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MEAN", "SOFTMAX", "LOGISTIC", "TANH",
+    "AVERAGE_POOL_2D", "MAX_POOL_2D", "QUANTIZE", "DEQUANTIZE", "CONCATENATION", "RESHAPE", "SQUEEZE", "TRANSPOSE",
+    "GATHER", "PAD", "PADV2", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "BATCH_MATMUL", "GELU",
+    "RSQRT", "RELU", "RELU6", "LEAKY_RELU", "PRELU", "MAXIMUM", "MINIMUM", "TRANSPOSE_CONV", "RESIZE_BILINEAR",
+    "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "ARG_MAX", "SHAPE"})
+
+_K = "tflite/kernels/"
+_LIMITS: list[Limit] = [
+    Limit("activation-range", _FUSED_OPS, "the fused activation's bounds divided by the output scale fit int32",
+          REJECTS, "prepare", _K + "kernel_util.cc: CalculateActivationRangeQuantized"),
+    Limit("broadcast-rank", _BINARY_OPS, "broadcast shapes of rank 8 or less (6 for the 6-D kernels)", ABORTS,
+          "eval", _K + "internal/reference/broadcast_loop.h: BroadcastBinaryOpSimple"),
+    Limit("add-output-multiplier", ("ADD", "SQUARED_DIFFERENCE"),
+          "the output multiplier 2 max(s1, s2) / (2^20 s_out) (2^15 for int16; SQUARED_DIFFERENCE: "
+          "(2 max(s1, s2))^2 / (2^14 s_out)) is below 1", ABORTS, "prepare",
+          _K + "add.cc, squared_difference.cc: Prepare (QuantizeMultiplierSmallerThanOneExp CHECK)"),
+    Limit("sub-output-multiplier", ("SUB",), "the output multiplier 2 max(s1, s2) / (2^20 s_out) is not exactly 1",
+          ABORTS, "prepare", _K + "sub.cc: PrepareGeneralSubOp (QuantizeMultiplierSmallerThanOneExp CHECK)"),
+    Limit("sub-output-multiplier-above-one", ("SUB",), "an output multiplier above 1 is applied to values small "
+          "enough that LiteRT's RoundingDivideByPOT with a negative exponent gives the same result on every code "
+          "path", UNDEFINED, "eval", _K + "internal/common.h: MultiplyByQuantizedMultiplierSmallerThanOneExp",
+          data_dependent=True),
+    Limit("comparison-scale-one", ("LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"),
+          "no input scale is exactly 1.0", ABORTS, "eval",
+          _K + "comparisons.cc: ComparisonQuantized (QuantizeMultiplierGreaterThanOne CHECK)"),
+    Limit("comparison-large-scale", ("LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"),
+          "inputs with a scale > 1 stay small enough that RoundingDivideByPOT with a negative exponent gives the "
+          "same result on every code path", UNDEFINED, "eval", _K + "comparisons.cc", data_dependent=True),
+    Limit("softmax-input-multiplier", ("SOFTMAX", "LOG_SOFTMAX"), "beta * input scale * 2^26 > 1", ABORTS,
+          "prepare", _K + "activations.cc: SoftmaxPrepare (QuantizeMultiplierGreaterThanOne CHECK)"),
+    Limit("log-softmax-reverse-multiplier", ("LOG_SOFTMAX",), "the reverse scaling multiplier is below 1",
+          ABORTS, "prepare", _K + "activations.cc: LogSoftmaxPrepare (QuantizeMultiplierSmallerThanOneExp CHECK)"),
+    Limit("softmax-sum", ("SOFTMAX",), "fewer than 512 values of a row lie near its maximum (int8)", ABORTS,
+          "eval", _K + "internal/reference/softmax.h: GetReciprocal exponent CHECK", data_dependent=True),
+    Limit("int16-zero-point", tuple(sorted(SIXTEEN_BY_EIGHT)), "int16 activations have zero point 0", REJECTS,
+          "prepare", _K + "*.cc: Prepare (MUL: at Eval)"),
+    Limit("int16-output-scale", ("SOFTMAX", "LOGISTIC", "TANH"), "the int16 output scale is 1/32768 (SOFTMAX: "
+          "within 0.001/32768)", REJECTS, "prepare", _K + "activations.cc: SoftmaxPrepare, SigmoidPrepare, "
+          "TanhPrepare"),
+    Limit("int16-pot-scales", ("ADD", "SUB"), "with power-of-two int16 scales (pot_scale_int16), one input has the "
+          "output's scale and the other one no larger", REJECTS, "prepare", _K + "add.cc, sub.cc: Prepare"),
+    Limit("int16-pot-broadcast", ("ADD",), "the power-of-two int16 ADD has inputs of one size (it does not "
+          "broadcast)", ABORTS, "eval", _K + "internal/types.h: MatchingElementsSize CHECK"),
+    Limit("int16-bias-type", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"), "an int16 kernel's bias is int64, "
+          "or int32 where quantized_bias_type says INT32 (DEPTHWISE_CONV_2D: int64)", REJECTS, "prepare",
+          _K + "conv.cc, depthwise_conv.cc, fully_connected.cc: Prepare"),
+    Limit("int16-bias-read-as-int64", ("CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"), "an int32 bias of an int16 kernel comes with "
+          "quantized_bias_type INT32 (without it the kernel reads the bias as int64, past its end)", UNDEFINED,
+          "eval", _K + "conv.cc: EvalQuantizedPerChannel16x8; fully_connected.cc: FullyConnectedInt16"),
+    Limit("no-int16-kernel", ("SQUARED_DIFFERENCE",), "the op has an int16 kernel (SQUARED_DIFFERENCE has none)",
+          REJECTS, "eval", _K + "squared_difference.cc: Eval"),
+    Limit("multiplier-shift", ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "MUL", "MEAN", "SUM", "QUANTIZE", "BATCH_MATMUL",
+                               "RELU", "RELU6", "LEAKY_RELU", "PRELU", "RSQRT", "HARD_SWISH", "SOFTMAX"),
+          "every effective scale is below 2^30 (a larger one needs a left shift of 31 or more, undefined in C++)",
+          UNDEFINED, "eval", _K + "internal/common.cc: MultiplyByQuantizedMultiplier"),
+    Limit("hard-swish-output-multiplier", ("HARD_SWISH",), "input scale / 128 / output scale is below 1",
+          REJECTS, "prepare", _K + "activations.cc: HardSwishPrepare"),
+    Limit("batch-matmul-shape", ("BATCH_MATMUL",), "ranks 2 to 5, batch dimensions that broadcast, equal "
+          "accumulation depths", REJECTS, "prepare", _K + "batch_matmul.cc: Prepare"),
+    Limit("prelu-shape", ("PRELU",), "the alpha broadcasts to the input's shape", REJECTS, "prepare",
+          _K + "activations.cc: PreluPrepare"),
+    Limit("pool-empty-window", ("AVERAGE_POOL_2D",), "every window has a tap inside the image", REJECTS, "eval",
+          _K + "internal/reference/integer_ops/pooling.h: AveragePool"),
+    Limit("l2norm-activation", ("L2_NORMALIZATION",), "the fused activation is NONE", REJECTS, "prepare",
+          _K + "l2norm.cc: Prepare"),
+    Limit("conv-bias", ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"), "CONV_2D has a bias; a third input of DEPTHWISE_CONV_2D is "
+          "present; the bias has one element per output channel", REJECTS, "prepare",
+          _K + "conv.cc, depthwise_conv.cc: Prepare"),
+    Limit("op-shape", ("STRIDED_SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "TRANSPOSE_CONV"),
+          "the op's shapes, axes and counts are ones its kernel accepts (non-zero strides, an axis inside the rank, "
+          "splits that add up, as many outputs as the options say)", REJECTS, "prepare",
+          _K + "strided_slice.cc, split.cc, split_v.cc, pack.cc, unpack.cc, transpose_conv.cc: Prepare"),
+    Limit("strided-slice-unwritten", ("STRIDED_SLICE",), "every output element is written: a shrunk axis starts "
+          "inside the dimension and runs forwards; with offset, the end stays inside", UNDEFINED, "eval",
+          _K + "internal/reference/strided_slice.h: StridedSlice (the output stays partly uninitialised)"),
+    Limit("rsqrt-negative", ("RSQRT",), "no input is below the zero point", REJECTS, "eval",
+          _K + "elementwise.cc: RsqrtEvalQuantized", data_dependent=True),
+    Limit("index-out-of-range", ("GATHER",), "every index lies inside the gathered dimension", REJECTS, "eval",
+          _K + "gather.cc: Eval", data_dependent=True),
+]
+
+#: rule id -> Limit
+LIMITS: Mapping[str, Limit] = {lim.rule: lim for lim in _LIMITS}
+
+
 # -------------------------------------------------------------------------------------------------
 # building blocks
 # -------------------------------------------------------------------------------------------------
@@ -312,10 +439,7 @@ def _binary_free(name: str, builtin: int, limits: tuple[str, ...] = (), zp_liter
 def _comparison(name: str, builtin: int) -> OpRule:
     return OpRule(name, builtin, (act("input1"), act("input2")),
                   (TensorRule("output", ANY, ("bool",)),),
-                  limits=("an input scale of exactly 1.0 aborts (QuantizeMultiplierGreaterThanOne CHECK, at Eval)",
-                          "an input scale > 1 is requantized by RoundingDivideByPOT with a negative exponent "
-                          "(undefined behaviour): quantspec reproduces the value every code path agrees on "
-                          "(+1 / -1) and raises where they differ (scales >= 2^15 or so)"),
+                  limits=("comparison-scale-one", "comparison-large-scale", "broadcast-rank"),
                   notes="inputs may have different scales and zero points; both are rescaled to a common "
                         "fixed-point scale (left shift 8) before comparing")
 
@@ -348,12 +472,11 @@ _FC_BIAS_SCALE = (
 
 _FC_NOTE = ("The spec text says per-tensor weights and bias; LiteRT runs per-axis FULLY_CONNECTED weights "
             "(quantized dimension 0) with a per-axis bias, as the current converter writes them, and quantspec "
-            "treats that as conformant (DESIGN.md).")
+            "treats that as conformant.")
 
 _OPS: list[OpRule] = [
-    _binary_free("ADD", 0, limits=("an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 (an output scale "
-                                   "below about 2^-19 of the input scales) aborts "
-                                   "(QuantizeMultiplierSmallerThanOneExp CHECK, at Prepare)",)),
+    _binary_free("ADD", 0, limits=("add-output-multiplier", "broadcast-rank", "activation-range",
+                                   "int16-zero-point", "int16-pot-scales", "int16-pot-broadcast")),
     _unary_same("AVERAGE_POOL_2D", 1, litert=_SAME_SCALE_DCHECK),
     OpRule("CONCATENATION", 2,
            (act("input", *same_as_output(_same_rejected(K + "concatenation.cc: Prepare")), variadic=True),),
@@ -388,7 +511,7 @@ _OPS: list[OpRule] = [
                        (_rejects("prepare", "output scale == 1.0/128 (float widened to double)",
                                  K + "l2norm.cc: Prepare"),),
                        (_rejects("prepare", "output zero point == 0", K + "l2norm.cc: Prepare"),))),),
-           limits=("a fused activation other than NONE fails Prepare",)),
+           limits=("l2norm-activation",)),
     OpRule("LOGISTIC", 14, (act("input"),),
            (out(*fixed(1 / 256, -128,
                        (_rejects("prepare", "output scale == 1.0/256 (float widened to double)",
@@ -405,8 +528,7 @@ _OPS: list[OpRule] = [
                                  K + "activations.cc: SoftmaxPrepare",
                                  Tolerance("absolute", float(np.float32(0.001) / np.float32(256)), "float32")),),
                        (_rejects("prepare", "output zero point == -128", K + "activations.cc: SoftmaxPrepare"),))),),
-           limits=("beta * input scale * 2^26 <= 1 (an input scale below about 1.5e-8 for beta 1) aborts "
-                   "(QuantizeMultiplierGreaterThanOne CHECK, at Prepare)",)),
+           limits=("softmax-input-multiplier", "softmax-sum", "int16-zero-point", "int16-output-scale")),
     _unary_same("SPACE_TO_DEPTH", 26),
     OpRule("TANH", 28, (act("input"),),
            (out(*fixed(1 / 128, 0,
@@ -428,17 +550,15 @@ _OPS: list[OpRule] = [
     OpRule("MEAN", 40, (act("input"), param("axis")), (out(),)),
     _binary_free("SUB", 41, zp_litert=(_rejects("prepare", "zero points of both inputs and the output in "
                                                 "[-128, 127]", K + "sub.cc: PrepareGeneralSubOp", None),),
-                 limits=("an output multiplier 2*max(s1, s2) / (2^20 * s_out) > 1 is requantized by "
-                         "RoundingDivideByPOT with a negative exponent (undefined behaviour): quantspec "
-                         "reproduces the value every code path agrees on and raises where they differ",
-                         "an output multiplier of exactly 1.0 aborts (QuantizeMultiplierSmallerThanOneExp CHECK)")),
+                 limits=("sub-output-multiplier", "sub-output-multiplier-above-one", "broadcast-rank",
+                         "activation-range", "int16-zero-point", "int16-pot-scales")),
     _unary_same("SQUEEZE", 43),
     OpRule("LOG_SOFTMAX", 50, (act("input"),),
            (out(*fixed(16 / 256, 127,
                        (_rejects("prepare", "output scale == 16.0/256 (float widened to double)",
                                  K + "activations.cc: LogSoftmaxPrepare"),),
                        (_rejects("prepare", "output zero point == 127", K + "activations.cc: LogSoftmaxPrepare"),))),),
-           limits=("input scale * 2^26 <= 1 aborts (QuantizeMultiplierGreaterThanOne CHECK, at Prepare)",)),
+           limits=("softmax-input-multiplier", "log-softmax-reverse-multiplier")),
     OpRule("MAXIMUM", 55, (act("input1", *same_as_output()), act("input2", *same_as_output())), (out(),),
            notes="the spec lists Input 0 only; its restriction ('inputs and outputs') is applied to both inputs"),
     OpRule("ARG_MAX", 56, (act("input"), param("axis", ("int32", "int64"))),
@@ -700,8 +820,10 @@ def enforce(op: str, inputs: Sequence[Any], outputs: Sequence[Any], *, stages: t
         if f.enforcement.fails and f.enforcement.stage in stages:
             cls = _ERROR_FOR_RULE.get(f.rule, InvalidArgumentError)
             where = f"{f.side} {f.index}" + (f" ({f.tensor})" if f.tensor else "")
-            raise cls(f"{op} {where}", f"{f.message}: LiteRT {f.enforcement.action} this model at "
-                      f"{f.enforcement.stage} ({f.enforcement.check})", f.found)
+            error = cls(f"{op} {where}", f"{f.message}: LiteRT {f.enforcement.action} this model at "
+                        f"{f.enforcement.stage} ({f.enforcement.check})", f.found)
+            error.limit = f.rule
+            raise error
         silent.append(f)
     return silent
 
@@ -763,4 +885,17 @@ def markdown_table() -> str:
                 cells = [label, idx, tr.role, ", ".join(tr.dtypes), rng, gran, _restriction_cell(tr),
                          _enforcement_cell(tr)]
                 lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+def limits_markdown() -> str:
+    """The LiteRT limits (:data:`LIMITS`) as a Markdown table, for docs/litert.md."""
+    words = {REJECTS: "rejects", ABORTS: "aborts", UNDEFINED: "undefined behaviour (quantspec refuses)"}
+    lines = ["| rule | ops | LiteRT requires | on a violation | decided by |", "|---|---|---|---|---|"]
+    for lim in sorted(LIMITS.values(), key=lambda x: x.rule):
+        ops = ", ".join(lim.ops) if len(lim.ops) <= 6 else ", ".join(lim.ops[:5]) + f", ... ({len(lim.ops)} ops)"
+        what = words[lim.action] + ("" if lim.action == UNDEFINED else f" at {lim.stage}")
+        decided = "the input values (run time)" if lim.data_dependent else "the model (check)"
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in (f"`{lim.rule}`", ops, lim.requires, what,
+                                                                        decided)) + " |")
     return "\n".join(lines)

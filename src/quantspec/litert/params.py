@@ -1,4 +1,5 @@
-"""LiteRT quantization parameters (notes/litert.md §4; spec: litert-8bit-quantization-spec.md).
+"""LiteRT quantization parameters (the LiteRT 8-bit quantization specification,
+https://ai.google.dev/edge/litert/models/quantization_spec, as the TF 2.21 converter applies it).
 
 A real value ``r`` and its quantized code ``q`` are related by ``r = scale * (q - zero_point)``,
 with one (scale, zero_point) pair per tensor, or one per slice of ``quantized_dimension`` for
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arrays import from_foreign
 from .._core.granularity import normalize_axis
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..dtypes import qtype
@@ -233,7 +235,7 @@ def activation_params(min: Any, max: Any, dtype: str = "int8") -> QuantParams:  
     is ``[min, max]`` (the global min/max the calibrator recorded over the representative dataset).
 
     Exactly as ``ConvertStatsToQDQs`` / ``TensorRangeSanityCheck`` / ``DownCastScale`` compute it
-    (notes/litert.md §4), with ``min`` and ``max`` taken as float32 (the calibrator stores them so):
+    with ``min`` and ``max`` taken as float32 (the calibrator stores them so):
 
     1. the range is widened to include 0: ``rmin = min(min, 0)``, ``rmax = max(max, 0)``;
     2. a range narrower than 1e-6 is widened by 1e-6 on both sides (double arithmetic), so an
@@ -412,7 +414,7 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     float32 division and rounding half away from zero.  ``x`` is converted to float32.  NaN and
     quotients beyond the int32 range become -128 (127 when the zero point is negative), as in the
     interpreter on x86-64."""
-    a = _float_array(x, "x", quiet=True)     # float64 beyond the float32 range: +-inf, as data
+    a = _float_array(from_foreign(x), "x", quiet=True)     # float64 beyond the float32 range: +-inf, as data
     _check_params(params, "params", a.shape)
     lo, hi = params._zp_span
     if lo < -128 or hi > 127:
@@ -483,6 +485,7 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
     ``f32(double(scale) * (q - zp))`` (``reference_integer_ops::Dequantize``), per-axis as the
     float32 product ``scale[c] * f32(q - zp[c])`` (``PerChannelDequantize``); both are the correctly
     rounded product whenever ``|q - zp| <= 2^24``.  ``q`` is an int8, uint8, int16 or int32 array."""
+    q = from_foreign(q)
     if isinstance(q, (bool, np.bool_)):
         raise DTypeError("q", "must be an integer array, not a bool", q)
     a = np.asarray(q)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import fast as core
 from .._core import jit
-from .._core.arrays import native
+from .._core.arrays import from_foreign, native
 from .._core.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
@@ -22,7 +22,19 @@ from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
 __all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
-           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "QuantizeLinearOp", "DequantizeLinearOp"]
+           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "check_model", "audit", "CheckReport", "AuditReport",
+           "convert_model", "ModelConversionReport", "QuantizeLinearOp", "DequantizeLinearOp"]
+
+#: names of the model-level half (quantspec.onnx.models), imported when first used: it needs the onnx package
+_MODEL_NAMES = ("check_model", "audit", "CheckReport", "AuditReport", "convert_model", "ModelConversionReport")
+
+
+def __getattr__(name: str):
+    if name in _MODEL_NAMES:
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
@@ -41,9 +53,16 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.kernels`; both
     give the same bytes).
     """
-    attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, saturate=saturate, precision=precision,
-                 opset=opset, compat=compat)
-    x = _native(x)
+    attrs = (axis, block_size, output_dtype, saturate, precision, opset, compat)
+    if type(x) is np.ndarray:
+        # a call that repeats the last one (the same parameter and attribute objects): its plan and
+        # prepared kernel call at once (fast.repeat)
+        hit = _PLANS.recall("q", x, (y_scale, y_zero_point), attrs)
+        if hit is not None and hit[1] is not None and jit.enabled():
+            done = fast.repeat(hit[0], hit[1], x, out)
+            if done is not None:
+                return done
+    x, y_scale, y_zero_point = _native(x), from_foreign(y_scale), from_foreign(y_zero_point)
     plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
     x = np.asarray(x, dtype=plan.x_type.dtype)
     if prepared is not None and jit.enabled():
@@ -68,7 +87,8 @@ def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **att
         codes = np.ascontiguousarray(q).reshape(-1).view(np.uint8)
         out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
         if out.size:
-            jit.load("quantspec._core.fastpack").pack(core.parallel(codes.size))(codes, out, t.bits, core.CHUNK)
+            core.launch(jit.load("quantspec._core.fastpack").pack, (codes, out, t.bits, core.CHUNK),
+                        -(-out.size // core.CHUNK), codes.size)
         return out
     return np.frombuffer(pack(q), np.uint8).copy()
 
@@ -78,8 +98,14 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
                       out: np.ndarray | None = None) -> np.ndarray:
     """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
     (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
-    attrs = dict(axis=axis, block_size=block_size, output_dtype=output_dtype, opset=opset, compat=compat)
-    x = _native(x)
+    attrs = (axis, block_size, output_dtype, opset, compat)
+    if type(x) is np.ndarray:
+        hit = _PLANS.recall("dq", x, (x_scale, x_zero_point), attrs)
+        if hit is not None and hit[1] is not None and jit.enabled():
+            done = fast.repeat(hit[0], hit[1], x, out)
+            if done is not None:
+                return done
+    x, x_scale, x_zero_point = _native(x), from_foreign(x_scale), from_foreign(x_zero_point)
     plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
     if prepared is not None and jit.enabled():
         return fast.dequantize(plan, np.asarray(x), out, prepared)
@@ -88,7 +114,11 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
 
 
 def _native(x: Any) -> Any:
-    """A big-endian (non-native) array as the same values in this machine's byte order."""
+    """Another library's array (torch, JAX, ...) as a numpy array over its memory, and a big-endian
+    (non-native) array as the same values in this machine's byte order."""
+    if type(x) is np.ndarray:
+        return x if x.dtype.isnative else native(x)
+    x = from_foreign(x)
     return native(x) if isinstance(x, np.ndarray) else x
 
 
@@ -96,21 +126,32 @@ def _native(x: Any) -> Any:
 _PLANS = PlanCache()
 
 
-def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: dict):
+_ATTRIBUTES = {"q": ("axis", "block_size", "output_dtype", "saturate", "precision", "opset", "compat"),
+               "dq": ("axis", "block_size", "output_dtype", "opset", "compat")}
+
+
+def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: tuple):
     """(plan, prepared fast-path state or None) for this call: from the cache, or made (and cached
     when the call's arguments can be keyed)."""
-    key = _PLANS.key(kind, x, (scale, zero_point), tuple(attrs.values()))
-    hit = _PLANS.get(key)
+    values = (scale, zero_point)
+    hit = _PLANS.recall(kind, x, values, attrs)
     if hit is not None:
         return hit
+    key = _PLANS.key(kind, x, values, attrs)
+    hit = _PLANS.get(key)
+    if hit is not None:
+        _PLANS.remember(kind, x, values, attrs, hit)
+        return hit
     make = plan_quantize if kind == "q" else plan_dequantize
+    kwargs = dict(zip(_ATTRIBUTES[kind], attrs))
     if key is None:
-        return make(x, scale, zero_point, **attrs), None
-    plan = make(x, own(scale), own(zero_point), **attrs)
+        return make(x, scale, zero_point, **kwargs), None
+    plan = make(x, own(scale), own(zero_point), **kwargs)
     prepared = None
     if fast.covers(plan) and all(plan.shape):
         prepared = fast.prepare_quantize(plan, True) if kind == "q" else fast.prepare_dequantize(plan, True)
     _PLANS.put(key, (plan, prepared))
+    _PLANS.remember(kind, x, values, attrs, (plan, prepared))
     return plan, prepared
 
 

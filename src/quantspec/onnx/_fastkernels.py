@@ -1,7 +1,7 @@
 """numba element functions of ONNX QuantizeLinear / DequantizeLinear (the fast path; see :mod:`.fast`).
 
 Imported only through :func:`quantspec._core.jit.load`, on the first call that needs it.  Each
-operation is a small function inlined into the generic kernel :func:`quantspec._core.fastmap.map_`;
+operation is a small function inlined into the generic kernel :data:`quantspec._core.fastmap.plain`;
 the classes of the two ``op`` records select it (:func:`quantspec._core.fastmap.register`):
 ``(Q32, output rule)`` for QuantizeLinear (a float16 / bfloat16 quotient is a pass of its own,
 ``(QF16 or QBF16, Quotient)``), ``(value table, decoding)`` for DequantizeLinear.  The element's parameters are ``(scale, integer zero point)`` for integer codes,
@@ -11,11 +11,10 @@ the classes of the two ``op`` records select it (:func:`quantspec._core.fastmap.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from .._core import fastmap
-from .._core.nbprim import (f32_bits, iadd, iand, inline, isub, ixor, narrow_code, round_bf16, round_f16,
-                            twin, uand, uor, ushr)
+from .._core.nbprim import (claim, f32_bits, finished, iadd, iand, inline, isub, ixor, kernel, narrow_code,
+                            round_bf16, round_f16, uand, uor, ushr)
 from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntMlasByte, IntPlain, Quotient
 
 __all__ = ["q_ort_edges"]
@@ -143,22 +142,31 @@ fastmap.register((None, DecInt), _dq_int)      # the value table is an array: no
 fastmap.register((None, DecLut), _dq_lut)
 
 
-def _q_ort_edges(x, y, s, zi, full, dl, bl, cfg):
+def _q_ort_edges(x, y, s, zi, full, dl, bl, cfg, claims, step):
     """onnxruntime 4-bit: recompute the odd-aligned head and tail element of every slice (rows of
-    ``dl`` elements cut into slices of ``bl``) with the plain loop (kernels._ort_plain_mask)."""
+    ``dl`` elements cut into slices of ``bl``) with the plain loop (kernels._ort_plain_mask), for the
+    slices this thread claims (quantspec._core.fast.launch)."""
     n = x.size
     per_row = (dl + bl - 1) // bl
-    for j in prange((n // dl) * per_row):
-        r = j // per_row
-        start = r * dl + (j - r * per_row) * bl
-        end = min(start + bl, r * dl + dl)
-        if start % 2 == 1:
-            _q_fix(x, y, s, zi, full, start, cfg)
-        if end % 2 == 1:
-            _q_fix(x, y, s, zi, full, end - 1, cfg)
+    work = (n // dl) * per_row
+    while True:
+        j0 = claim(claims, step)
+        if j0 >= work:
+            break
+        j1 = min(j0 + step, work)
+        for j in range(j0, j1):
+            r = j // per_row
+            start = r * dl + (j - r * per_row) * bl
+            end = min(start + bl, r * dl + dl)
+            if start % 2 == 1:
+                _q_fix(x, y, s, zi, full, start, cfg)
+            if end % 2 == 1:
+                _q_fix(x, y, s, zi, full, end - 1, cfg)
+        finished(claims, j1 - j0)
+    return finished(claims, 0)
 
 
-q_ort_edges = twin(_q_ort_edges)
+q_ort_edges = kernel(_q_ort_edges)
 
 
 @inline

@@ -62,7 +62,8 @@ from ..dtypes import QType, qtype
 from .kernels import check_out
 from .plan import DequantizePlan, QuantizePlan
 
-__all__ = ["path", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize", "covers", "float_format"]
+__all__ = ["path", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize", "covers", "float_format",
+           "repeat"]
 
 # -- the records that select the element operation (their class) and carry its constants --------
 # Quotient precision: x / s in float32 (Q32), or x and x / s rounded to float16 / bfloat16.
@@ -137,7 +138,7 @@ def float_format(t: QType, saturate: bool, compat: str) -> Float:
         overmag = maxmag if saturate else (_code(np.inf, t) & ~signbit if not fnuz else _code(np.inf, t))
     wlo = whi = math.inf
     wcode = 0
-    if compat == "onnxruntime":             # notes/onnx.md §2.4: onnxruntime's float8 quirks
+    if compat == "onnxruntime":             # onnxruntime's float8 quirks (docs/onnx.md)
         if t.name == "float8e5m2":
             nanbits = 0x7F
             if not saturate:
@@ -182,7 +183,21 @@ def _prepared(plan, *params):
 
 
 def _result(out, shape, dtype):
-    return check_out(out, shape, dtype) if out is not None else np.empty(shape, dtype)
+    if out is None:
+        return np.empty(shape, dtype)
+    if type(out) is np.ndarray and out.shape == shape and out.dtype == dtype and out.flags.writeable:
+        return out
+    return check_out(out, shape, dtype)
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _flat_f32(x: np.ndarray) -> np.ndarray:
+    """x as a flat contiguous float32 array (float16 / bfloat16 converted: exact)."""
+    if type(x) is np.ndarray and x.ndim == 1 and x.dtype == _F32 and x.flags.c_contiguous:
+        return x
+    return core.flat(np.asarray(x, dtype=np.float32))
 
 
 # What a plan turns into, computed once per plan (the cached plans of quantize_linear keep it):
@@ -237,18 +252,54 @@ def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
     kernels = _kernels()
     pr = prepare_quantize(plan) if prepared is None else prepared
     dest, fresh = core.destination(result, x)
-    xf = core.flat(np.asarray(x, dtype=np.float32))          # float16 / bfloat16: exact
+    xf = _flat_f32(x)                                        # float16 / bfloat16: exact
     if pr.quotient is not None:
         quotient = np.empty(xf.size, np.float32)
         core.run(xf, quotient, *pr.quotient, memo=pr.qmemo)
         xf = quotient
-    yf = dest.reshape(-1).view(np.uint16 if t.bits == 16 else np.uint8)
+    yf = (dest if dest.ndim == 1 else dest.reshape(-1)).view(np.uint16 if t.bits == 16 else np.uint8)
     core.run(xf, yf, pr.params, pr.lay, pr.op, memo=pr.memo)
     if pr.edges is not None:
         scale, zi, full, dl, bl, rec = pr.edges
-        kernels.q_ort_edges(core.parallel(xf.size))(xf, yf, scale, zi, full, dl, bl, rec)
+        core.launch(kernels.q_ort_edges, (xf, yf, scale, zi, full, dl, bl, rec), (xf.size // dl) * -(-dl // bl),
+                    xf.size)
     if fresh:
         np.copyto(result, dest)
+    return result
+
+
+def repeat(plan, pr, x: np.ndarray, out: np.ndarray | None):
+    """A small call that repeats a cached one (quantize_linear / dequantize_linear): the result, or
+    None where this shortcut does not apply (then the general path runs).  It applies to a flat
+    contiguous x of the plan's type below SERIAL_BELOW elements, a one-pass operation whose entry
+    point is already known for these argument types, and an ``out`` (if any) that does not overlap
+    x: everything a small call needs, and nothing more (a tenth of a 1 Ki-element quantize was the
+    walk through the general path's functions)."""
+    n = x.size
+    if n >= core.SERIAL_BELOW or x.ndim != 1 or not x.flags.c_contiguous or n == 0:
+        return None
+    t = plan.out
+    if out is None:
+        result = np.empty(plan.shape, t.dtype)
+    elif (type(out) is np.ndarray and out.shape == plan.shape and out.dtype == t.dtype and out.flags.writeable
+          and out.flags.c_contiguous and out.base is None and out is not x and x.base is None):
+        result = out               # two arrays that own their memory: no overlap
+    else:
+        return None
+    if type(pr) is QPrepared:
+        if pr.quotient is not None or pr.edges is not None or x.dtype != _F32:
+            return None
+        view = np.uint16 if t.bits == 16 else np.uint8
+    elif t.name == "float":
+        view = None
+        x = x.view(_UINT[max(8, plan.x_type.dtype.itemsize * 8)])
+    else:
+        return None
+    y = result.view(view) if view is not None else result
+    entry = pr.memo.get((False, x.dtype, x.flags.num & core.TYPE_FLAGS, y.dtype, y.flags.num & core.TYPE_FLAGS))
+    if entry is None:
+        return None
+    entry(x, y, pr.params, pr.lay, pr.op[0], pr.op[1], np.zeros(2, np.int64), pr.lay.work)
     return result
 
 
@@ -290,7 +341,7 @@ def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = Non
     xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
     dest, fresh = core.destination(result, x)
     if o.name == "float":
-        core.run(xf, dest.reshape(-1), pr.params, pr.lay, pr.op, memo=pr.memo)
+        core.run(xf, dest if dest.ndim == 1 else dest.reshape(-1), pr.params, pr.lay, pr.op, memo=pr.memo)
     else:  # the float32 product, then rounded once to float16 / bfloat16 as the reference path does
         product = np.empty(n, np.float32)
         core.run(xf, product, pr.params, pr.lay, pr.op, memo=pr.memo)

@@ -1,9 +1,9 @@
 """Compute step of ONNX QuantizeLinear / DequantizeLinear: the readable reference path.
 
 One function per (operator, compat mode), each a few numpy lines over a prepared plan
-(:mod:`quantspec.onnx.plan`).  Semantics, with the notes/onnx.md sections they come from:
+(:mod:`quantspec.onnx.plan`).  Semantics:
 
-``spec`` (the operator text; where it is silent, DESIGN.md's choices)
+``spec`` (the operator text; where it is silent, quantspec's documented choices, docs/onnx.md)
     Q: ``q = x / scale`` as one IEEE division in the precision P (``precision``, else the scale's
     type; an e8m0 scale is a power of two and divides exactly in float32; an int32 scale divides in
     float64, which is exact for int32 operands); both operands are first converted to P.  Integer
@@ -13,14 +13,14 @@ One function per (operator, compat mode), each a few numpy lines over a prepared
     is added in float (float64) before one RNE rounding that saturates; NaN -> +max (onnx
     docs/technical/float4.md, float6.md).
     DQ: ``(x - zero_point) * scale`` with the subtraction exact, the product in float32, rounded
-    once to the output type (§2.6).
+    once to the output type.
 
-``reference`` (onnx.reference 1.23.2 on x86-64, §3)
+``reference`` (onnx.reference 1.23.2 on x86-64)
     The same numpy operations in the same order and dtypes (numpy type promotion included), with the
     x86 conversion of NaN, ±inf and out-of-range values to INT32_MIN emulated explicitly so the
     result does not depend on the platform quantspec runs on, and the int32 wrap of ``xi += zp``.
 
-``onnxruntime`` (onnxruntime 1.31.1 CPU, §2.2, §2.4, §5; the paths were measured)
+``onnxruntime`` (onnxruntime 1.31.1 CPU; the paths were measured)
     The quotient is always float32 (``precision`` ignored).  Integer outputs take one of two paths
     per element: MLAS (clamp in float to [qmin-zp, qmax-zp], then round, then add zp: +inf -> qmax,
     NaN -> qmin) or a plain loop (``int32(nearbyint(q)) + zp`` with the x86 cast and int32 wrap, then
@@ -51,8 +51,11 @@ _F64 = np.dtype(np.float64)
 
 # -- shared helpers -----------------------------------------------------------------------------
 def _int_out(values: np.ndarray, t: QType) -> np.ndarray:
-    """int64/float values already in t's range -> an array of type t."""
-    return np.asarray(values).astype(np.int64).astype(t.storage).astype(t.dtype)
+    """Integral int64/float values already in t's range -> an array of type t."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f" and t.bits > 32:  # pragma: no cover - no such output type
+        values = values.astype(np.int64)
+    return values.astype(t.storage).astype(t.dtype, copy=False)
 
 
 def _division_dtype(plan: QuantizePlan) -> np.dtype:
@@ -86,23 +89,38 @@ def _deliver(y: np.ndarray, out: np.ndarray | None, argument: str = "out") -> np
 # -- QuantizeLinear -----------------------------------------------------------------------------
 def _q_spec(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
     P = _division_dtype(plan)
+    t = plan.out
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        q = np.asarray(x).astype(P) / plan.expand(plan.scale).astype(P)
-        q = np.asarray(q, dtype=P).astype(_F64)            # exact widening
-        t = plan.out
+        q = np.divide(np.asarray(x).astype(P, copy=False), plan.expand(plan.scale).astype(P))   # one division in P
         if t.is_int:
-            r = np.rint(q)
-            if plan.zero_point is not None:
-                r = r + plan.expand(plan.zero_point).astype(_F64)
-            r = np.clip(r, t.qmin, t.qmax)
-            r = np.where(np.isnan(r), t.qmin, r)
-            return _int_out(r, t)
+            return _int_out(_saturate_int(q, plan), t)
+        q = np.asarray(q, dtype=P).astype(_F64)            # exact widening
         if t.bits == 8:                                         # float8: zero point ignored
             return to_narrow_float(q, t, plan.saturate)
         if plan.zero_point is not None:                         # float4 / float6
             q = q + plan.expand(plan.zero_point).astype(_F64)
         q = np.where(np.isnan(q), max_finite(t), q)
         return to_narrow_float(q, t, True)
+
+
+def _saturate_int(q: np.ndarray, plan: QuantizePlan) -> np.ndarray:
+    """``clip(rint(q) + zero_point, qmin, qmax)`` with NaN -> qmin, as integral floats.
+
+    Computed in float32 (float64 for an int32 scale's float64 quotient), in place on one array: the
+    float16 / bfloat16 quotient widens to float32 exactly; ``rint(q) + zp`` is exact in float32 while
+    ``|rint(q)| < 2^24 - 2^16``, and beyond that the sum, rounded or not, lies far outside every
+    integer output's range on the same side, so the clip gives the same bound.  ``fmax`` takes the
+    lower bound for NaN."""
+    t = plan.out
+    r = np.asarray(q, dtype=_F64 if q.dtype == _F64 else _F32)      # the quotient itself, or widened
+    if not r.flags.writeable:
+        r = r.copy()
+    np.rint(r, out=r)
+    if plan.zero_point is not None:
+        np.add(r, plan.expand(plan.zero_point).astype(r.dtype), out=r)
+    np.fmax(r, r.dtype.type(t.qmin), out=r)
+    np.minimum(r, r.dtype.type(t.qmax), out=r)
+    return r
 
 
 def _reference_param(plan, value: np.ndarray | None):
@@ -210,7 +228,13 @@ def _q_ort(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
 # -- DequantizeLinear ---------------------------------------------------------------------------
 def _dq_spec(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
     t = plan.x_type
-    if t.is_int:
+    if t.is_int and t.bits <= 16:
+        # codes and zero points of at most 16 bits are exact float32 values, and so is their
+        # difference (|x - zp| < 2^17): subtracted in float32, with no int64 temporaries
+        d = x.astype(_F32)
+        if plan.zero_point is not None:
+            np.subtract(d, plan.expand(plan.zero_point).astype(_F32), out=d)
+    elif t.is_int:
         d = x.astype(np.int64)
         if plan.zero_point is not None:
             d = d - plan.expand(plan.zero_point).astype(np.int64)
@@ -221,16 +245,17 @@ def _dq_spec(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:
             d = d - plan.expand(plan.zero_point).astype(_F32)
     with np.errstate(over="ignore", invalid="ignore"):
         y = _times_scale(d, plan)
-        return np.asarray(y, dtype=_F32).astype(plan.out.dtype)
+        return np.asarray(y, dtype=_F32).astype(plan.out.dtype, copy=False)
 
 
 def _times_scale(d: np.ndarray, plan: DequantizePlan) -> np.ndarray:
     """``d * scale`` in float32; a NaN of ``d`` (a float code) keeps its own payload where the scale
     is NaN too, as x86's ``x * scale`` does (numpy's vector loops keep either, by position)."""
-    y = d * plan.expand(plan.scale).astype(_F32)
     if plan.x_type.is_float:
-        y = np.where(np.isnan(d), d, y)
-    return y
+        return np.where(np.isnan(d), d, d * plan.expand(plan.scale).astype(_F32))
+    if d.ndim == 0:
+        return d * plan.expand(plan.scale).astype(_F32)
+    return np.multiply(d, plan.expand(plan.scale).astype(_F32), out=d)     # d is this call's own
 
 
 def _dq_reference(plan: DequantizePlan, x: np.ndarray) -> np.ndarray:

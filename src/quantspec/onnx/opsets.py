@@ -1,7 +1,7 @@
 """The ONNX opset table for QuantizeLinear (Q) and DequantizeLinear (DQ): what each version allows.
 
 One row per operator version (10, 13, 19, 21, 23, 24, 25, 28), transcribed from the operator
-schemas of onnx 1.23.2 (``onnx.defs.get_schema``; notes/onnx.md §1).  The validation in
+schemas of onnx 1.23.2 (``onnx.defs.get_schema``).  The validation in
 :mod:`quantspec.onnx.plan`, the error messages and ``docs/onnx.md`` all read this table; a test
 checks it against ``onnx.defs`` so it cannot drift.
 

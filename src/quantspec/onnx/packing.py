@@ -1,4 +1,4 @@
-"""ONNX TensorProto ``raw_data`` layout of quantized tensors (notes/onnx.md §2.7).
+"""ONNX TensorProto ``raw_data`` layout of quantized tensors (ONNX ``TensorProto`` packing).
 
 :func:`pack` gives the bytes ``onnx.numpy_helper.from_array(array).raw_data`` holds: the 4-, 2- and
 6-bit types bit-packed LSB first, flat over the whole tensor (:mod:`quantspec._core.packing`); every

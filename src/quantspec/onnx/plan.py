@@ -6,9 +6,9 @@ the scale and zero point as typed arrays — or raise a :mod:`quantspec.errors` 
 the argument, the rule and the value.  The compute step (:mod:`quantspec.onnx.kernels`) is then
 plain array arithmetic on the plan.
 
-The rules come from the operator text (``shared/specs/onnx-quantizelinear.txt``), the opset table
-(:mod:`quantspec.onnx.opsets`) and notes/onnx.md §2.3.  ``compat="spec"`` and ``"onnxruntime"``
-enforce the strict shape rules (they agree: notes §2.3); ``"reference"`` accepts what onnx.reference
+The rules come from the operator text (QuantizeLinear / DequantizeLinear in the ONNX operator
+documentation) and the opset table (:mod:`quantspec.onnx.opsets`).  ``compat="spec"`` and ``"onnxruntime"``
+enforce the strict shape rules (they agree); ``"reference"`` accepts what onnx.reference
 1.23 accepts (a scalar zero point with a per-axis scale, an over-long blocked scale, a size-1 scale of
 any rank) and fails where it fails.  ``"onnxruntime"`` also refuses what onnxruntime 1.31 has no
 kernel for.
@@ -35,7 +35,7 @@ COMPAT_MODES = ("spec", "reference", "onnxruntime")
 
 @dataclass(frozen=True)
 class OrtSupport:
-    """What onnxruntime 1.31.1's CPU kernels accept (notes/onnx.md §5), as data."""
+    """What onnxruntime 1.31.1's CPU kernels accept (measured), as data."""
 
     max_version: int = 25                     # ORT refuses opsets above 26; Q/DQ 25 is the last version
     q_x: tuple[str, ...] = ("float", "float16")
@@ -149,7 +149,7 @@ def _scalar_to(value: Any, argument: str, t: QType | str) -> np.ndarray:
 
 def _granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | None, axis: Any, block_size: int,
                  compat: str, version: int, scale_name: str, zp_name: str):
-    """(granularity, axis, block_size) after checking every shape rule; see notes/onnx.md §2.3."""
+    """(granularity, axis, block_size) after checking every shape rule."""
     ndim = len(x_shape)
     if block_size < 0:
         raise RangeError("block_size", "must be >= 0 (0 means per-tensor or per-axis)", block_size)

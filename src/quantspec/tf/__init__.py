@@ -1,6 +1,6 @@
 """TensorFlow's quantization ops, bit for bit as its CPU kernels compute them.
 
-Public API (DESIGN.md, docs/tensorflow.md):
+Public API (docs/tensorflow.md):
 
 - :func:`quantize` — ``QuantizeV2`` (``tf.quantization.quantize``);
 - :func:`dequantize` — ``Dequantize``;

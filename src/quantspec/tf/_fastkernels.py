@@ -1,7 +1,7 @@
 """numba element functions of TensorFlow QuantizeV2 / Dequantize (the fast path; see :mod:`.fast`).
 
 Imported only through :func:`quantspec._core.jit.load`.  Each function is inlined into the generic
-kernel :func:`quantspec._core.fastmap.map_`; the classes of the two ``op`` records select it:
+kernel :data:`quantspec._core.fastmap.plain`; the classes of the two ``op`` records select it:
 ``(precast, cast)`` for QuantizeV2 (parameters ``(lo, hi, scale, bias)`` of the element's slice),
 ``(mode, codes)`` for Dequantize (parameters ``(scale, bias)``).  Each line is one operation of
 :func:`quantspec.tf.quantize_op.precast` / :func:`~quantspec.tf.quantize_op.cast` or

@@ -1,4 +1,4 @@
-"""IEEE arithmetic as TensorFlow's CPU kernels execute it (notes/tensorflow.md §0.2, §0.4, §0.5).
+"""IEEE arithmetic as TensorFlow's CPU kernels execute it.
 
 TensorFlow runs its CPU kernels with the x86 MXCSR flags FTZ and DAZ set: a subnormal operand
 counts as a zero of the same sign, and a subnormal result becomes a zero of the same sign.  numpy

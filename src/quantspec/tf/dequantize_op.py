@@ -1,7 +1,7 @@
 """Dequantize (``tf.quantization.dequantize``): qint8 / quint8 / qint16 / quint16 / qint32 -> float32
 or bfloat16.
 
-Prepare, then compute (notes/tensorflow.md §2).  Dequantize applies **no** range adjustment and
+Prepare, then compute.  Dequantize applies **no** range adjustment and
 does not check ``min_range <= max_range``: the range is used exactly as given, so pass the
 ``output_min`` / ``output_max`` QuantizeV2 returned to undo it.  Per slice, the plan holds the
 float32 factors the kernel computes:
@@ -14,7 +14,7 @@ MIN_COMBINED        ``((float(q) + half) * scale) + bias``; scale = (max - min) 
 MIN_FIRST           ``bias + float(q) * scale``; scale = float((max - min) / (2^bits - 1)) in
                     double, bias = round(min / scale) * scale - minT * scale
 SCALED              ``float(q) * scale``; scale = max(min / min_out, max / maxT) (signed),
-                    max / maxT (unsigned); oneDNN: §2, "oneDNN"
+                    max / maxT (unsigned); oneDNN: docs/tensorflow.md
 ==================  ===============================================================
 
 bfloat16 results are the float32 results rounded to nearest even.
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from .._core.arrays import from_foreign
 from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
@@ -179,14 +180,22 @@ def dequantize(x, min_range, max_range, T=None, *, mode="MIN_COMBINED", narrow_r
     uint16 / int32, read as qint8 / quint8 / qint16 / quint16 / qint32; ``T`` defaults to the type
     of ``x``).  ``dtype`` is float32 or bfloat16; ``out=`` receives the result.  See
     docs/tensorflow.md."""
+    x, min_range, max_range = from_foreign(x), from_foreign(min_range), from_foreign(max_range)
     q, T = codes(x, T)
-    key = _PLANS.key("dq", q, (min_range, max_range), (T, mode, narrow_range, axis, dtype, kernel))
-    hit = _PLANS.get(key)
+    attrs = (T, mode, narrow_range, axis, dtype, kernel)
+    hit = _PLANS.recall("dq", q, (min_range, max_range), attrs)
+    if hit is None:
+        key = _PLANS.key("dq", q, (min_range, max_range), attrs)
+        hit = _PLANS.get(key)
+        if hit is not None:
+            _PLANS.remember("dq", q, (min_range, max_range), attrs, hit)
     if hit is None:
         plan = prepare_dequantize(own(min_range), own(max_range), T, shape=q.shape, mode=mode,
                                   narrow_range=narrow_range, axis=axis, dtype=dtype, kernel=kernel)
         prepared = fast.prepare_dequantize(plan, q.shape, True) if key is not None and q.size else None
         _PLANS.put(key, (plan, prepared))
+        if key is not None:
+            _PLANS.remember("dq", q, (min_range, max_range), attrs, (plan, prepared))
     else:
         plan, prepared = hit
     _args.check_out(out, q.shape, plan.dtype)

@@ -1,6 +1,6 @@
 """FakeQuantWithMinMaxArgs / Vars / VarsPerChannel: simulated quantization of a float32 tensor.
 
-notes/tensorflow.md §4.  ``Nudge`` moves [min, max] so that 0.0 falls on the integer grid
+TensorFlow's ``fake_quant_ops_functor.h``.  ``Nudge`` moves [min, max] so that 0.0 falls on the integer grid
 ``[quant_min, quant_max]`` = ``[narrow_range ? 1 : 0, 2^num_bits - 1]``; then
 
     y = floor(clamp(x, nudged_min, nudged_max) - nudged_min) * inv_scale - quant_zero + 0.5) * scale

@@ -1,6 +1,6 @@
 """QuantizeAndDequantizeV2 / V3 / V4: simulated quantization of a float32 or float64 tensor.
 
-notes/tensorflow.md §3.  V2 and V4 share one forward kernel (V4 differs only in its gradient); V3
+TensorFlow's ``quantize_and_dequantize_op.h``.  V2 and V4 share one forward kernel (V4 differs only in its gradient); V3
 takes ``num_bits`` as a tensor, defaults ``range_given`` to True and always rounds half to even.
 Every operation is in the input's own type (float or double), with flush-to-zero.
 

@@ -2,8 +2,8 @@
 
 Prepare, then compute.  :func:`prepare_quantize` checks the call against TensorFlow's rules and
 computes, for each slice (one for per-tensor, one per channel with an axis), the adjusted range
-and the scale factors in exactly the precision the kernel uses (notes/tensorflow.md §1.2-§1.7 for
-Eigen, §1.9 for oneDNN) into a frozen :class:`QuantizePlan` of 1-D float32 arrays.
+and the scale factors in exactly the precision the kernel uses (docs/tensorflow.md, for
+Eigen and for oneDNN) into a frozen :class:`QuantizePlan` of 1-D float32 arrays.
 :func:`compute_quantize` is then a few lines of float32 array arithmetic per mode, with
 flush-to-zero after every operation (:mod:`quantspec.tf._fp`).
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import from_foreign
 from .._core.plancache import PlanCache, own
 from .._core.rounding import half_away_from_zero, half_to_even
 from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
@@ -59,7 +60,7 @@ class QuantizePlan:
     output_max: np.ndarray
 
 
-# -- range adjustment (§1.2) ---------------------------------------------------------------
+# -- range adjustment ---------------------------------------------------------------------
 def adjust_range(in_min: np.ndarray, in_max: np.ndarray, emr: np.float32):
     """QuantizeV2's range adjustment, per slice: the range is widened to contain 0 and to be at
     least ``max(1, |min|, |max|) * ensure_minimum_range`` wide."""
@@ -112,7 +113,7 @@ def _eigen_scaled(T: TFType, min_r, max_r, narrow_range: bool):
     return lo, hi, scale, np.zeros_like(scale), lo, hi
 
 
-# -- oneDNN parameters (§1.9) ----------------------------------------------------------------
+# -- oneDNN parameters ----------------------------------------------------------------------
 def _onednn_scaled(T: TFType, min_r, max_r):
     max_abs = std_max(np.abs(min_r), np.abs(max_r)).astype(f32)
     target = f32(127.5) if T.signed else f32(255.0)      # (2^bits - 1) / 2 for signed (sic)
@@ -283,10 +284,15 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
     kernel stock TensorFlow on x86-64 Linux runs where it rewrites the op.  ``out=`` receives the
     codes.  See docs/tensorflow.md.
     """
+    x, min_range, max_range = from_foreign(x), from_foreign(min_range), from_foreign(max_range)
     x = _args.tensor(x, "x", (np.dtype(f32),), "QuantizeV2")
-    key = _PLANS.key("q", x, (min_range, max_range),
-                     (T, mode, round_mode, narrow_range, axis, ensure_minimum_range, kernel))
-    hit = _PLANS.get(key)
+    attrs = (T, mode, round_mode, narrow_range, axis, ensure_minimum_range, kernel)
+    hit = _PLANS.recall("q", x, (min_range, max_range), attrs)
+    if hit is None:
+        key = _PLANS.key("q", x, (min_range, max_range), attrs)
+        hit = _PLANS.get(key)
+        if hit is not None:
+            _PLANS.remember("q", x, (min_range, max_range), attrs, hit)
     if hit is None:
         plan = prepare_quantize(own(min_range), own(max_range), T, shape=x.shape, mode=mode, round_mode=round_mode,
                                 narrow_range=narrow_range, axis=axis, ensure_minimum_range=ensure_minimum_range,
@@ -294,6 +300,8 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
         fastable = key is not None and x.size and plan.path in ("eigen", "onednn")
         prepared = fast.prepare_quantize(plan, x.shape, True) if fastable else None
         _PLANS.put(key, (plan, prepared))
+        if key is not None:
+            _PLANS.remember("q", x, (min_range, max_range), attrs, (plan, prepared))
     else:
         plan, prepared = hit
     _args.check_out(out, x.shape, plan.T.dtype)

@@ -10,7 +10,7 @@ the TensorFlow ops and that is a *fact* rather than arithmetic lives here, once:
   x86-64 Linux hands to its oneDNN (``_Mkl*``) kernels, and where those kernels are missing;
 - :func:`route`: the kernel that really runs a given call under ``kernel="eigen"|"onednn"``.
 
-Sources: notes/tensorflow.md §0.1, §1, §2, §3, §4, §1.9; every row was re-measured on
+Sources: TensorFlow's kernels (``quantize_op.cc``, ``dequantize_op.cc``, the oneDNN ones); every row was re-measured on
 TensorFlow 2.21.0 (tests/test_tf_conformance.py, tests/test_tf_onednn.py).
 """
 

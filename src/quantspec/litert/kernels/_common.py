@@ -50,10 +50,21 @@ __all__ = ["count", "option", "require_type", "require_same_type", "require_quan
            "activation", "legacy", "same_legacy_params", "binary_operands", "enforce", "fused_range",
            "fused_activation_name", "UNCLAMPED_ACTIVATIONS", "broadcast_shape", "MAX_BROADCAST_RANK",
            "check_arrays", "rdbpot_signed_exponent", "requantize_smaller_than_one", "out_size", "pad_before",
-           "window_geometry", "constants", "value"]
+           "window_geometry", "constants", "value", "limit"]
 
 #: BroadcastBinaryOpSimple (reference/broadcast_loop.h) aborts above this rank when shapes differ
 MAX_BROADCAST_RANK = 8
+
+
+# -- LiteRT's limits -------------------------------------------------------------------------------
+
+def limit(rule: str, error):
+    """``error`` tagged with the id of the LiteRT limit it reports (:data:`..optable.LIMITS`, or a
+    rule of the op table): the checker turns a kernel's tagged refusal into that rule's violation."""
+    if rule not in optable.LIMITS and rule not in optable.RULES:  # pragma: no cover - a kernel bug
+        raise RuntimeError(f"unknown LiteRT limit {rule!r}")
+    error.limit = rule
+    return error
 
 
 # -- tensor counts --------------------------------------------------------------------------------
@@ -141,14 +152,16 @@ def activation(op: str, name: str, t: TensorSpec) -> tuple[np.float32, int]:
     """The (scale, zero point) of a tensor a kernel computes with; refuses a per-axis or unquantized
     tensor and a scale that is not finite and > 0 (module docstring: when to use :func:`legacy`)."""
     if t.params is None:
-        raise InvalidArgumentError(f"{op} {name}", "needs quantization parameters (scale and zero point)", None)
+        raise limit("granularity", InvalidArgumentError(f"{op} {name}", "needs quantization parameters (scale and "
+                                                        "zero point)", None))
     if t.params.per_axis:
-        raise UnsupportedError(f"{op} {name}", "must be quantized per-tensor: LiteRT's kernels read a tensor with "
-                               "several scales as scale 0, zero point 0", len(t.params))
+        raise limit("granularity", UnsupportedError(f"{op} {name}", "must be quantized per-tensor: LiteRT's kernels "
+                                                    "read a tensor with several scales as scale 0, zero point 0",
+                                                    len(t.params)))
     scale = np.float32(t.params.scale[0])
     if not (np.isfinite(scale) and scale > 0):
-        raise RangeError(f"{op} {name} scale", "must be finite and > 0 (LiteRT does not check it and computes "
-                         "meaningless multipliers or aborts)", float(scale))
+        raise limit("scale", RangeError(f"{op} {name} scale", "must be finite and > 0 (LiteRT does not check it and "
+                                        "computes meaningless multipliers or aborts)", float(scale)))
     return scale, int(t.params.zero_point[0])
 
 
@@ -174,21 +187,26 @@ def same_legacy_params(a: TensorSpec, b: TensorSpec, argument: str, op: str, *, 
 
 
 def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[TensorSpec], *,
-                    output_type: str = "int8", quantized: bool = True):
+                    output_type: str | None = "int8", quantized: bool = True, types: tuple[str, ...] = ("int8",)):
     """The start every binary int8 kernel's prepare shares (ADD, SUB, MUL, MAXIMUM, MINIMUM and the
-    comparisons): two int8 inputs and one ``output_type`` output (None: any, the op sets its type, as
-    LiteRT's comparisons make theirs bool); where ``quantized``, the :func:`activation` parameters of
-    the inputs and of an int8 output; then the op table's rules.
+    comparisons): two inputs of one of ``types`` (int8, and int16 for the kernels with a 16-bit path),
+    the same for both, and one ``output_type`` output (``"same"``: the inputs' type; None: any, the op
+    sets its type, as LiteRT's comparisons make theirs bool); where ``quantized``, the
+    :func:`activation` parameters of the inputs and of a quantized output; then the op table's rules.
 
     Returns ``(x, y, output, params)``, ``params`` the list of ``(scale, zero point)`` read."""
     x, y = count(op, inputs, outputs, 2, names=("input 0", "input 1"))
     o = outputs[0]
-    require_type(op, [("input 0", x), ("input 1", y)], ("int8",))
+    require_type(op, [("input 0", x)], types)
+    require_same_type(x, y, "input 1", op)
+    if output_type == "same":
+        output_type = x.dtype.name
+        require_same_type(x, o, "output", op)
     if output_type is not None:
         require_type(op, [("output", o)], (output_type,))
     params = []
     if quantized:
-        named = [("input 0", x), ("input 1", y)] + ([("output", o)] if output_type == "int8" else [])
+        named = [("input 0", x), ("input 1", y)] + ([("output", o)] if output_type in ("int8", "int16") else [])
         params = [activation(op, name, t) for name, t in named]
     enforce(op, inputs, outputs)
     return x, y, o, params
@@ -284,8 +302,8 @@ def broadcast_shape(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[in
     except ValueError:
         raise ShapeError(f"{op} inputs", "shapes do not broadcast", (tuple(a), tuple(b))) from None
     if len(shape) > MAX_BROADCAST_RANK:
-        raise UnsupportedError(f"{op} inputs", f"broadcasting above rank {MAX_BROADCAST_RANK} aborts LiteRT "
-                               "(BroadcastBinaryOpSimple)", len(shape))
+        raise limit("broadcast-rank", UnsupportedError(f"{op} inputs", f"broadcasting above rank {MAX_BROADCAST_RANK} aborts LiteRT "
+                               "(BroadcastBinaryOpSimple)", len(shape)))
     return shape
 
 
@@ -375,11 +393,13 @@ def rdbpot_signed_exponent(y: np.ndarray, shift: int, op: str) -> np.ndarray:
     differ (which path LiteRT takes depends on the array length and alignment)."""
     if shift <= 0:
         return _rdbpot(y, -shift)
-    limit = 1 << (32 - shift)
-    if np.any((y >= limit) | (y < -limit)):
-        raise UnsupportedError(op, "LiteRT requantizes these values with RoundingDivideByPOT of a negative "
-                               "exponent (undefined behaviour); its result depends on the compiler's "
-                               "vectorisation and cannot be reproduced", f"multiplier shift {shift}")
+    bound = 1 << (32 - shift)
+    if np.any((y >= bound) | (y < -bound)):
+        rule = "sub-output-multiplier-above-one" if op == "SUB" else "comparison-large-scale"
+        raise limit(rule, UnsupportedError(
+            op, "LiteRT requantizes these values with RoundingDivideByPOT of a negative exponent (undefined "
+            "behaviour); its result depends on the compiler's vectorisation and cannot be reproduced",
+            f"multiplier shift {shift}"))
     return np.where(y < 0, -1, 1).astype(np.int64)
 
 

@@ -1,5 +1,5 @@
-"""int8 activations: LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION (notes/litert.md §3;
-``K/activations.cc``, ``K/l2norm.cc``, ``KI/reference/softmax.h``, ``KI/reference/integer_ops/
+"""int8 activations: LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION
+(``K/activations.cc``, ``K/l2norm.cc``, ``KI/reference/softmax.h``, ``KI/reference/integer_ops/
 log_softmax.h``, ``KI/reference/integer_ops/l2normalization.h``).
 
 **LOGISTIC / TANH** look the input byte up in a 256-entry table built in float32 at prepare
@@ -111,26 +111,68 @@ def lut_int8(input_scale: float, input_zero_point: int, output_scale: float, out
 @dataclass(frozen=True, eq=False)
 class LutParams:
     shape: tuple[int, ...]
-    lut: np.ndarray
+    lut: np.ndarray                 # indexed by the input's unsigned view (256 or 65536 entries)
+    dtype: np.dtype = _INT8
 
 
 class _LutKernel(Kernel):
     transform = staticmethod(_sigmoid)
+    #: int16: the table's integer bits and the input left shifts that count as power-of-two scales
+    pot_shifts: tuple[int, ...] = (0,)
 
     def prepare(self, inputs, outputs, options):
         (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
         o = outputs[0]
-        c.require_type(self.name, [("input", x), ("output", o)], ("int8",))
+        c.require_type(self.name, [("input", x)], ("int8", "int16"))
+        c.require_same_type(x, o, "output", self.name)
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
+        if x.dtype.name == "int16":
+            return self._prepare16(x, s_in, z_in, s_out, z_out)
         c.enforce(self.name, inputs, outputs)
         lut = lut_int8(s_in, z_in, s_out, z_out, self.transform)
         lut.setflags(write=False)
         return LutParams(tuple(x.shape), lut)
 
+    def _prepare16(self, x, s_in, z_in, s_out, z_out) -> LutParams:
+        """The 16-bit kernels (``reference_integer_ops::Logistic`` / ``Tanh``): zero points 0, an
+        output scale of 2^-15, the input brought to the sigmoid table's scale by a multiplier and a
+        shift (none for power-of-two input scales)."""
+        from ..fixedpoint16 import logistic16, tanh16
+        from .elementwise import checked_log2
+
+        op = self.name
+        if (z_in, z_out) != (0, 0):
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
+        pot, log2 = checked_log2(s_in)
+        shift = 12 + log2
+        multiplier = 0
+        if not (pot and shift in self.pot_shifts):
+            real = float(np.float64(s_in) * 4096.0 * 3.0)
+            shift = 0
+            while real <= 32767.0 / 2.0 and shift <= 30:
+                shift += 1
+                real *= 2.0
+            if not real < 2.0 ** 31:
+                raise UnsupportedError(f"{op} input scale", "is too large for LiteRT's int16 multiplier (its "
+                                       "conversion to int32 is undefined)", float(s_in))
+            multiplier = int(real)
+        ok, out_log2 = checked_log2(s_out)
+        if not ok or out_log2 != -15 or (op == "LOGISTIC" and np.float32(s_out) != np.float32(1 / 32768)):
+            raise c.limit("int16-output-scale", InvalidArgumentError(
+                f"{op} output scale", "must be 1/32768 for int16 (LiteRT rejects the model at prepare)",
+                float(s_out)))
+        codes = np.arange(1 << 16, dtype=np.int64)
+        codes = np.where(codes >= 1 << 15, codes - (1 << 16), codes)
+        fn = logistic16 if op == "LOGISTIC" else tanh16
+        lut = fn(codes, multiplier, shift).astype(np.int16)
+        lut.setflags(write=False)
+        return LutParams(tuple(x.shape), lut, np.dtype(np.int16))
+
     def compute(self, p: LutParams, arrays):
-        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
-        return [p.lut[x.view(np.uint8)]]
+        (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.dtype)])
+        return [p.lut[x.view(np.uint8 if p.dtype == _INT8 else np.uint16)]]
 
 
 @register
@@ -139,6 +181,7 @@ class Logistic(_LutKernel):
 
     name = "LOGISTIC"
     transform = staticmethod(_sigmoid)
+    pot_shifts = (0,)
 
 
 @register
@@ -147,6 +190,7 @@ class Tanh(_LutKernel):
 
     name = "TANH"
     transform = staticmethod(_tanhf)
+    pot_shifts = (0, 1)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -165,8 +209,9 @@ def _input_beta_multiplier(op: str, beta: float, input_scale: np.float32) -> tup
     try:
         return fp.quantize_multiplier_greater_than_one(real)
     except RangeError:
-        raise UnsupportedError(f"{op} input", "beta * input scale * 2^26 <= 1 makes LiteRT abort "
-                               "(QuantizeMultiplierGreaterThanOne CHECK)", float(real)) from None
+        raise c.limit("softmax-input-multiplier", UnsupportedError(
+            f"{op} input", "beta * input scale * 2^26 <= 1 makes LiteRT abort (QuantizeMultiplierGreaterThanOne "
+            "CHECK)", float(real))) from None
 
 
 @dataclass(frozen=True)
@@ -210,17 +255,80 @@ def _exp_tables(diff_q5: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return exps, fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
 
 
-def _softmax_prepare(kernel, inputs, outputs):
+def _softmax_prepare(kernel, inputs, outputs, types=("int8",)):
     op = kernel.name
     (x,) = c.count(op, inputs, outputs, 1, names=("input",))
     o = outputs[0]
-    c.require_type(op, [("input", x), ("output", o)], ("int8",))
+    c.require_type(op, [("input", x)], types)
+    c.require_same_type(x, o, "output", op)
     if len(x.shape) < 1:
         raise InvalidArgumentError(f"{op} input", "must have at least one dimension (LiteRT rejects a scalar)", x.shape)
     s_in, _ = c.activation(op, "input", x)
     c.activation(op, "output", o)
-    c.enforce(op, inputs, outputs)
+    if x.dtype.name == "int8":
+        c.enforce(op, inputs, outputs)
     return x, s_in
+
+
+@dataclass(frozen=True, eq=False)
+class Softmax16Params:
+    shape: tuple[int, ...]
+    exps: np.ndarray            # exp LUT value per difference x - max(row) in [-65535, 0] (index d + 65535)
+    reciprocal_lut: np.ndarray  # the 513-entry 1 / (1 + x) table
+
+
+def _softmax16_prepare(x, o, s_in, beta) -> Softmax16Params:
+    """The int16 SOFTMAX (``reference_ops::SoftmaxInt16``): two interpolated tables made in double,
+    ``exp`` on [-10, 0] and ``1 / (1 + x)`` on [0, 1]; the input difference rescaled so that
+    [-65535, 0] is [-10, 0]."""
+    from .. import fixedpoint16 as f16
+
+    s_out, z_out = c.legacy(o)
+    z_in = c.legacy(x)[1]
+    if z_out != 0 or z_in != 0:
+        raise c.limit("int16-zero-point", InvalidArgumentError(
+            "SOFTMAX zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
+    tol = np.float32(0.001) * np.float32(1) / np.float32(32768)
+    if not abs(np.float32(s_out) - np.float32(1) / np.float32(32768)) <= tol:
+        raise c.limit("int16-output-scale", InvalidArgumentError(
+            "SOFTMAX output scale", "must be 1/32768 (+-0.001/32768) for int16 (LiteRT rejects the model at prepare)",
+            float(s_out)))
+    span = float(32767 - (-32768))
+    exp_lut = f16.lut_int16(10.0 / span, 32767, 2.0 / span, 0, np.exp, precision=np.float64)
+    recip_lut = f16.lut_int16(1.0 / span, -32768, 2.0 / span, 0, lambda v: 1.0 / (1.0 + v), precision=np.float64)
+    with np.errstate(all="ignore"):
+        real = float(np.float64(np.float32(s_in) * np.float32(beta)) / (10.0 / 65535.0))
+    if not np.isfinite(real):
+        raise UnsupportedError("SOFTMAX input", "input scale * beta gives a non-finite multiplier", real)
+    m, e = fp.quantize_multiplier(real)
+    if e > 30:
+        raise c.limit("multiplier-shift", UnsupportedError(
+            "SOFTMAX input", "input scale * beta is too large: LiteRT's MultiplyByQuantizedMultiplier shift leaves "
+            "int32 (undefined behaviour)", real))
+    diffs = np.arange(-65535, 1, dtype=np.int64)
+    scaled = wrap_int32(_mbqm(diffs, m, e) + 32767)
+    exps = f16.lut_lookup16(np.clip(scaled, -32768, 32767), exp_lut)
+    exps.setflags(write=False)
+    return Softmax16Params(tuple(x.shape), exps, recip_lut)
+
+
+def _softmax16(p: Softmax16Params, x: np.ndarray) -> np.ndarray:
+    from .. import fixedpoint16 as f16
+
+    rows = _rows(x)
+    d = rows - rows.max(axis=1, keepdims=True)
+    e = p.exps[d + 65535]
+    total = e.sum(axis=1)
+    if np.any(total >= 1 << 31):
+        raise UnsupportedError("SOFTMAX", "a row's sum of exponentials leaves int32 (65538 or more values near the "
+                               "row maximum): undefined behaviour in LiteRT", x.shape[-1])
+    headroom = fp._clz(total)
+    shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
+    sym = np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767)
+    recip = f16.lut_lookup16(sym, p.reciprocal_lut)
+    right = (31 - headroom)[:, None]
+    out = (e * recip[:, None] + (np.int64(1) << (right - 1))) >> right
+    return np.clip(out, 0, 32767).astype(np.int16).reshape(x.shape)
 
 
 @register
@@ -230,14 +338,19 @@ class Softmax(Kernel):
     name = "SOFTMAX"
 
     def prepare(self, inputs, outputs, options):
-        x, s_in = _softmax_prepare(self, inputs, outputs)
+        x, s_in = _softmax_prepare(self, inputs, outputs, ("int8", "int16"))
         beta = c.option(options, "beta", 0.0, kind=float)
+        if x.dtype.name == "int16":
+            return _softmax16_prepare(x, outputs[0], s_in, beta)
         m, ls = _input_beta_multiplier(self.name, beta, s_in)
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
         scaled = _srdhm(wrap_int32(_DIFFS << ls), m)                             # MBQM GreaterThanOne
         return SoftmaxParams(tuple(x.shape), m, ls, diff_min, *_exp_tables(scaled))
 
-    def compute(self, p: SoftmaxParams, arrays):
+    def compute(self, p: SoftmaxParams | Softmax16Params, arrays):
+        if isinstance(p, Softmax16Params):
+            (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, np.dtype(np.int16))])
+            return [x.copy() if x.size == 0 else _softmax16(p, x)]
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, _INT8)])
         if x.size == 0:
             return [x.copy()]
@@ -247,9 +360,9 @@ class Softmax(Kernel):
         reciprocal, bits_over_unit = fp.get_reciprocal(total, ACCUMULATION_INTEGER_BITS)
         exponent = bits_over_unit + 31 - 8
         if np.any((exponent < 0) | (exponent > 31)):
-            raise UnsupportedError("SOFTMAX", "a row's sum of exponentials reaches 512 (512 or more values "
-                                   "near the row maximum): GetReciprocal's exponent leaves [0, 31] and LiteRT "
-                                   "aborts (TFLITE_CHECK)", x.shape[-1])
+            raise c.limit("softmax-sum", UnsupportedError(
+                "SOFTMAX", "a row's sum of exponentials reaches 512 (512 or more values near the row maximum): "
+                "GetReciprocal's exponent leaves [0, 31] and LiteRT aborts (TFLITE_CHECK)", x.shape[-1]))
         out = _rdbpot(_srdhm(reciprocal[:, None], exps), exponent[:, None]) - 128
         out = np.where(inside, np.clip(out, -128, 127), -128)
         return [out.astype(np.int8).reshape(x.shape)]
@@ -281,8 +394,9 @@ class LogSoftmax(Kernel):
         try:
             rm, rls = fp.quantize_multiplier_smaller_than_one_exp(real_reverse)
         except RangeError:
-            raise UnsupportedError("LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT "
-                                   "aborts (QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in)) from None
+            raise c.limit("log-softmax-reverse-multiplier", UnsupportedError(
+                "LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT aborts "
+                "(QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in))) from None
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
         diffs_q5 = _mbqm(_DIFFS, m, ls)
         return LogSoftmaxParams(tuple(x.shape), m, ls, rm, -rls, diff_min, diffs_q5, _exp_tables(diffs_q5)[1])
@@ -330,8 +444,9 @@ class L2Normalization(Kernel):
         c.enforce(self.name, inputs, outputs)
         fused = c.option(options, "fused_activation_function", "NONE")
         if fused != "NONE":
-            raise InvalidArgumentError("fused_activation_function", "must be NONE for L2_NORMALIZATION (LiteRT "
-                                       "rejects others at prepare)", fused)
+            raise c.limit("l2norm-activation", InvalidArgumentError(
+                "fused_activation_function", "must be NONE for L2_NORMALIZATION (LiteRT rejects others at prepare)",
+                fused))
         return L2Params(tuple(x.shape), z)
 
     def compute(self, p: L2Params, arrays):

@@ -111,9 +111,11 @@ def activation_range(fused: str, params: QuantParams, dtype: QType) -> tuple[int
         # LiteRT's Quantize() fails Prepare unless tmp fits int32 (compared in float32, so 2^31
         # passes and converts to INT32_MIN on x86); zero_point + q is an int32 addition.
         if not (np.float32(-2.0 ** 31) <= tmp <= np.float32(2.0 ** 31 - 1)):
-            raise InvalidArgumentError("fused_activation_function", f"bound {f} / output scale does not fit "
-                                       "int32: LiteRT rejects this model at prepare (CalculateActivationRange"
-                                       "Quantized)", float(scale))
+            error = InvalidArgumentError("fused_activation_function", f"bound {f} / output scale does not fit "
+                                         "int32: LiteRT rejects this model at prepare (CalculateActivationRange"
+                                         "Quantized)", float(scale))
+            error.limit = "activation-range"
+            raise error
         q = -(1 << 31) if tmp >= 2.0 ** 31 else int(tmp)
         return ((zp + q + (1 << 31)) % (1 << 32)) - (1 << 31)
 

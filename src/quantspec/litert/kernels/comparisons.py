@@ -1,5 +1,5 @@
-"""int8 comparisons: LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL (notes/litert.md §3;
-``K/comparisons.cc``, ``reference_ops::ComparisonWithScaling``).
+"""int8 comparisons: LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL
+(``K/comparisons.cc``, ``reference_ops::ComparisonWithScaling``).
 
 The inputs may have different scales and zero points.  Each is brought to a common fixed-point
 scale before the integer comparison::
@@ -50,8 +50,9 @@ def _multiplier(op: str, which: str, scale: np.float32) -> tuple[int, int]:
     try:
         return fp.quantize_multiplier_greater_than_one(s)
     except RangeError:
-        raise UnsupportedError(f"{op} {which} scale", "a scale of exactly 1.0 makes LiteRT abort "
-                               "(QuantizeMultiplierGreaterThanOne CHECK)", s) from None
+        raise c.limit("comparison-scale-one", UnsupportedError(
+            f"{op} {which} scale", "a scale of exactly 1.0 makes LiteRT abort (QuantizeMultiplierGreaterThanOne "
+            "CHECK)", s)) from None
 
 
 class _Comparison(Kernel):

@@ -1,4 +1,4 @@
-"""CONV_2D and DEPTHWISE_CONV_2D, int8 (notes/litert.md §3; ``tflite/kernels/conv.cc``,
+"""CONV_2D and DEPTHWISE_CONV_2D, int8 (``tflite/kernels/conv.cc``,
 ``tflite/kernels/depthwise_conv.cc``, ``tflite/kernels/internal/reference/integer_ops/{conv,depthwise_conv}.h``,
 ``tflite/kernels/kernel_util.cc`` ``PopulateConvolutionQuantizationParams``).
 
@@ -27,7 +27,7 @@ raw products ``Σ w·x`` are corrected to ``Σ w·(x - z_in)`` with the precompu
 multiply-add per filter tap (``KH·KW`` passes over the output), with numpy's int32 arithmetic
 wrapping as the C++ accumulator does.
 
-Where the other LiteRT paths differ (notes/litert.md §2): the optimized kernels go through ruy,
+Where the other LiteRT paths differ (measured): the optimized kernels go through ruy,
 whose x86 requantization rounds the final shift half *up* (not away from zero) — 5 of 2880 CONV
 outputs differ by one; XNNPACK requantizes in float32 with ties to even — 6 CONV, 7 DEPTHWISE.
 """
@@ -41,7 +41,7 @@ import numpy as np
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .. import _gemm, fast, fixedpoint
 from .._gemm import F32_EXACT, matmul_exact, patches, wrap_int32
-from ._common import (constants, count, enforce, int8_filter, fused_range, legacy,
+from ._common import (constants, count, enforce, int8_filter, fused_range, legacy, limit,
                       option, require_quantized, require_rank, require_type, value, window_geometry)
 from .base import Kernel, TensorSpec, register
 
@@ -69,6 +69,8 @@ class ConvPrepared:
     bias: np.ndarray | None         # int32 (O,)
     has_bias: bool
     consts: tuple = ()
+    wide: bool = False              # int16 activations: int64 accumulator (or int32 with an int32 bias)
+    bias_int32: bool = False        # int16 CONV_2D with quantized_bias_type INT32: int32 accumulator
 
 
 def _operands(op: str, inputs, outputs) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
@@ -82,12 +84,20 @@ def _operands(op: str, inputs, outputs) -> tuple[TensorSpec, TensorSpec, TensorS
     return x, w, outputs[0]
 
 
-def _types(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec) -> None:
-    """int8 input, output and filter (the int16 and hybrid paths are not implemented)."""
-    require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
+def _types(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec) -> bool:
+    """int8 input and output (or int16: the 16x8 kernels, True), an int8 filter (the hybrid float path
+    is not implemented).  int16 activations need zero points 0 (LiteRT Prepare)."""
+    require_type(op, [("input.dtype", x)], ("int8", "int16"), error=DTypeError)
     if out.dtype != x.dtype:
         raise DTypeError("output.dtype", f"must be the input's type for {op}", out.dtype.name)
     require_type(op, [("filter.dtype", w)], ("int8",), error=DTypeError)
+    wide = x.dtype.name == "int16"
+    if wide:
+        for name, t in (("input", x), ("output", out)):
+            if legacy(t)[1] != 0:
+                raise limit("int16-zero-point", InvalidArgumentError(
+                    f"{name}.zero_point", f"must be 0 for int16 {op} (LiteRT Prepare)", legacy(t)[1]))
+    return wide
 
 
 def _conv_quantization(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec, channels: int, options):
@@ -112,26 +122,28 @@ def _conv_quantization(op: str, x: TensorSpec, w: TensorSpec, out: TensorSpec, c
                                    float(s_out))
     mult, shift = fixedpoint.quantize_multiplier(eff)
     if shift.size and (int(shift.max()) > 30):
-        raise UnsupportedError("output.scale", f"{op}: an effective scale s_in*s_w/s_out >= 2^30 makes LiteRT's "
-                               "MultiplyByQuantizedMultiplier shift past int32 (undefined behaviour)", float(s_out))
+        raise limit("multiplier-shift", UnsupportedError(
+            "output.scale", f"{op}: an effective scale s_in*s_w/s_out >= 2^30 makes LiteRT's "
+            "MultiplyByQuantizedMultiplier shift past int32 (undefined behaviour)", float(s_out)))
     act_min, act_max = fused_range(op, options, out)
     return z_in, z_out, np.asarray(mult, np.int32), np.asarray(shift, np.int32), act_min, act_max
 
 
-def _bias(op: str, b: TensorSpec | None, channels: int, *, check_rank: bool):
+def _bias(op: str, b: TensorSpec | None, channels: int, *, check_rank: bool, dtype: str = "int32"):
     if b is None:
         return None
-    if b.dtype.name != "int32":
-        raise DTypeError("bias.dtype", f"must be int32 for int8 {op}", b.dtype.name)
+    if b.dtype.name != dtype:
+        raise limit("int16-bias-type" if dtype == "int64" else "dtype", DTypeError(
+            "bias.dtype", f"must be {dtype} for {op} with these activations", b.dtype.name))
     zb = legacy(b)[1]
     if zb != 0:
         raise InvalidArgumentError("bias.zero_point", f"must be 0 for {op} (LiteRT Prepare)", zb)
     if check_rank and len(b.shape) != 1:
         raise ShapeError("bias.shape", f"must be 1-D for {op}", tuple(b.shape))
     if int(np.prod(b.shape, dtype=np.int64)) != channels:
-        raise ShapeError("bias.shape", f"must have one element per output channel ({channels}) for {op}",
-                         tuple(b.shape))
-    return None if b.data is None else np.asarray(b.data).astype(np.int32, copy=False).reshape(channels)
+        raise limit("conv-bias", ShapeError("bias.shape", f"must have one element per output channel ({channels}) "
+                                            f"for {op}", tuple(b.shape)))
+    return None if b.data is None else np.asarray(b.data).astype(np.dtype(dtype), copy=False).reshape(channels)
 
 
 def _spatial_options(op: str, options, limit: int | None):
@@ -150,14 +162,20 @@ _REQUANT_BLOCK = 1 << 16
 
 
 def _requantize(acc32: np.ndarray, p: ConvPrepared) -> np.ndarray:
-    """``clamp(MultiplyByQuantizedMultiplier(acc, M[oc], e[oc]) + z_out)`` as int8, block by block.
-    (The fast path, :mod:`quantspec.litert.fast`, computes the same fused with the bias addition.)"""
+    """``clamp(MultiplyByQuantizedMultiplier(acc, M[oc], e[oc]) + z_out)`` as int8 (int16 for the
+    16x8 kernels), block by block; an int64 accumulator takes the int64 overload (one rounding).
+    (The fast path, :mod:`quantspec.litert.fast`, computes the int8 case fused with the bias addition.)"""
     o = acc32.shape[-1]
     flat = acc32.reshape(-1, o)
-    out = np.empty(flat.shape, np.int8)
+    out = np.empty(flat.shape, np.int16 if p.wide else np.int8)
     rows = max(1, _REQUANT_BLOCK // max(o, 1))
+    int64_acc = p.wide and not p.bias_int32
     for r0 in range(0, flat.shape[0], rows):
-        y = fixedpoint.multiply_by_quantized_multiplier(flat[r0:r0 + rows], p.multiplier, p.shift)
+        if int64_acc:
+            y = fixedpoint._mbqm_int64(flat[r0:r0 + rows].astype(np.int64), p.multiplier.astype(np.int64),
+                                       p.shift.astype(np.int64))
+        else:
+            y = fixedpoint.multiply_by_quantized_multiplier(flat[r0:r0 + rows], p.multiplier, p.shift)
         y = wrap_int32(y.astype(np.int64) + p.output_zero_point)
         out[r0:r0 + rows] = np.clip(y, p.act_min, p.act_max)
     return out.reshape(acc32.shape)
@@ -188,16 +206,18 @@ class Conv2D(Kernel):
             raise ShapeError("filter.shape", f"output channels ({o}) must be a multiple of the groups ({groups}) "
                              f"for {op}",
                              tuple(w.shape))
-        _types(op, x, w, out)
+        wide = _types(op, x, w, out)
         require_quantized(w, "filter", op)
         if np.any(w.params.zero_point != 0):
-            raise InvalidArgumentError("filter.zero_point", f"must be 0 for int8 {op} (LiteRT Prepare)",
+            raise InvalidArgumentError("filter.zero_point", f"must be 0 for {op} (LiteRT Prepare)",
                                        w.params.zero_point)
         stride, dilation = _spatial_options(op, options, None)
         b = inputs[2] if len(inputs) == 3 else None
         if b is None:
-            raise InvalidArgumentError("bias", f"is required by LiteRT's {op} (Prepare: has_bias)", None)
-        bias = _bias(op, b, o, check_rank=False)
+            raise limit("conv-bias", InvalidArgumentError("bias", f"is required by LiteRT's {op} (Prepare: has_bias)",
+                                                          None))
+        bias_type = _conv16_bias_type(op, b, options) if wide else "int32"
+        bias = _bias(op, b, o, check_rank=False, dtype=bias_type)
         padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
         (oh, ow), pad = window_geometry(op, padding, (h, wd), (kh, kw), stride, dilation)
         z_in, z_out, mult, shift, act_min, act_max = _conv_quantization(op, x, w, out, o, options)
@@ -209,7 +229,8 @@ class Conv2D(Kernel):
             input_shape=(n, h, wd, c), output_shape=(n, oh, ow, o), filter_hw=(kh, kw), stride=stride,
             dilation=dilation, pad=pad, groups=groups, input_zero_point=z_in, output_zero_point=z_out,
             multiplier=mult, shift=shift, act_min=act_min, act_max=act_max, filter=filt, filter_sums=sums,
-            filter_bound=bound, bias=bias, has_bias=True, consts=constants(inputs))
+            filter_bound=bound, bias=bias, has_bias=True, consts=constants(inputs), wide=wide,
+            bias_int32=wide and bias_type == "int32")
 
     def compute(self, p: ConvPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0).reshape(p.input_shape)
@@ -217,14 +238,41 @@ class Conv2D(Kernel):
             filt, sums, bound = p.filter, p.filter_sums, p.filter_bound
         else:
             filt, sums, bound = _conv_filter(value(arrays, p.consts, 1, "filter"), p.groups)
-        bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
+        bias_dtype = np.int64 if p.wide and not p.bias_int32 else np.int32
+        bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(bias_dtype).reshape(-1)
         acc = conv_accumulate(x, p, filt, sums, bound)
+        if p.wide:
+            if p.bias_int32:                        # int32 accumulator: the sum and the bias wrap
+                return [_requantize(wrap_int32(wrap_int32(acc) + bias), p)]
+            return [_requantize(acc + bias, p)]
         fused = fast.requantize_multiplier(acc, p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max,
                                            bias=bias)
         if fused is not None:
             return [fused]
         acc += bias
         return [_requantize(wrap_int32(acc), p)]
+
+
+def _conv16_bias_type(op: str, b: TensorSpec, options) -> str:
+    """The bias type of a 16x8 CONV_2D: ``quantized_bias_type`` when the model sets it (the bias must
+    have it), else LiteRT's int64 path."""
+    wanted = option(options, "quantized_bias_type", "FLOAT32")
+    if b.dtype.name not in ("int32", "int64"):
+        raise limit("int16-bias-type", DTypeError("bias.dtype", f"must be int32 or int64 for int16 {op} (LiteRT "
+                                                  "Prepare)", b.dtype.name))
+    if wanted == "FLOAT32":                  # not set: LiteRT's kernel reads the bias as int64
+        if b.dtype.name != "int64":
+            raise limit("int16-bias-read-as-int64", UnsupportedError(
+                "bias.dtype", f"int16 {op} without quantized_bias_type reads its bias as int64: LiteRT reads an int32 "
+                "bias past its end (undefined behaviour)", b.dtype.name))
+        return "int64"
+    if wanted not in ("INT32", "INT64"):
+        raise limit("int16-bias-type", InvalidArgumentError("options['quantized_bias_type']", f"must be INT32 or "
+                                                            f"INT64 for int16 {op} (LiteRT Prepare)", wanted))
+    if b.dtype.name != wanted.lower():
+        raise limit("int16-bias-type", DTypeError("bias.dtype", f"must be the quantized_bias_type ({wanted}) for int16 "
+                                                  f"{op} (LiteRT Prepare)", b.dtype.name))
+    return wanted.lower()
 
 
 def _conv_filter(w: np.ndarray, groups: int):
@@ -254,7 +302,7 @@ def conv_accumulate(x: np.ndarray, p: ConvPrepared, filt: np.ndarray, sums: np.n
     dtype = np.float32 if abs(zx) <= F32_EXACT else np.float64
     xf = x.astype(dtype)
     view = patches(xf, (kh, kw), p.stride, p.dilation, p.pad, (oh, ow), dtype(zx))   # (N, OH, OW, KH, KW, C)
-    a_bound = max(128, abs(zx))
+    a_bound = max(1 << 15 if x.dtype == np.int16 else 128, abs(zx))
     wt = filt                                                                        # (G, K, O/G)
     rows_budget = max(1, _gemm.IM2COL_BUDGET // (max(k * g, 1) * np.dtype(dtype).itemsize))
     pix = oh * ow
@@ -306,7 +354,7 @@ class DepthwiseConv2D(Kernel):
             raise ShapeError("input.shape", f"height, width and channels must be positive for {op}", tuple(x.shape))
         if min(kh, kw, oc) <= 0:
             raise ShapeError("filter.shape", f"dimensions 1-3 must be positive for {op}", tuple(w.shape))
-        _types(op, x, w, out)
+        wide = _types(op, x, w, out)
         if one != 1:
             raise ShapeError("filter.shape", f"must be [1, KH, KW, channels] for {op}", tuple(w.shape))
         if oc % c:
@@ -314,9 +362,10 @@ class DepthwiseConv2D(Kernel):
                              f"for {op}", tuple(w.shape))
         b = inputs[2] if len(inputs) == 3 else None
         if len(inputs) == 3 and b is None:
-            raise InvalidArgumentError("bias", f"{op} with three inputs needs the bias tensor (LiteRT Prepare: an "
-                                       "absent optional bias is refused; give two inputs instead)", None)
-        bias = _bias(op, b, oc, check_rank=True)
+            raise limit("conv-bias", InvalidArgumentError(
+                "bias", f"{op} with three inputs needs the bias tensor (LiteRT Prepare: an absent optional bias is "
+                "refused; give two inputs instead)", None))
+        bias = _bias(op, b, oc, check_rank=True, dtype="int64" if wide else "int32")
         padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
         (oh, ow), pad = window_geometry(op, padding, (h, wd), (kh, kw), stride, dilation)
         z_in, z_out, mult, shift, act_min, act_max = _conv_quantization(op, x, w, out, oc, options)
@@ -327,25 +376,26 @@ class DepthwiseConv2D(Kernel):
             input_shape=(n, h, wd, c), output_shape=(n, oh, ow, oc), filter_hw=(kh, kw), stride=stride,
             dilation=dilation, pad=pad, groups=oc // c, input_zero_point=z_in, output_zero_point=z_out,
             multiplier=mult, shift=shift, act_min=act_min, act_max=act_max, filter=filt, filter_sums=None,
-            filter_bound=128, bias=bias, has_bias=b is not None, consts=constants(inputs))
+            filter_bound=128, bias=bias, has_bias=b is not None, consts=constants(inputs), wide=wide)
 
     def compute(self, p: ConvPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0).reshape(p.input_shape)
         filt = p.filter if p.filter is not None else _dw_filter(value(arrays, p.consts, 1, "filter"),
                                                                 p.input_shape[3])
         bias = None
+        acc_type = np.int64 if p.wide else np.int32      # the 16x8 kernel accumulates in int64
         if p.has_bias:
-            bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
-        fused = fast.depthwise(x, filt, bias, p)
+            bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(acc_type).reshape(-1)
+        fused = None if p.wide else fast.depthwise(x, filt, bias, p)
         if fused is not None:
             return [fused]
         n, oh, ow, oc = p.output_shape
         kh, kw = p.filter_hw
         c, m = p.input_shape[3], p.groups
-        acc = np.zeros((n, oh, ow, c, m), np.int32)
+        acc = np.zeros((n, oh, ow, c, m), acc_type)
         if acc.size:
             # x - z_in as C++ computes it (int32, wrapping), padded with 0 = the skipped taps
-            xc = (x.astype(np.int64) - p.input_zero_point).astype(np.int32)
+            xc = (x.astype(np.int64) - p.input_zero_point).astype(acc_type)
             view = patches(xc, (kh, kw), p.stride, p.dilation, p.pad, (oh, ow), 0)
             with np.errstate(over="ignore"):
                 for ky in range(kh):
@@ -362,3 +412,25 @@ def _dw_filter(w: np.ndarray, channels: int) -> np.ndarray:
     w = np.asarray(w).astype(np.int8, copy=False)
     _, kh, kw, oc = w.shape
     return w.reshape(kh, kw, channels, oc // channels).astype(np.int32)
+
+
+def depthwise_accumulate(x: np.ndarray, p: ConvPrepared, filt: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """DEPTHWISE_CONV_2D's int32 accumulators (N, OH, OW, I·M): ``Σ_taps w · (x - z_in) + bias``,
+    wrapping as the C++ int32 accumulator does, one vectorised multiply-add per filter tap."""
+    n, oh, ow, oc = p.output_shape
+    kh, kw = p.filter_hw
+    c, m = p.input_shape[3], p.groups
+    acc = np.zeros((n, oh, ow, c, m), np.int32)
+    if acc.size:
+        # x - z_in as C++ computes it (int32, wrapping), padded with 0 = the skipped taps
+        xc = (x.astype(np.int64) - p.input_zero_point).astype(np.int32)
+        view = patches(xc, (kh, kw), p.stride, p.dilation, p.pad, (oh, ow), 0)
+        with np.errstate(over="ignore"):
+            for ky in range(kh):
+                for kx in range(kw):
+                    acc += view[:, :, :, ky, kx, :, None] * filt[ky, kx]
+    acc = acc.reshape(n, oh, ow, oc)
+    if bias is not None:
+        with np.errstate(over="ignore"):
+            acc += bias
+    return acc

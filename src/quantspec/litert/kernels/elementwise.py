@@ -1,4 +1,4 @@
-"""Binary element-wise int8 kernels: ADD, SUB, MUL, MAXIMUM, MINIMUM (notes/litert.md §3).
+"""Binary element-wise int8 kernels: ADD, SUB, MUL, MAXIMUM, MINIMUM.
 
 All broadcast their inputs (numpy rules, up to rank 8 as LiteRT's ``BroadcastBinaryOpSimple``) and
 the arithmetic ones take a fused activation.  Reference kernels: ``K/add.cc`` + ``reference_integer_ops
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import RangeError, UnsupportedError
+from ..._core.rounding import half_away_from_zero
+from ...errors import InvalidArgumentError, RangeError, UnsupportedError
 from .. import fast
 from .. import fixedpoint as fp
 from ..fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
@@ -47,38 +48,112 @@ class AddSubParams:
     act_min: int
     act_max: int
     left_shift: int = 20
+    dtype: np.dtype = _INT8
+    pot_shifts: tuple[int, int] | None = None    # int16 with power-of-two scales: the input shifts
 
 
 def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
-    x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(op, inputs, outputs)
+    x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(op, inputs, outputs, output_type="same",
+                                                                types=("int8", "int16"))
     lo, hi = c.fused_range(op, options, o)
     shape = c.broadcast_shape(op, x.shape, y.shape)
+    wide = x.dtype.name == "int16"
+    left_shift = 20
+    if wide:
+        if (z1, z2, zo) != (0, 0, 0):
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z1, z2, zo)))
+        left_shift = 15
+        if c.option(options, "pot_scale_int16", True, kind=bool):
+            logs = [checked_log2(s) for s in (s1, s2, so)]
+            if all(ok for ok, _ in logs):
+                return _pot_prepare(op, x, y, o, shape, [v for _, v in logs], lo, hi)
 
     twice = np.float64(np.float32(2) * max(s1, s2))
     r1 = np.float64(s1) / twice
     r2 = np.float64(s2) / twice
-    ro = twice / np.float64(np.float32(1 << 20) * so)
+    ro = twice / np.float64(np.float32(1 << left_shift) * so)
     m1, e1 = fp.quantize_multiplier_smaller_than_one_exp(r1)
     m2, e2 = fp.quantize_multiplier_smaller_than_one_exp(r2)
     if op == "ADD" or ro < 1.0:
         try:
             mo, eo = fp.quantize_multiplier_smaller_than_one_exp(ro)
         except RangeError:
-            raise UnsupportedError(f"{op} output", "an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 "
-                                   "(an output scale this small) makes LiteRT abort (TFLITE_CHECK)",
-                                   float(so)) from None
+            raise c.limit("add-output-multiplier", UnsupportedError(
+                f"{op} output", "an output multiplier 2*max(s1, s2) / (2^20 * s_out) >= 1 (an output scale this "
+                "small) makes LiteRT abort (TFLITE_CHECK)", float(so))) from None
     else:
         try:
             mo, eo = fp.quantize_multiplier_greater_than_one(ro)
         except RangeError:
-            raise UnsupportedError(f"{op} output", "an output multiplier of exactly 1.0 makes LiteRT abort "
-                                   "(TFLITE_CHECK)", float(so)) from None
-    return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (z1, z2), (m1, m2, mo), (e1, e2, eo), zo, lo, hi)
+            raise c.limit("sub-output-multiplier", UnsupportedError(
+                f"{op} output", "an output multiplier of exactly 1.0 makes LiteRT abort (TFLITE_CHECK)",
+                float(so))) from None
+    return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (z1, z2), (m1, m2, mo), (e1, e2, eo), zo, lo, hi,
+                        left_shift, np.dtype(x.dtype.name))
+
+
+_LOGF = None
+
+
+def checked_log2(x) -> tuple[bool, int]:
+    """``CheckedLog2`` (quantization_util.cc): ``log2(x) = logf(x) * (1 / logf(2))`` in float32, rounded
+    half away from zero; (true when within 1e-3 of that integer, the integer)."""
+    global _LOGF
+    if _LOGF is None:
+        from .activations import _libm_function
+
+        _LOGF = _libm_function("logf") or (lambda v: float(np.log(np.float32(v))))
+    f = np.float32
+    with np.errstate(all="ignore"):
+        lg = f(f(_LOGF(float(f(x)))) * (f(1.0) / f(_LOGF(2.0))))
+        rounded = f(half_away_from_zero(lg))
+        frac = f(lg - rounded)
+    if not np.isfinite(rounded) or abs(rounded) > 2 ** 31:
+        return False, 0
+    return bool(abs(frac) < f(1e-3)), int(rounded)
+
+
+def _pot_prepare(op, x, y, o, shape, logs, lo, hi) -> AddSubParams:
+    """int16 ADD / SUB with power-of-two scales (``pot_scale_int16``): one input is shifted right to
+    the other's scale, the two added (subtracted) with int16 saturation."""
+    l1, l2, lo_ = logs
+    sh1, sh2 = l1 - lo_, l2 - lo_
+    if not ((sh1 == 0 or sh2 == 0) and sh1 <= 0 and sh2 <= 0):
+        raise c.limit("int16-pot-scales", InvalidArgumentError(
+            f"{op} scales", "with power-of-two int16 scales, one input needs the output's scale and the other one "
+            "no larger (LiteRT rejects the model at prepare)", (l1, l2, lo_)))
+    if op == "ADD" and tuple(x.shape) != tuple(y.shape) and \
+            int(np.prod(x.shape, dtype=np.int64)) != int(np.prod(y.shape, dtype=np.int64)):
+        raise c.limit("int16-pot-broadcast", UnsupportedError(
+            f"{op} inputs", "the power-of-two int16 ADD kernel does not broadcast: LiteRT aborts (TFLITE_CHECK in "
+            "MatchingElementsSize, at Eval)", (tuple(x.shape), tuple(y.shape))))
+    return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (0, 0), (0, 0, 0), (0, 0, 0), 0, lo, hi, 15,
+                        np.dtype(np.int16), (sh1, sh2))
+
+
+def _pot_compute(p: AddSubParams, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from ..fixedpoint16 import rdbpot16
+
+    sh1, sh2 = p.pot_shifts
+    if p.op == "ADD" and x.shape != y.shape:         # same size, another shape: the flat elements pair up
+        a, b = x.reshape(-1).astype(np.int64), y.reshape(-1).astype(np.int64)
+    else:
+        a, b = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))
+    if sh1 == 0:
+        b = rdbpot16(b, -sh2)
+    else:
+        a = rdbpot16(a, -sh1)
+    r = a + b if p.op == "ADD" else a - b
+    r = np.clip(r, -(1 << 15), (1 << 15) - 1)
+    return np.clip(r, p.act_min, p.act_max).astype(np.int16).reshape(p.output_shape)
 
 
 def _add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
-    x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
-    result = fast.add_sub(p, x, y)                # the same arithmetic, fused (quantspec.litert.fast)
+    x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], p.dtype), (1, p.shapes[1], p.dtype)])
+    if p.pot_shifts is not None:
+        return [_pot_compute(p, x, y)]
+    result = fast.add_sub(p, x, y) if p.dtype == _INT8 else None   # the same arithmetic, fused (litert.fast)
     if result is not None:
         return [result]
     m1, m2, mo = p.multipliers
@@ -87,7 +162,7 @@ def _add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
     b = _rdbpot(_srdhm(wrap_int32((y.astype(np.int64) - p.offsets[1]) << p.left_shift), m2), -e2)
     raw = wrap_int32(a + b if p.op == "ADD" else a - b)
     out = wrap_int32(c.requantize_smaller_than_one(raw, mo, eo, p.op) + p.output_zero_point)
-    return [np.clip(out, p.act_min, p.act_max).astype(np.int8).reshape(p.output_shape)]
+    return [np.clip(out, p.act_min, p.act_max).astype(p.dtype).reshape(p.output_shape)]
 
 
 class _AddSub(Kernel):
@@ -124,6 +199,7 @@ class MulParams:
     output_zero_point: int
     act_min: int
     act_max: int
+    dtype: np.dtype = _INT8
 
 
 @register
@@ -134,27 +210,32 @@ class Mul(Kernel):
     name = "MUL"
 
     def prepare(self, inputs, outputs, options):
-        x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(self.name, inputs, outputs)
+        x, y, o, ((s1, z1), (s2, z2), (so, zo)) = c.binary_operands(self.name, inputs, outputs, output_type="same",
+                                                                    types=("int8", "int16"))
         lo, hi = c.fused_range(self.name, options, o)
         shape = c.broadcast_shape(self.name, x.shape, y.shape)
+        if x.dtype.name == "int16" and (z1, z2, zo) != (0, 0, 0):
+            raise c.limit("int16-zero-point", InvalidArgumentError("MUL zero points", "must be 0 for int16 (LiteRT "
+                                                                   "fails at eval)", (z1, z2, zo)))
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             real = np.float64(s1 * s2 / so)                      # float32 arithmetic throughout
         if not np.isfinite(real):
             raise UnsupportedError("MUL output", "gives a non-finite multiplier s1 * s2 / s_out in float32", float(so))
         m, e = fp.quantize_multiplier(float(real))
         if e > 30:
-            raise UnsupportedError("MUL output", "a multiplier s1 * s2 / s_out >= 2^30 needs a left shift of 31 or "
-                                   "more, undefined in LiteRT's C++", float(real))
-        return MulParams((tuple(x.shape), tuple(y.shape)), shape, (z1, z2), m, e, zo, lo, hi)
+            raise c.limit("multiplier-shift", UnsupportedError(
+                "MUL output", "a multiplier s1 * s2 / s_out >= 2^30 needs a left shift of 31 or more, undefined in "
+                "LiteRT's C++", float(real)))
+        return MulParams((tuple(x.shape), tuple(y.shape)), shape, (z1, z2), m, e, zo, lo, hi, np.dtype(x.dtype.name))
 
     def compute(self, p: MulParams, arrays):
-        x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
-        result = fast.mul(p, x, y)                # the same arithmetic, fused (quantspec.litert.fast)
+        x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], p.dtype), (1, p.shapes[1], p.dtype)])
+        result = fast.mul(p, x, y) if p.dtype == _INT8 else None   # the same arithmetic, fused (litert.fast)
         if result is not None:
             return [result]
         prod = wrap_int32((x.astype(np.int64) - p.offsets[0]) * (y.astype(np.int64) - p.offsets[1]))
         out = wrap_int32(_mbqm(prod, p.multiplier, p.shift) + p.output_zero_point)
-        return [np.clip(out, p.act_min, p.act_max).astype(np.int8).reshape(p.output_shape)]
+        return [np.clip(out, p.act_min, p.act_max).astype(p.dtype).reshape(p.output_shape)]
 
 
 @dataclass(frozen=True)

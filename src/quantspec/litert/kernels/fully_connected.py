@@ -1,4 +1,4 @@
-"""FULLY_CONNECTED, int8 (notes/litert.md §3 "FULLY_CONNECTED"; ``tflite/kernels/fully_connected.cc``,
+"""FULLY_CONNECTED, int8 (``tflite/kernels/fully_connected.cc``,
 ``tflite/kernels/internal/reference/integer_ops/fully_connected.h``).
 
 The reference kernel, per output row ``b`` and unit ``o``::
@@ -28,7 +28,7 @@ import numpy as np
 from ..._core.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
-from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, option,
+from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, limit, option,
                       require_quantized, require_type, value)
 from .base import Kernel, register
 
@@ -54,6 +54,8 @@ class FullyConnectedPrepared:
     bias: np.ndarray | None         # int32 (units,) when the bias is constant
     has_bias: bool
     consts: tuple = ()
+    wide: bool = False              # int16 activations (the 16x8 kernel): int64 accumulator ...
+    bias_int32: bool = False        # ... or int32 with quantized_bias_type INT32
 
 
 @register
@@ -66,8 +68,28 @@ class FullyConnected(Kernel):
         w = int8_filter(w, OP)
         b = inputs[2] if len(inputs) == 3 else None
         out = outputs[0]
-        require_type(OP, [("filter.dtype", w), ("input.dtype", x), ("output.dtype", out)], ("int8",), error=DTypeError)
-        if b is not None and b.dtype.name != "int32":
+        require_type(OP, [("filter.dtype", w)], ("int8",), error=DTypeError)
+        require_type(OP, [("input.dtype", x), ("output.dtype", out)], ("int8", "int16"), error=DTypeError)
+        if out.dtype != x.dtype:
+            raise DTypeError("output.dtype", f"must be the input's type for {OP}", out.dtype.name)
+        wide = x.dtype.name == "int16"
+        bias_type = "int32"
+        if wide:
+            from .conv import _conv16_bias_type
+
+            for name, t in (("input", x), ("output", out)):
+                if legacy(t)[1] != 0:
+                    raise limit("int16-zero-point", InvalidArgumentError(
+                        f"{name}.zero_point", f"must be 0 for int16 {OP} (LiteRT Prepare)", legacy(t)[1]))
+            if b is not None:
+                bias_type = _conv16_bias_type(OP, b, options)
+            elif option(options, "quantized_bias_type", "FLOAT32") not in ("FLOAT32", "INT32", "INT64"):
+                raise limit("int16-bias-type", InvalidArgumentError(
+                    "options['quantized_bias_type']", f"must be INT32 or INT64 for int16 {OP} (LiteRT Prepare)",
+                    option(options, "quantized_bias_type", "FLOAT32")))
+            else:
+                bias_type = "int32" if option(options, "quantized_bias_type", "FLOAT32") == "INT32" else "int64"
+        elif b is not None and b.dtype.name != "int32":
             raise DTypeError("bias.dtype", f"int8 {OP} needs an int32 bias (the reference kernel reads it as int32)",
                              b.dtype.name)
         if option(options, "weights_format", "DEFAULT") != "DEFAULT":
@@ -84,7 +106,7 @@ class FullyConnected(Kernel):
         size = int(np.prod(x.shape, dtype=np.int64))
         if depth == 0:  # LiteRT sizes the output and fills it with zeros
             shape = (*x.shape[:-1], units) if keep else (int(np.prod(x.shape[:-1], dtype=np.int64)), units)
-            return self._empty(shape, units)
+            return self._empty(shape, units, wide)
         rows = size // depth
         if b is not None and int(np.prod(b.shape, dtype=np.int64)) != units:
             raise ShapeError("bias.shape", f"must have filter.shape[0] = {units} elements", tuple(b.shape))
@@ -133,34 +155,44 @@ class FullyConnected(Kernel):
             weights = np.ascontiguousarray(wd.T.astype(np.float32))
             sums = wd.astype(np.int64).sum(axis=1)
             bound = max(int(np.abs(wd.astype(np.int64)).max(initial=0)), 1)
+        bias_dtype = np.dtype(bias_type)
         bias = None
         if b is not None and b.data is not None:
-            bias = np.asarray(b.data).astype(np.int32, copy=False).reshape(units)
+            bias = np.asarray(b.data).astype(bias_dtype, copy=False).reshape(units)
         return FullyConnectedPrepared(
             output_shape=tuple(int(s) for s in shape), rows=rows, depth=depth, units=units,
             input_zero_point=z_in, filter_zero_point=z_w, output_zero_point=z_out, effective_scale=eff,
             act_min=act_min, act_max=act_max, weights=weights, weight_sums=sums, weight_bound=bound,
-            bias=bias, has_bias=b is not None, consts=constants(inputs))
+            bias=bias, has_bias=b is not None, consts=constants(inputs), wide=wide,
+            bias_int32=bias_type == "int32")
 
     @staticmethod
-    def _empty(shape, units) -> FullyConnectedPrepared:
+    def _empty(shape, units, wide=False) -> FullyConnectedPrepared:
         return FullyConnectedPrepared(
             output_shape=tuple(int(s) for s in shape), rows=0, depth=0, units=units, input_zero_point=0,
             filter_zero_point=0, output_zero_point=0, effective_scale=np.zeros(1), act_min=0, act_max=0,
-            weights=None, weight_sums=None, weight_bound=1, bias=None, has_bias=False)
+            weights=None, weight_sums=None, weight_bound=1, bias=None, has_bias=False, wide=wide)
 
     def compute(self, p: FullyConnectedPrepared, arrays) -> list[np.ndarray]:
+        out_dtype = np.int16 if p.wide else np.int8
         if p.depth == 0 or int(np.prod(p.output_shape, dtype=np.int64)) == 0:
-            return [np.zeros(p.output_shape, np.int8)]
+            return [np.zeros(p.output_shape, out_dtype)]
         x = value(arrays, p.consts, 0).reshape(-1)[: p.rows * p.depth].reshape(p.rows, p.depth)
         acc = accumulate(p, x, None if p.weights is not None else value(arrays, p.consts, 1, "filter"))
+        int32_acc = p.bias_int32 or not p.wide      # the C++ accumulator: int32 (wraps) or int64
+        if int32_acc:
+            acc = wrap_int32(acc)
         if p.has_bias:
             bias = p.bias
             if bias is None:
-                bias = value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(p.units)
-            acc += bias
-        acc32 = wrap_int32(acc)
-        return [requantize_double(acc32, p.effective_scale, p.output_zero_point, p.act_min,
+                bias = value(arrays, p.consts, 2, "bias").astype(np.int32 if p.bias_int32 else np.int64)
+                bias = bias.reshape(p.units)
+            acc = acc + bias
+        if int32_acc:
+            acc = wrap_int32(acc)
+        if p.wide:
+            return [_requantize_double_wide(acc, p).reshape(p.output_shape)]
+        return [requantize_double(acc, p.effective_scale, p.output_zero_point, p.act_min,
                                   p.act_max).reshape(p.output_shape)]
 
 
@@ -173,7 +205,7 @@ def accumulate(p: FullyConnectedPrepared, x: np.ndarray, w_runtime: np.ndarray |
         bound = max(int(np.abs(wd.astype(np.int64)).max(initial=0)), 1)
     else:
         weights, sums, bound = p.weights, p.weight_sums, p.weight_bound
-    acc = matmul_exact(x.astype(np.float32), weights, 128, bound)
+    acc = matmul_exact(x.astype(np.float32), weights, 1 << 15 if x.dtype == np.int16 else 128, bound)
     zx, zw = p.input_zero_point, p.filter_zero_point
     if zx:
         acc -= zx * sums
@@ -200,3 +232,14 @@ def requantize_double(acc: np.ndarray, effective_scale: np.ndarray, zero_point: 
     q = np.where(inside, v, INT32_MIN).astype(np.int64)
     q = wrap_int32(q + zero_point)
     return np.clip(q, act_min, act_max).astype(np.int8)
+
+
+def _requantize_double_wide(acc: np.ndarray, p: FullyConnectedPrepared) -> np.ndarray:
+    """The 16x8 REF requantization: the same double arithmetic as :func:`requantize_double` on the
+    (int64 or int32) accumulator, clamped to the int16 activation range."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = half_away_from_zero(acc.astype(np.float64) * p.effective_scale)
+        inside = (v >= -2.0 ** 31) & (v < 2.0 ** 31)
+    q = np.where(inside, v, INT32_MIN).astype(np.int64)
+    q = wrap_int32(q + p.output_zero_point)
+    return np.clip(q, p.act_min, p.act_max).astype(np.int16)

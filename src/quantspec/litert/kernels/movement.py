@@ -1,5 +1,5 @@
 """Pure data movement: CONCATENATION, RESHAPE, SQUEEZE, TRANSPOSE, GATHER, SLICE, SPACE_TO_DEPTH,
-BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, PADV2 and SHAPE (notes/litert.md §3 "Pure data movement").
+BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, PADV2 and SHAPE (pure data movement).
 
 The output bytes are input bytes (or the pad value); no arithmetic touches the codes.  Each
 prepare step checks what the LiteRT kernel's Prepare (and, for values only known at run time,
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
-from ._common import (constants, count, enforce, fits_memory, legacy, option, require_same_type, same_legacy_params,
+from ._common import (constants, count, enforce, fits_memory, legacy, limit, option, require_same_type, same_legacy_params,
                       value)
 from .base import Kernel, TensorSpec, register
 
@@ -283,10 +283,12 @@ class GatherPrepared:
 def _gather_positions(pos: np.ndarray, axis_size: int, op: str) -> np.ndarray:
     pos = np.asarray(pos)
     if pos.size and pos.min() < 0:
-        raise InvalidArgumentError("positions", f"must be non-negative for {op} (LiteRT Eval)", int(pos.min()))
+        raise limit("index-out-of-range", InvalidArgumentError("positions", f"must be non-negative for {op} (LiteRT "
+                                                               "Eval)", int(pos.min())))
     if pos.size and pos.max() >= axis_size:
-        raise InvalidArgumentError("positions", f"must be < the gathered axis' size {axis_size} for {op} "
-                                   "(LiteRT Eval: index out of bounds)", int(pos.max()))
+        raise limit("index-out-of-range", InvalidArgumentError(
+            "positions", f"must be < the gathered axis' size {axis_size} for {op} (LiteRT Eval: index out of bounds)",
+            int(pos.max())))
     return pos.astype(np.int64)
 
 

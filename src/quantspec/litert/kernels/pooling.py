@@ -1,4 +1,4 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 (notes/litert.md §3; ``tflite/kernels/pooling.cc``,
+"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 and int16 (the same arithmetic on int16 codes; ``tflite/kernels/pooling.cc``,
 ``tflite/kernels/internal/reference/integer_ops/pooling.h``).
 
 Both work on raw int8 codes; input and output parameters are meant to be equal (LiteRT only
@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError
 from .._gemm import patches
-from ._common import (constants, count, enforce, fused_range, option, out_size, pad_before, require_rank,
+from ._common import (constants, count, enforce, fused_range, limit, option, out_size, pad_before, require_rank,
                       require_same_type, require_type, value)
 from .base import Kernel, register
 
@@ -40,6 +40,7 @@ class PoolPrepared:
     act_min: int
     act_max: int
     consts: tuple = ()
+    dtype: np.dtype = np.dtype(np.int8)
 
 
 def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
@@ -48,7 +49,7 @@ def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
     out = outputs[0]
     require_rank(x, 4, "input.shape", op)
     require_same_type(x, out, "output.dtype", op)
-    require_type(op, [("input.dtype", x)], ("int8",), error=DTypeError)
+    require_type(op, [("input.dtype", x)], ("int8", "int16"), error=DTypeError)
     sh = option(options, "stride_h", 0, kind=int)
     sw = option(options, "stride_w", 0, kind=int)
     if sh <= 0 or sw <= 0:
@@ -70,11 +71,12 @@ def _prepare(op: str, inputs, outputs, options, average: bool) -> PoolPrepared:
         cols = _tap_counts(ow, sw, pw, fw, w)
         counts = np.outer(rows, cols)
         if (counts == 0).any():
-            raise InvalidArgumentError("options", f"{op}: some windows have no tap inside the image (the "
-                                       "reference kernel fails on them)", dict(options or {}))
+            raise limit("pool-empty-window", InvalidArgumentError(
+                "options", f"{op}: some windows have no tap inside the image (the reference kernel fails on them)",
+                dict(options or {})))
     return PoolPrepared(input_shape=(n, h, w, c), output_shape=(n, oh, ow, c), filter_hw=(fh, fw),
                         stride=(sh, sw), pad=(ph, pw), counts=counts, act_min=act_min, act_max=act_max,
-                        consts=constants(inputs))
+                        consts=constants(inputs), dtype=np.dtype(x.dtype.name))
 
 
 def _tap_counts(out: int, stride: int, pad: int, filt: int, image: int) -> np.ndarray:
@@ -100,9 +102,9 @@ class _Pool2D(Kernel):
 
     def compute(self, p: PoolPrepared, arrays) -> list[np.ndarray]:
         if 0 in p.output_shape:
-            return [np.zeros(p.output_shape, np.int8)]
+            return [np.zeros(p.output_shape, p.dtype)]
         x = value(arrays, p.consts, 0).reshape(p.input_shape)
-        return [np.clip(self.pool(p, x), p.act_min, p.act_max).astype(np.int8)]
+        return [np.clip(self.pool(p, x), p.act_min, p.act_max).astype(p.dtype)]
 
     @staticmethod
     def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
@@ -130,4 +132,4 @@ class MaxPool2D(_Pool2D):
 
     @staticmethod
     def pool(p: PoolPrepared, x: np.ndarray) -> np.ndarray:
-        return _windows(p, x.astype(np.int8, copy=False), -128).max(axis=(3, 4))
+        return _windows(p, x.astype(p.dtype, copy=False), np.iinfo(p.dtype).min).max(axis=(3, 4))

@@ -1,4 +1,4 @@
-"""QUANTIZE and DEQUANTIZE (notes/litert.md §3; ``K/quantize.cc``, ``K/dequantize.cc``).
+"""QUANTIZE and DEQUANTIZE (``K/quantize.cc``, ``K/dequantize.cc``).
 
 QUANTIZE has two uses in int8 models:
 
@@ -65,7 +65,7 @@ class Quantize(Kernel):
             raise InvalidArgumentError("QUANTIZE output", "needs quantization parameters (LiteRT rejects a "
                                        "QUANTIZE without affine quantization at prepare)", None)
         if x.dtype.name == "float":
-            c.require_type(self.name, [("output", o)], ("int8",))
+            c.require_type(self.name, [("output", o)], ("int8", "int16"))
             p = o.params
             if p.per_axis:
                 if p.quantized_dimension >= len(o.shape) or o.shape[p.quantized_dimension] != len(p):
@@ -74,17 +74,25 @@ class Quantize(Kernel):
             elif not (np.isfinite(p.scale[0]) and p.scale[0] > 0):
                 raise InvalidArgumentError("QUANTIZE output scale", "must be finite and > 0", float(p.scale[0]))
             ndim = len(x.shape)
-            return FloatQuantizeParams(tuple(x.shape), np.dtype(np.int8),
+            return FloatQuantizeParams(tuple(x.shape), np.dtype(o.dtype.name),
                                        np.asarray(_per_axis(p.scale, p, ndim), np.float32),
                                        np.asarray(_per_axis(p.zero_point, p, ndim)), p)
-        c.require_type(self.name, [("input", x), ("output", o)], ("int8", "uint8"))
+        c.require_type(self.name, [("input", x)], ("int8", "uint8", "int16"))
+        allowed = ("int8", "int16") if x.dtype.name == "int16" else ("int8", "uint8", "int16")
+        c.require_type(self.name, [("output", o)], allowed)
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
-        c.enforce(self.name, inputs, outputs)
+        if x.dtype.name == "int16" and o.dtype.name == "int16" and (z_in, z_out) != (0, 0):
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                "QUANTIZE zero points", "must be 0 for int16 -> int16 (LiteRT rejects the model at prepare)",
+                (z_in, z_out)))
+        if x.dtype.name != "int16" and o.dtype.name != "int16":
+            c.enforce(self.name, inputs, outputs)
         m, e = fp.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         if e > 30:
-            raise UnsupportedError("QUANTIZE", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 or "
-                                   "more, undefined in LiteRT's C++", float(s_in / s_out))
+            raise c.limit("multiplier-shift", UnsupportedError(
+                "QUANTIZE", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 or more, undefined in "
+                "LiteRT's C++", float(s_in / s_out)))
         same_scale = m == 1 << 30 and e == 1
         xor = same_scale and ((x.dtype.name, o.dtype.name, z_in - z_out) in
                               (("int8", "uint8", -128), ("uint8", "int8", 128)))
@@ -93,11 +101,12 @@ class Quantize(Kernel):
     def compute(self, p, arrays):
         if isinstance(p, FloatQuantizeParams):
             (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, np.dtype(np.float32))])
-            if p.params is not None:
+            if p.params is not None and p.out_dtype == np.int8:
                 fast_result = fast.quantize(x, p.params, np.empty(p.shape, np.int8))
                 if fast_result is not None:
                     return [fast_result]
-            return [_affine_quantize(x, p.scale, p.zero_point, -128, 127).astype(np.int8)]
+            info = np.iinfo(p.out_dtype)
+            return [_affine_quantize(x, p.scale, p.zero_point, int(info.min), int(info.max)).astype(p.out_dtype)]
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.in_dtype)])
         if p.xor:
             return [(x.view(np.uint8) ^ 0x80).view(p.out_dtype)]

@@ -1,4 +1,4 @@
-"""Reductions: MEAN, SUM (int8) and ARG_MAX (notes/litert.md §3; ``K/reduce.cc``,
+"""Reductions: MEAN, SUM (int8) and ARG_MAX (``K/reduce.cc``,
 ``KI/reference/reduce.h`` ``QuantizedMeanOrSum``, ``KI/reference/arg_min_max.h``).
 
 The axis input is an int32 tensor (constant or not); negative axes count from the end and repeats
@@ -37,6 +37,8 @@ from .base import Kernel, register
 __all__ = ["Mean", "Sum", "ArgMax", "SUM_SEMANTICS"]
 
 _INT8 = np.dtype(np.int8)
+#: the clamp of each output type (np.iinfo is slow to call per run)
+_BOUNDS = {np.dtype(np.int8).char: (-128, 127), np.dtype(np.int16).char: (-(1 << 15), (1 << 15) - 1)}
 #: the values of the ``quantspec_sum_semantics`` option of SUM
 SUM_SEMANTICS = ("correct", "reference")
 
@@ -74,6 +76,7 @@ class ReduceParams:
     multiplier: int
     shift: int
     reference_sum: bool = False
+    dtype: np.dtype = _INT8
 
 
 class _MeanOrSum(Kernel):
@@ -81,12 +84,16 @@ class _MeanOrSum(Kernel):
         op = self.name
         x, axis = c.count(op, inputs, outputs, 2, names=("input", "axis"))
         o = outputs[0]
-        c.require_type(op, [("input", x), ("output", o)], ("int8",))
+        c.require_type(op, [("input", x)], ("int8", "int16") if op == "MEAN" else ("int8",))
+        c.require_same_type(x, o, "output", op)
         if axis.dtype.name != "int32":
             raise DTypeError(f"{op} axis", "must be int32 (LiteRT rejects other types at prepare)", axis.dtype.name)
         s_in, z_in = c.activation(op, "input", x)
         s_out, z_out = c.activation(op, "output", o)
         c.enforce(op, inputs, outputs)
+        if x.dtype.name == "int16" and (z_in, z_out) != (0, 0):
+            raise c.limit("int16-zero-point", InvalidArgumentError(
+                f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
         keep_dims = c.option(options, "keep_dims", False, kind=bool)
         reference = False
         if op == "SUM":
@@ -96,12 +103,14 @@ class _MeanOrSum(Kernel):
         axes = None if axis.data is None else _resolve_axes(op, axis.data, len(x.shape))
         m, e = fp.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         if e > 30:
-            raise UnsupportedError(f"{op} output", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 "
-                                   "or more, undefined in LiteRT's C++", float(s_in / s_out))
-        return ReduceParams(op, tuple(x.shape), tuple(axis.shape), axes, keep_dims, z_in, z_out, m, e, reference)
+            raise c.limit("multiplier-shift", UnsupportedError(
+                f"{op} output", "a scale ratio s_in / s_out >= 2^30 needs a left shift of 31 or more, undefined in "
+                "LiteRT's C++", float(s_in / s_out)))
+        return ReduceParams(op, tuple(x.shape), tuple(axis.shape), axes, keep_dims, z_in, z_out, m, e, reference,
+                            np.dtype(x.dtype.name))
 
     def compute(self, p: ReduceParams, arrays):
-        (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, _INT8)])
+        (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, p.dtype)])
         axes = p.axes
         if axes is None:
             (a,) = c.check_arrays(p.op, arrays, [(1, p.axis_shape, np.dtype(np.int32))])
@@ -109,10 +118,10 @@ class _MeanOrSum(Kernel):
         out_shape = _reduced_shape(x.shape, axes, p.keep_dims)
         n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
         if x.size == 0 or n == 0:
-            return [np.zeros(out_shape, np.int8)]
-        lo, hi = (0, 255) if p.reference_sum else (-128, 127)
-        values = (x.view(np.uint8) if p.reference_sum else x).astype(np.int64)
-        total = wrap_int32(values.sum(axis=axes) if axes else values)            # int32 accumulator
+            return [np.zeros(out_shape, p.dtype)]
+        lo, hi = (0, 255) if p.reference_sum else _BOUNDS[p.dtype.char]
+        values = x.view(np.uint8) if p.reference_sum else x
+        total = wrap_int32(values.sum(axis=axes, dtype=np.int64) if axes else values.astype(np.int64))  # int32 acc.
         shifted = wrap_int32(total - p.input_zero_point * n)
         m, e = p.multiplier, p.shift
         if p.op == "MEAN":
@@ -120,7 +129,7 @@ class _MeanOrSum(Kernel):
             m = (m << sh) // n
             e = e - sh
         out = np.clip(wrap_int32(_mbqm(shifted, m, e) + p.output_zero_point), lo, hi)
-        out = out.astype(np.uint8).view(np.int8) if p.reference_sum else out.astype(np.int8)
+        out = out.astype(np.uint8).view(np.int8) if p.reference_sum else out.astype(p.dtype)
         return [np.asarray(out).reshape(out_shape)]
 
 

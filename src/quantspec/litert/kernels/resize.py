@@ -1,4 +1,4 @@
-"""RESIZE_BILINEAR, int8 (notes/litert.md §3; ``tflite/kernels/resize_bilinear.cc``,
+"""RESIZE_BILINEAR, int8 (``tflite/kernels/resize_bilinear.cc``,
 ``tflite/kernels/internal/reference/resize_bilinear.h`` ``ResizeBilinearInteger``).
 
 REF and the optimized kernel both use the integer kernel for int8; it works on raw codes (input

@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""A zoo of converter-made full-integer LiteRT models of common architectures, built and cached.
+
+``build(arch, quant="int8" | "int16x8", cache_dir=None) -> pathlib.Path`` returns the path of a
+``.tflite`` file made by TensorFlow's converter (full-integer post-training quantization) from a
+Keras architecture with seeded random weights.  Random weights alone give near-constant outputs
+(activations shrink or blow up layer after layer), so the statistics are recalibrated first: every
+batch normalization layer gets the mean and variance its input really has on random images (one
+forward pass in training mode with momentum 0 and dropout off), with random scale and offset.  The
+input images are small (64x64) and the script is deterministic: the same arch and quant give the
+same bytes.
+
+Architectures (:data:`ARCHS`): ``mobilenet_v2``, ``mobilenet_v3_small``, ``mobilenet_v3_large``,
+``efficientnet_b0``, ``resnet50``, ``densenet121`` (Keras applications, 10 classes, softmax
+output) and ``transformer``, a small encoder written with TensorFlow ops: token embedding lookup
+(GATHER), learned position embedding, two pre-norm blocks of multi-head attention (BATCH_MATMUL,
+SOFTMAX) and a GELU feed-forward, layer norms written as TensorFlow's ops (MEAN,
+SQUARED_DIFFERENCE, RSQRT), mean pooling and a softmax classifier.
+
+Quantization modes:
+
+- ``"int8"``: ``TFLITE_BUILTINS_INT8``, int8 inputs and outputs (the transformer's input stays
+  int32 token ids);
+- ``"int16x8"``: ``EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`` (int16
+  activations, int8 weights, int64 bias), int16 inputs and outputs.  :func:`build` raises
+  :class:`Unsupported` where the converter cannot make the model in that mode.
+
+Models are cached (a file per arch, quant and :data:`VERSION`, written to a temporary name and
+renamed, under a lock so that parallel test workers build each model once) in ``cache_dir``, else
+``$QUANTSPEC_ZOO_CACHE``, else ``$QUANTSPEC_TEST_CACHE/zoo``, else ``~/.cache/quantspec/zoo``.
+Building needs TensorFlow (a test dependency); a cached model does not.
+
+    python benchmarks/litert_zoo.py                      # every arch, both modes; prints the op lists
+    python benchmarks/litert_zoo.py mobilenet_v2 --quant int8
+    python benchmarks/litert_zoo.py --speed              # quantspec's Interpreter against BUILTIN_REF, per model
+
+``--speed`` times ``quantspec.litert.Interpreter.run`` (default settings) and LiteRT's ``invoke`` with
+``BUILTIN_REF`` side by side on the same random input, alternating, best of ``--rounds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsupported", "input_size",
+           "random_inputs", "time_reference_mode"]
+
+#: bump when a change to this script changes the bytes of any model
+VERSION = 1
+ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
+         "densenet121", "transformer")
+QUANTS = ("int8", "int16x8")
+#: the image side of the CNNs
+IMAGE = 64
+#: classes of the CNNs' softmax classifier (few, so that the probabilities vary)
+CLASSES = 10
+#: transformer: sequence length, vocabulary, model width, heads, feed-forward width, blocks
+SEQ, VOCAB, WIDTH, HEADS, FFN, BLOCKS = 16, 100, 32, 4, 64, 2
+#: images for the statistics pass and the representative dataset
+CALIBRATION_SAMPLES = 32
+SEED = 20240
+
+
+class Unsupported(RuntimeError):
+    """The converter cannot make this architecture in this quantization mode."""
+
+
+def cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    if os.environ.get("QUANTSPEC_ZOO_CACHE"):
+        return Path(os.environ["QUANTSPEC_ZOO_CACHE"])
+    if os.environ.get("QUANTSPEC_TEST_CACHE"):
+        return Path(os.environ["QUANTSPEC_TEST_CACHE"]) / "zoo"
+    return Path.home() / ".cache" / "quantspec" / "zoo"
+
+
+def input_size(arch: str) -> tuple[int, ...]:
+    """The model input's shape (batch 1)."""
+    return (1, SEQ) if arch == "transformer" else (1, IMAGE, IMAGE, 3)
+
+
+def _check(arch: str, quant: str) -> None:
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {', '.join(ARCHS)}; got {arch!r}")
+    if quant not in QUANTS:
+        raise ValueError(f"quant must be one of {', '.join(QUANTS)}; got {quant!r}")
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def build(arch: str, quant: str = "int8", cache_dir: str | os.PathLike | None = None) -> Path:
+    """The path of the cached ``.tflite`` of ``arch`` in ``quant`` mode, built if it is not there yet."""
+    _check(arch, quant)
+    root = globals()["cache_dir"](cache_dir)
+    path = root / f"{arch}-{quant}-v{VERSION}.tflite"
+    failed = path.with_suffix(".unsupported")
+    if path.exists():
+        return path
+    if failed.exists():
+        raise Unsupported(failed.read_text())
+    with _lock(root / f".{arch}-{quant}.lock"):
+        if path.exists():
+            return path
+        if failed.exists():
+            raise Unsupported(failed.read_text())
+        try:
+            data = _convert(arch, quant)
+        except Unsupported as e:
+            failed.write_text(str(e))
+            raise
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
+
+
+def op_names(path: str | os.PathLike) -> list[str]:
+    """The sorted distinct operator names of every subgraph of a model (quantspec's reader)."""
+    from quantspec.litert import load_model
+
+    m = load_model(Path(path))
+    return sorted({op.name for sg in m.subgraphs for op in sg.operators})
+
+
+# ------------------------------------------------------------------------------------------------
+# building (TensorFlow)
+# ------------------------------------------------------------------------------------------------
+
+def _tf():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+    import tensorflow as tf
+
+    return tf
+
+
+def _images(arch: str, n: int, seed: int):
+    """Random images in the range the architecture expects: [0, 255] for models that rescale their
+    input themselves (MobileNetV3, EfficientNet), [-1, 1] otherwise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    shape = (n, IMAGE, IMAGE, 3)
+    # smooth random images: noise on a coarse grid, upsampled, plus fine noise
+    coarse = rng.uniform(-1, 1, (n, IMAGE // 8, IMAGE // 8, 3))
+    x = np.repeat(np.repeat(coarse, 8, axis=1), 8, axis=2) * 0.7 + rng.uniform(-0.3, 0.3, shape)
+    x = np.clip(x, -1, 1).astype(np.float32)
+    if arch in ("mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0"):
+        x = ((x + 1) * 127.5).astype(np.float32)
+    return x
+
+
+def _keras_model(arch: str):
+    tf = _tf()
+    apps = tf.keras.applications
+    shape = (IMAGE, IMAGE, 3)
+    common = dict(weights=None, input_shape=shape, classes=CLASSES)
+    if arch == "mobilenet_v2":
+        return apps.MobileNetV2(**common)
+    if arch == "mobilenet_v3_small":
+        return apps.MobileNetV3Small(**common)
+    if arch == "mobilenet_v3_large":
+        return apps.MobileNetV3Large(**common)
+    if arch == "efficientnet_b0":
+        return apps.EfficientNetB0(**common)
+    if arch == "resnet50":
+        return apps.ResNet50(**common)
+    if arch == "densenet121":
+        return apps.DenseNet121(**common)
+    raise ValueError(arch)  # pragma: no cover
+
+
+def _recalibrate(model, images) -> None:
+    """Random scale and offset for every batch normalization, then its moving statistics set to
+    the batch statistics of its input on ``images`` (training-mode pass, momentum 0, dropout off)."""
+    import numpy as np
+
+    tf = _tf()
+    rng = np.random.default_rng(SEED + 1)
+    bns = []
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.layers.BatchNormalization):
+            bns.append(layer)
+            if layer.gamma is not None:
+                layer.gamma.assign(rng.uniform(0.5, 1.5, layer.gamma.shape).astype(np.float32))
+            if layer.beta is not None:
+                layer.beta.assign(rng.uniform(-0.5, 0.5, layer.beta.shape).astype(np.float32))
+            layer.momentum = 0.0
+        elif isinstance(layer, tf.keras.layers.Dropout):
+            layer.rate = 0.0
+    model(tf.constant(images), training=True)
+    for layer in bns:
+        layer.momentum = 0.99
+
+
+def _representative(samples):
+    def gen():
+        for s in samples:
+            yield [s[None] if s.ndim in (1, 3) else s]
+    return gen
+
+
+def _converter(tf, fn, samples, quant: str, integer_io: bool):
+    c = tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()])
+    c.optimizations = [tf.lite.Optimize.DEFAULT]
+    c.representative_dataset = _representative(samples)
+    if quant == "int8":
+        c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        io = tf.int8
+    else:
+        c.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        io = tf.int16
+    if integer_io:
+        c.inference_input_type = io
+    c.inference_output_type = io
+    return c
+
+
+def _convert(arch: str, quant: str) -> bytes:
+    tf = _tf()
+    tf.keras.utils.set_random_seed(SEED)
+    if arch == "transformer":
+        fn, samples = _transformer()
+        integer_io = False               # token ids: int32 in any case
+    else:
+        model = _keras_model(arch)
+        images = _images(arch, CALIBRATION_SAMPLES, SEED + 2)
+        _recalibrate(model, images)
+        spec = tf.TensorSpec((1, IMAGE, IMAGE, 3), tf.float32, name="image")
+        fn = tf.function(lambda x: model(x, training=False), input_signature=[spec])
+        samples = [images[k:k + 1] for k in range(len(images))]
+        integer_io = True
+    try:
+        data = _converter(tf, fn, samples, quant, integer_io).convert()
+    except Exception as e:  # the converter's ConverterError and friends
+        raise Unsupported(f"{arch} {quant}: the converter fails: {type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
+    return bytes(data)
+
+
+def _transformer():
+    """A small pre-norm transformer encoder over token ids, as a tf.function."""
+    import numpy as np
+
+    tf = _tf()
+    rng = np.random.default_rng(SEED + 3)
+
+    def dense(n_in, n_out, gain=1.0):
+        w = rng.standard_normal((n_in, n_out)).astype(np.float32) * np.float32(gain / np.sqrt(n_in))
+        b = rng.standard_normal(n_out).astype(np.float32) * np.float32(0.1)
+        return tf.constant(w), tf.constant(b)
+
+    emb = tf.constant(rng.standard_normal((VOCAB, WIDTH)).astype(np.float32))
+    pos = tf.constant(rng.standard_normal((1, SEQ, WIDTH)).astype(np.float32) * np.float32(0.3))
+    blocks = []
+    for _ in range(BLOCKS):
+        blocks.append(dict(
+            ln1=(tf.constant(rng.uniform(0.5, 1.5, WIDTH).astype(np.float32)),
+                 tf.constant(rng.uniform(-0.2, 0.2, WIDTH).astype(np.float32))),
+            q=dense(WIDTH, WIDTH), k=dense(WIDTH, WIDTH), v=dense(WIDTH, WIDTH), o=dense(WIDTH, WIDTH),
+            ln2=(tf.constant(rng.uniform(0.5, 1.5, WIDTH).astype(np.float32)),
+                 tf.constant(rng.uniform(-0.2, 0.2, WIDTH).astype(np.float32))),
+            f1=dense(WIDTH, FFN), f2=dense(FFN, WIDTH)))
+    final_ln = (tf.constant(np.ones(WIDTH, np.float32)), tf.constant(np.zeros(WIDTH, np.float32)))
+    head = dense(WIDTH, 10, gain=2.0)
+    depth = WIDTH // HEADS
+
+    def layer_norm(x, gb):
+        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+        var = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=-1, keepdims=True)
+        return (x - mean) * tf.math.rsqrt(var + 1e-5) * gb[0] + gb[1]
+
+    def linear(x, wb):
+        return tf.matmul(x, wb[0]) + wb[1]
+
+    def heads(x):
+        return tf.transpose(tf.reshape(x, (1, SEQ, HEADS, depth)), (0, 2, 1, 3))
+
+    @tf.function(input_signature=[tf.TensorSpec((1, SEQ), tf.int32, name="tokens")])
+    def encoder(tokens):
+        x = tf.gather(emb, tokens) + pos
+        for b in blocks:
+            h = layer_norm(x, b["ln1"])
+            q, k, v = heads(linear(h, b["q"])), heads(linear(h, b["k"])), heads(linear(h, b["v"]))
+            scores = tf.matmul(q, k, transpose_b=True) * np.float32(1 / np.sqrt(depth))
+            att = tf.matmul(tf.nn.softmax(scores, axis=-1), v)
+            att = tf.reshape(tf.transpose(att, (0, 2, 1, 3)), (1, SEQ, WIDTH))
+            x = x + linear(att, b["o"])
+            h = layer_norm(x, b["ln2"])
+            x = x + linear(tf.nn.gelu(linear(h, b["f1"])), b["f2"])
+        x = layer_norm(x, final_ln)
+        return tf.nn.softmax(linear(tf.reduce_mean(x, axis=1), head), axis=-1)
+
+    data_rng = np.random.default_rng(SEED + 4)
+    samples = [data_rng.integers(0, VOCAB, (1, SEQ)).astype(np.int32) for _ in range(CALIBRATION_SAMPLES)]
+    return encoder, samples
+
+
+# ------------------------------------------------------------------------------------------------
+# timing
+# ------------------------------------------------------------------------------------------------
+
+def random_inputs(path: str | os.PathLike, seed: int = 0) -> list:
+    """One random input per model input: token ids for the transformer, codes of the full range
+    otherwise."""
+    import numpy as np
+
+    from quantspec.litert import load_model
+
+    m = load_model(Path(path))
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in m.inputs:
+        t = m.tensors[i]
+        if t.type_name == "INT32":
+            out.append(rng.integers(0, VOCAB, t.shape).astype(np.int32))
+        else:
+            info = np.iinfo(t.dtype.dtype)
+            out.append(rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype.dtype))
+    return out
+
+
+def time_reference_mode(path: str | os.PathLike, rounds: int = 7) -> tuple[float, float]:
+    """(quantspec seconds, LiteRT BUILTIN_REF seconds): best of ``rounds`` runs each, alternating."""
+    import time
+
+    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
+
+    from quantspec.litert import Interpreter
+
+    inputs = random_inputs(path)
+    ours = Interpreter(Path(path))
+    ref = LiteRT(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    ref.allocate_tensors()
+    for d, x in zip(ref.get_input_details(), inputs):
+        ref.set_tensor(d["index"], x)
+    ours.run(inputs)
+    ref.invoke()
+    best_q = best_r = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ours.run(inputs)
+        best_q = min(best_q, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ref.invoke()
+        best_r = min(best_r, time.perf_counter() - t0)
+    return best_q, best_r
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("arch", nargs="*", help="architectures (default: all)")
+    p.add_argument("--quant", choices=QUANTS, action="append", help="quantization modes (default: both)")
+    p.add_argument("--cache-dir", default=None)
+    p.add_argument("--speed", action="store_true", help="time quantspec against LiteRT BUILTIN_REF")
+    p.add_argument("--rounds", type=int, default=7)
+    a = p.parse_args(argv)
+    archs = a.arch or list(ARCHS)
+    bad = [x for x in archs if x not in ARCHS]
+    if bad:
+        p.error(f"unknown arch {bad[0]!r}; choose from {', '.join(ARCHS)}")
+    for arch in archs:
+        for quant in a.quant or QUANTS:
+            try:
+                path = build(arch, quant, a.cache_dir)
+            except Unsupported as e:
+                print(f"{arch:20s} {quant:8s} unsupported: {e}")
+                continue
+            if a.speed:
+                try:
+                    tq, tr = time_reference_mode(path, a.rounds)
+                except Exception as e:  # a model LiteRT or quantspec cannot run
+                    print(f"{arch:20s} {quant:8s} not timed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+                    continue
+                print(f"{arch:20s} {quant:8s} quantspec {tq * 1e3:9.2f} ms   BUILTIN_REF {tr * 1e3:9.2f} ms   "
+                      f"BUILTIN_REF / quantspec {tr / tq:5.2f}", flush=True)
+                continue
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+            print(f"{arch:20s} {quant:8s} {path.stat().st_size:>10d} bytes  sha256 {digest}  {path}")
+            print("    " + " ".join(op_names(path)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,517 @@
+"""numba kernels of the checkpoint converter: one slab of rows, from the source's raw bytes to the
+stored codes, scales and zero points, in one pass (imported only through
+:func:`quantspec._core.jit.load`).
+
+Each kernel reads the slab as the source stores it (float32, float16 or bfloat16 bytes, ``kind`` 0, 1
+or 2), widens a row at a time into a small float32 buffer (exact), checks it is finite, chooses the
+row's or each block's parameters, computes the codes, packs them (sub-byte types in ONNX
+``raw_data`` order, the slab starting on a byte boundary) and adds the row's quantization error to
+``stats``: ``[sum (x - dq)^2, sum x^2, max |x - dq|, first row holding NaN or inf (-1: none)]``,
+where ``dq`` is DequantizeLinear of the stored code.  Kernels are serial and release the GIL: the
+converter runs one per worker thread, each on its own slab.
+
+The arithmetic of each rule is that of :mod:`quantspec.checkpoint.reference` (the numpy path,
+built on :mod:`quantspec.onnx` and :mod:`quantspec.litert`); tests require equal bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numba import njit
+
+from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
+                            round_half_away, uand, uor, ushl, ushr, usub)
+
+__all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
+           "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
+
+# per-channel rules (kernel ``channel``) and per-tensor codes (kernel ``tensor``)
+CH_ORT_SYM, CH_ORT_ASYM, CH_LITERT, CH_FP8 = 0, 1, 2, 3
+T_INT8, T_FP8 = 0, 1
+# how a scale is stored (``sround``): float32 as computed (quantspec's layout), or as compressed-tensors
+# keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
+S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
+
+_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8))
+_TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
+_FLT_MAX = np.float32(3.4028234663852886e38)
+
+
+@inline
+def _row(src, kind, r, cols, buf):
+    """Row ``r`` of the slab (raw bytes ``src``) widened to float32 into ``buf``; 1 when it holds a
+    NaN or an infinity, else 0."""
+    bad = np.uint32(0)
+    n = np.uint64(cols)
+    base = np.uint64(r) * n
+    if kind == 2:                                    # bfloat16: the high half of a float32
+        s = src.view(np.uint16)
+        for j in range(n):
+            u = ushl(s[base + j], 16)
+            bad |= np.uint32(uand(u, 0x7F800000) == 0x7F800000)
+            buf[j] = f32_from_bits(u)
+    elif kind == 1:                                  # float16, exactly
+        s = src.view(np.uint16)
+        for j in range(n):
+            h = np.uint32(s[base + j])
+            sign = ushl(uand(h, 0x8000), 16)
+            e = uand(ushr(h, 10), 0x1F)
+            m = uand(h, 0x3FF)
+            normal = uor(sign, uor(ushl(e + 112, 23), ushl(m, 13)))
+            special = uor(sign, uor(0x7F800000, ushl(m, 13)))
+            tiny = uor(f32_bits(np.float32(m) * np.float32(5.960464477539063e-08)), sign)
+            bad |= np.uint32(e == 31)
+            buf[j] = f32_from_bits(special if e == 31 else (tiny if e == 0 else normal))
+    else:
+        s = src.view(np.float32)
+        for j in range(n):
+            v = s[base + j]
+            bad |= np.uint32(uand(f32_bits(v), 0x7F800000) == 0x7F800000)
+            buf[j] = v
+    return bad
+
+
+@inline
+def _put(codes, e, code, bits):
+    """Store ``code`` as element ``e`` of a packed little-endian bit stream (``codes`` zeroed), or a
+    byte of its own for 8-bit codes."""
+    if bits == 8:
+        codes[e] = np.uint8(code)
+    elif bits == 4:
+        codes[e >> _U1] |= np.uint8(uand(code, 0xF) << (_U4 * (e & _U1)))
+    else:                                            # 6 bits: four codes in three bytes
+        pos = e * _U6
+        k = pos >> _U3
+        sh = pos & _U7
+        c = uand(code, 0x3F)
+        codes[k] |= np.uint8(uand(ushl(c, sh), 0xFF))
+        if sh > 2:
+            codes[k + _U1] |= np.uint8(ushr(c, _U8 - sh))
+
+
+@inline
+def _pack(cbuf, codes, base, n, bits):
+    """Codes ``cbuf[:n]`` (one a byte, at most ``bits`` significant bits) stored as elements
+    ``base + j`` of ``codes`` (zeroed where it is packed): whole bytes at a time when the row starts
+    on a byte boundary, else code by code."""
+    if bits == 8:
+        for j in range(n):
+            codes[base + j] = cbuf[j]
+        return
+    j = _U0
+    if bits == 4 and (base & _U1) == 0:
+        k0 = base >> _U1
+        for k in range(n >> _U1):
+            codes[k0 + k] = cbuf[_U2 * k] | (cbuf[_U2 * k + _U1] << 4)
+        j = n & ~_U1
+    elif bits == 6 and (base & _U3) == 0:
+        k0 = (base >> _U2) * _U3
+        for k in range(n >> _U2):
+            c0, c1 = np.uint32(cbuf[_U4 * k]), np.uint32(cbuf[_U4 * k + _U1])
+            c2, c3 = np.uint32(cbuf[_U4 * k + _U2]), np.uint32(cbuf[_U4 * k + _U3])
+            codes[k0 + _U3 * k] = np.uint8(uand(uor(c0, ushl(c1, 6)), 0xFF))
+            codes[k0 + _U3 * k + _U1] = np.uint8(uand(uor(ushr(c1, 2), ushl(c2, 4)), 0xFF))
+            codes[k0 + _U3 * k + _U2] = np.uint8(uand(uor(ushr(c2, 4), ushl(c3, 2)), 0xFF))
+        j = n & ~_U3
+    while j < n:
+        _put(codes, base + j, np.uint32(cbuf[j]), bits)
+        j += _U1
+
+
+@inline
+def _key(v):
+    """An int32 whose order is the order of the float32 ``v`` (finite; -0 sorts below +0)."""
+    u = np.int32(f32_bits(v))
+    return u ^ ((u >> 31) & 0x7FFFFFFF)
+
+
+@inline
+def _minmax(buf, j0, j1):
+    """(min, max) of ``buf[j0:j1]`` (finite values), through integer keys, which vectorise: where the
+    result is a zero, its sign may differ from an in-order scan's (:func:`_scan`)."""
+    lo = np.int32(0x7FFFFFFF)
+    hi = np.int32(-0x80000000)
+    for j in range(j0, j1):
+        k = _key(buf[j])
+        lo = k if k < lo else lo
+        hi = k if k > hi else hi
+    return f32_from_bits(_key_inv(lo)), f32_from_bits(_key_inv(hi))
+
+
+@inline
+def _key_inv(k):
+    return np.uint32(k ^ ((k >> 31) & 0x7FFFFFFF))
+
+
+@inline
+def _scan(buf, j0, j1):
+    """(min, max) of ``buf[j0:j1]`` scanned in order, as ``std::min`` / ``std::max`` do (a tie keeps
+    the value seen first: the sign of a zero result is the first zero's)."""
+    mn = _FLT_MAX
+    mx = -_FLT_MAX
+    for j in range(j0, j1):
+        v = buf[j]
+        mn = v if v < mn else mn
+        mx = v if v > mx else mx
+    return mn, mx
+
+
+@inline
+def _amax(buf, j0, j1):
+    """max |buf[j0:j1]| (finite values), as the largest magnitude bit pattern (integer, vectorised)."""
+    m = np.uint32(0)
+    for j in range(j0, j1):
+        a = uand(f32_bits(buf[j]), 0x7FFFFFFF)
+        m = a if a > m else m
+    return f32_from_bits(m)
+
+
+STATS_LANES = 64
+
+
+@njit(error_model="numpy", nogil=True, boundscheck=False)
+def _err(buf, dq, j0, j1, acc, lanes):
+    """Add the error of the dequantized values ``dq[j0:j1]`` against ``buf[j0:j1]`` to ``acc`` =
+    (sum (x-dq)^2, sum x^2, max |x-dq|), in one fixed order, so that every path, every machine and
+    every backend writes the same statistics: squares in float64 (``d = f64(x) - f64(dq)``), element
+    ``j`` added to lane ``(j - j0) % 64`` (each lane from +0, in element order), the lanes combined
+    pairwise (lane ``k`` = lane ``2k`` + lane ``2k+1``, 64 -> 32 -> ... -> 1) and the row's sum added
+    to ``acc``; the largest error on float32 differences ``|x - dq|``.  The lanes are updated
+    element-wise, which vectorises without reassociating any sum (``lanes``: float64 [2, 64]
+    scratch; ``encode._ordered_sum`` is the numpy statement of the same order)."""
+    le = lanes[0]
+    lx = lanes[1]
+    L = STATS_LANES
+    for k in range(L):
+        le[k] = 0.0
+        lx[k] = 0.0
+    n = np.int64(j1) - np.int64(j0)
+    b = buf[np.int64(j0):np.int64(j1)]
+    q = dq[np.int64(j0):np.int64(j1)]
+    g = n // L
+    for t in range(g):
+        bb = b[t * L:(t + 1) * L]
+        qq = q[t * L:(t + 1) * L]
+        for k in range(L):
+            v = np.float64(bb[k])
+            d = v - np.float64(qq[k])
+            le[k] += d * d
+            lx[k] += v * v
+    bb = b[g * L:]
+    qq = q[g * L:]
+    for k in range(n - g * L):
+        v = np.float64(bb[k])
+        d = v - np.float64(qq[k])
+        le[k] += d * d
+        lx[k] += v * v
+    m = np.uint32(0)
+    for j in range(n):
+        a = uand(f32_bits(b[j] - q[j]), 0x7FFFFFFF)
+        m = a if a > m else m
+    w = L
+    while w > 1:
+        w //= 2
+        for k in range(w):
+            le[k] = le[2 * k] + le[2 * k + 1]
+            lx[k] = lx[2 * k] + lx[2 * k + 1]
+    return acc[0] + le[0], acc[1] + lx[0], max(acc[2], np.float64(f32_from_bits(m)))
+
+
+@inline
+def _stored(s, sround):
+    """The scale ``s`` as stored (``sround``): unchanged (S_FLOAT32), or as compressed-tensors keeps
+    it: rounded to bfloat16 / float16 (ties to even) or kept as float32, and a zero scale (a
+    block of zeros, or a scale that rounds to zero) replaced by the type's epsilon (2^-7, 2^-10,
+    2^-23), compressed-tensors' rule.  Codes are then computed from the stored scale."""
+    if sround == 0:
+        return s
+    if sround == 1:
+        r = round_bf16(s)
+        eps = np.float32(0.0078125)
+    elif sround == 2:
+        r = round_f16(s)
+        eps = np.float32(0.0009765625)
+    else:
+        r = s
+        eps = np.float32(1.1920928955078125e-07)
+    return eps if r == 0 else r
+
+
+@inline
+def _q_int(v, s, lo, hi):
+    """ONNX QuantizeLinear to an integer type, less the zero point (finite ``v``): rint(v / s) with
+    the quotient first clamped in float to [lo, hi] (the type's bounds less the zero point), which
+    for integer bounds is clip(rint(v / s) + zp) - zp."""
+    q = v / s
+    q = q if q > lo else lo
+    q = hi if q > hi else q
+    return np.int32(np.rint(q))
+
+
+@inline
+def _value(code, fmt):
+    """The float32 value of a finite narrow-float code (the format of ``fmt``; no NaN, no infinity:
+    codes of saturating quantization), by its bits (vectorises, where a table lookup does not)."""
+    c = np.uint32(code)
+    sign = ushl(ushr(c, fmt.signpos), 31)
+    mag = uand(c, usub(ushl(1, fmt.signpos), 1))
+    e = ushr(mag, fmt.mant)
+    m = uand(mag, usub(ushl(1, fmt.mant), 1))
+    normal = uor(ushl(e + (127 - fmt.bias), 23), ushl(m, 23 - fmt.mant))
+    tiny = f32_bits(np.float32(m) * f32_from_bits(ushl(127 + fmt.emin - fmt.mant, 23)))
+    return f32_from_bits(uor(normal if e != 0 else tiny, sign))
+
+
+@inline
+def _narrow(q, fmt):
+    return narrow_code(q, fmt.mant, fmt.emin, fmt.bias, fmt.maxmag, fmt.overmag, fmt.nanbits, fmt.nansigned != 0,
+                       fmt.fnuz != 0, fmt.signpos)
+
+
+@inline
+def _stats(stats, acc):
+    stats[0], stats[1], stats[2] = acc
+
+
+@kernel
+def minmax(src, kind, rows, cols, out, buf):
+    """out = [min, max, first row holding NaN or inf (-1: none)] of the slab."""
+    mn = _FLT_MAX
+    mx = -_FLT_MAX
+    n = np.uint64(cols)
+    for r in range(rows):
+        if _row(src, kind, r, cols, buf):
+            out[2] = r
+            return
+        a, b = _minmax(buf, _U0, n)
+        mn = a if a < mn else mn
+        mx = b if b > mx else mx
+    out[0] = mn
+    out[1] = mx
+    out[2] = -1
+
+
+@kernel
+def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf, dq, sround):
+    """Per-channel (axis 0) parameters and codes, a row at a time:
+
+    - CH_ORT_SYM: onnxruntime.quantization int8 symmetric; CH_ORT_ASYM: uint8 asymmetric (codes:
+      QuantizeLinear of the stored parameters);
+    - CH_LITERT: the TFLite converter's per-channel int8 weights;
+    - CH_FP8: amax scaling to the float8 type of ``fmt``, whose largest finite value is ``maxv``
+      (codes: QuantizeLinear, saturating).
+
+    ``sround``: the scale's stored type (:func:`_stored`); codes are those of the stored scale.
+    """
+    acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
+    n = np.uint64(cols)
+    for r in range(rows):
+        if _row(src, kind, r, cols, buf):
+            stats[3] = r
+            return
+        mn, mx = _minmax(buf, _U0, n)
+        base = np.uint64(r) * n
+        if mode == CH_LITERT:
+            m = abs(max(np.float64(mx), -np.float64(mn)))
+            if not (2.0 * m > 1.0e-6):
+                m = 5.0e-7
+            s = _stored((np.float32(m) - np.float32(-m)) / np.float32(254.0), sround)
+            inv = np.float32(1.0 / np.float64(s))
+            scale[r] = s
+            for j in range(n):
+                c = round_half_away(np.float32(buf[j] * inv))
+                c = min(max(c, np.float32(-127.0)), np.float32(127.0))
+                codes[base + j] = np.uint8(np.int32(c) & 0xFF)
+                dq[j] = c * s
+        elif mode == CH_FP8:
+            a = max(abs(mn), abs(mx))
+            s = a / maxv
+            if a == 0 or s == 0:
+                s = np.float32(1.0)
+            s = _stored(s, sround)
+            scale[r] = s
+            for j in range(n):
+                code = _narrow(buf[j] / s, fmt)
+                codes[base + j] = np.uint8(code)
+                dq[j] = _value(code, fmt) * s
+        else:
+            rmin = mn if mn < 0 else np.float32(0.0)
+            rmax = mx if mx > 0 else np.float32(0.0)
+            z = 0
+            if mode == CH_ORT_SYM:
+                a = max(abs(rmin), abs(rmax))
+                s64 = (np.float64(a) - np.float64(-a)) / 254.0
+                s = np.float32(1.0) if s64 < _TINY32 else np.float32(s64)
+                lo, hi = -128, 127
+            else:
+                s64 = (np.float64(rmax) - np.float64(rmin)) / 255.0
+                if s64 < _TINY32:
+                    s = np.float32(1.0)
+                else:
+                    z = np.int32(np.rint(0.0 - np.float64(rmin) / s64))
+                    s = np.float32(s64)
+                lo, hi = 0, 255
+                zp[r] = np.uint8(z)
+            s = _stored(s, sround)
+            scale[r] = s
+            flo = np.float32(lo - z)
+            fhi = np.float32(hi - z)
+            for j in range(n):
+                c = _q_int(buf[j], s, flo, fhi)
+                codes[base + j] = np.uint8((c + z) & 0xFF)
+                dq[j] = np.float32(c) * s
+        acc = _err(buf, dq, _U0, n, acc, lanes)
+    _stats(stats, acc)
+
+
+@kernel
+def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
+    """Codes of a per-tensor scale ``s`` (zero point 0): T_INT8 (QuantizeLinear int8) or T_FP8
+    (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
+    acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
+    n = np.uint64(cols)
+    for r in range(rows):
+        if _row(src, kind, r, cols, buf):
+            stats[3] = r
+            return
+        base = np.uint64(r) * n
+        if mode == T_INT8:
+            for j in range(n):
+                c = _q_int(buf[j], s, np.float32(-128.0), np.float32(127.0))
+                codes[base + j] = np.uint8(c & 0xFF)
+                dq[j] = np.float32(c) * s
+        else:
+            for j in range(n):
+                code = _narrow(buf[j] / s, fmt)
+                codes[base + j] = np.uint8(code)
+                dq[j] = _value(code, fmt) * s
+        acc = _err(buf, dq, _U0, n, acc, lanes)
+    _stats(stats, acc)
+
+
+@kernel
+def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, cbuf, pmn, pmx, ps, pinv, pz, sround):
+    """onnxruntime's MatMulNBitsQuantizer, 4 bits, QDQ format (MLAS ``BlockwiseQDQQuantizer``), for a
+    weight ``[out, in]`` with blocks along ``in``: per block the scale (and zero point), and codes
+    ``clamp(int(roundf(x * (1 / scale))) + zp)``; codes and zero points packed two a byte.  A row at a
+    time: the blocks' ranges, then their parameters (``pmn`` ... ``pz``: one entry per block, a loop
+    that vectorises across blocks), then the codes.  ``sround``: the scale's stored type
+    (:func:`_stored`; the zero point is the tool's, from the unrounded scale)."""
+    acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
+    n = np.uint64(cols)
+    B = np.uint64(block)
+    nb = (n + B - _U1) // B
+    flo = np.float32(-8.0 if sym else 0.0)
+    fhi = np.float32(7.0 if sym else 15.0)
+    f0 = np.float32(0.0)
+    for r in range(rows):
+        if _row(src, kind, r, cols, buf):
+            stats[3] = r
+            return
+        base = np.uint64(r) * n
+        for b in range(nb):
+            j0 = b * B
+            j1 = min(j0 + B, n)
+            mn, mx = _minmax(buf, j0, j1)
+            if mn == 0 and mx == 0:              # all zeros: the signs of the zeros MLAS's scan keeps
+                mn, mx = _scan(buf, j0, j1)
+            pmn[b] = mn
+            pmx[b] = mx
+        if sym:
+            for b in range(nb):
+                mn, mx = pmn[b], pmx[b]
+                m = mx if abs(mx) > abs(mn) else mn
+                s = _stored(-m / np.float32(8.0), sround)
+                ps[b] = s
+                pinv[b] = np.float32(1.0) / s if s != 0 else f0
+                pz[b] = 0
+        else:
+            for b in range(nb):
+                mn = f0 if f0 < pmn[b] else pmn[b]
+                mx = f0 if pmx[b] < f0 else pmx[b]
+                s = (mx - mn) / np.float32(15.0)
+                zf = f0 - mn / s if s != 0 else mn
+                z = np.int32(round_half_away(zf))
+                pz[b] = 0 if zf < 0 else (15 if zf > 15 else z)
+                s = _stored(s, sround)
+                ps[b] = s
+                pinv[b] = np.float32(1.0) / s if s != 0 else f0
+        for b in range(nb):
+            j0 = b * B
+            j1 = min(j0 + B, n)
+            inv, zf, s = pinv[b], np.float32(pz[b]), ps[b]
+            for j in range(j0, j1):
+                # clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to [-64, 64] first
+                # (the bounds less any zero point lie inside), and a q that cvttss2si turns into
+                # INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo
+                q = np.float32(buf[j] * inv)
+                rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
+                f = min(max(rq + zf, flo), fhi)
+                f = f if abs(q) < np.float32(2147483648.0) else flo
+                cbuf[j] = np.uint8(np.int32(f) & 0xF)
+                dq[j] = (f - zf) * s
+        o = np.uint64(r) * nb
+        for b in range(nb):
+            scale[o + b] = ps[b]
+        if not sym:
+            for b in range(nb):
+                _put(zp, o + b, pz[b], 4)
+        _pack(cbuf, codes, base, n, 4)
+        acc = _err(buf, dq, _U0, n, acc, lanes)
+    _stats(stats, acc)
+
+
+@kernel
+def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stats, buf, dq, cbuf, pe):
+    """The OCP MX rule, blocks of 32 along axis 1: per block the shared exponent
+    ``floor(log2(amax)) - emax`` (clamped to [-127, 127]; all zeros: -127) stored as float8e8m0
+    (plus ``shift``, clamped too), and codes QuantizeLinear(x, 2^e) to the element type (saturating
+    floats; for ``is_int``, int8).  ``x / 2^e`` is computed as ``x * 2^-e``: both are the exact
+    quotient rounded once, since ``2^-e`` is a float32 for every e in [-127, 127].  A row at a
+    time: the blocks' exponents (``pe``), then the codes."""
+    acc = (0.0, 0.0, 0.0)
+    lanes = np.empty((2, STATS_LANES))
+    n = np.uint64(cols)
+    B = np.uint64(32)
+    nb = (n + B - _U1) // B
+    for r in range(rows):
+        if _row(src, kind, r, cols, buf):
+            stats[3] = r
+            return
+        base = np.uint64(r) * n
+        o = np.uint64(r) * nb
+        for b in range(nb):
+            j0 = b * B
+            pe[b] = np.int32(ushr(f32_bits(_amax(buf, j0, min(j0 + B, n))), 23))
+        for b in range(nb):
+            ebits = pe[b]
+            e = ebits - 127 - emax if ebits > 0 else -127
+            e = max(max(e, -127) + shift, -127)
+            pe[b] = e
+            scale[o + b] = np.uint8(e + 127)
+        for b in range(nb):
+            j0 = b * B
+            j1 = min(j0 + B, n)
+            e = pe[b]
+            s = f32_from_bits(ushl(e + 127, 23)) if e >= -126 else f32_from_bits(0x00400000)
+            inv = f32_from_bits(ushl(127 - e, 23)) if e <= 126 else f32_from_bits(0x00400000)
+            if is_int:
+                for j in range(j0, j1):
+                    q = buf[j] * inv
+                    q = q if q > np.float32(-128.0) else np.float32(-128.0)
+                    q = np.float32(127.0) if q > np.float32(127.0) else q
+                    c = np.int32(np.rint(q))
+                    cbuf[j] = np.uint8(c & 0xFF)
+                    dq[j] = np.float32(c) * s
+            else:
+                for j in range(j0, j1):
+                    code = _narrow(buf[j] * inv, fmt)
+                    cbuf[j] = np.uint8(code)
+                    dq[j] = _value(code, fmt) * s
+        _pack(cbuf, codes, base, n, bits)
+        acc = _err(buf, dq, _U0, n, acc, lanes)
+    _stats(stats, acc)

@@ -1,0 +1,411 @@
+"""The unit of work: one slab of rows of one tensor, from its source bytes to its output bytes at their
+final offsets.
+
+:func:`run` is a pure function of its :class:`Task` (and the files): it reads the slab's source
+bytes, hashes them, computes the outputs of those rows (the fused kernels of :mod:`._kernels`, or the
+numpy path of :mod:`.reference` when the fast path is off) and writes each output's bytes at the
+offset the plan gave it in the (temporary) shard file.  It returns a :class:`SlabResult`: the slab's
+digest, its quantization error sums, and for the first phase of a per-tensor scheme the slab's
+minimum and maximum.  Any worker of any backend can run any task in any order: nothing is shared but
+the files, and no two tasks write the same bytes (packed outputs start each slab on a byte boundary).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core import jit
+from .._core.packing import pack_codes, packed_size
+from ..dtypes import qtype
+from ..errors import RangeError, TensorFileError
+from . import digest as _digest
+from . import reference, sources
+from .layout import Entry
+from .schemes import SCHEMES, Scheme
+
+__all__ = ["Task", "SlabResult", "run", "compute", "encode_rows", "placed", "tensor_params", "write_at", "close_file", "close_all",
+           "digest"]
+
+_KIND = {"float": 0, "float16": 1, "bfloat16": 2}
+_SRC_DTYPE = {"float": np.float32, "float16": np.float16}
+#: how the compressed-tensors layout stores a scale of each type: the kernels' ``sround``
+_SROUND = {"bfloat16": 1, "float16": 2, "float": 3}
+
+
+def _scale_store(e: Entry) -> str:
+    """The numpy path's ``scale_type`` (:func:`quantspec.checkpoint.reference.stored_scale`)."""
+    return ("ct:" + e.output("scale").type) if getattr(e.format, "ct_scales", False) else "float"
+
+
+def _sround(e: Entry) -> int:
+    """The kernels' ``sround`` for ``e``'s scale: 0 (as computed) unless its layout stores scales as
+    compressed-tensors does."""
+    return _SROUND.get(e.output("scale").type, 0) if getattr(e.format, "ct_scales", False) else 0
+
+
+@dataclass(frozen=True)
+class Task:
+    """Rows ``[r0, r1)`` of plan entry ``entry``.  ``phase``: "stats" (the min and max of a per-tensor
+    scheme's slab, and its digest), "encode" (compute and write; ``params``: a per-tensor scheme's
+    (scale, zero point)), "copy" (a kept tensor) or "hash" (the digest only: checking a finished
+    shard)."""
+
+    entry: Entry
+    r0: int
+    r1: int
+    phase: str
+    target: str | None = None          # the shard file written
+    params: tuple | None = None
+    hash: bool = True                  # compute the slab's digest (a scanned tensor has it already)
+
+    @property
+    def nbytes(self) -> int:
+        return (self.r1 - self.r0) * self.entry.source.row_bytes
+
+
+@dataclass
+class SlabResult:
+    task: Task
+    digest: bytes | None
+    stats: np.ndarray | None = None    # [sum (x-dq)^2, sum x^2, max |x-dq|]
+    minmax: tuple[float, float] | None = None
+
+
+def digest(pieces) -> str:
+    """A tensor's digest from its slabs' hashes, in order (:mod:`.digest`)."""
+    return _digest.combine(pieces)
+
+
+# -- files written --------------------------------------------------------------------------------
+_OUT: dict[str, int] = {}
+_OUT_LOCK = threading.Lock()
+
+
+def _out_fd(path: str) -> int:
+    fd = _OUT.get(path)
+    if fd is None:
+        with _OUT_LOCK:
+            fd = _OUT.get(path)
+            if fd is None:
+                fd = _OUT[path] = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    return fd
+
+
+def close_file(path: str) -> None:
+    """Close this process's descriptor of ``path`` (a finished shard)."""
+    with _OUT_LOCK:
+        fd = _OUT.pop(path, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def close_all() -> None:
+    with _OUT_LOCK:
+        for fd in _OUT.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _OUT.clear()
+
+
+def write_at(path: str, offset: int, data: np.ndarray) -> None:
+    """Write ``data``'s bytes at ``offset`` of ``path`` (opened once per process)."""
+    view = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+    done = 0
+    own = sources.private()      # a cluster's task: the file is opened for this write only
+    fd = -1
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)) if own else _out_fd(path)
+        while done < len(view):
+            done += os.pwrite(fd, view[done:], offset + done)
+        if own:
+            f, fd = fd, -1
+            os.close(f)          # on a network file system, close reports a failed write
+    except OSError as e:   # a full disk, a quota, an I/O error
+        raise TensorFileError("dst", "could not be written", path, detail=e.strerror or str(e)) from None
+    finally:
+        if own and fd >= 0:
+            os.close(fd)
+
+
+# -- per-thread scratch buffers ---------------------------------------------------------------------
+_LOCAL = threading.local()
+
+
+def _scratch(name: str, n: int, dtype=np.uint8) -> np.ndarray:
+    """A reusable buffer of at least ``n`` elements (its pages stay mapped between slabs)."""
+    buf = getattr(_LOCAL, name, None)
+    if buf is None or buf.size < n:
+        buf = np.empty(max(n, 1), dtype)
+        buf[:] = 0                                  # written once: its pages are real from now on
+        setattr(_LOCAL, name, buf)
+    return buf[:n]
+
+
+# -- parameters of per-tensor schemes --------------------------------------------------------------
+def tensor_params(entry: Entry, mn: float, mx: float) -> tuple[float, int]:
+    """(scale, zero point) of a per-tensor scheme from the whole tensor's min and max."""
+    scale, zp = reference.tensor_params(SCHEMES[entry.scheme], mn, mx, _scale_store(entry))
+    return float(scale), zp
+
+
+# -- one task ----------------------------------------------------------------------------------------
+def run(task: Task) -> SlabResult:
+    """Run one task (see :class:`Task`)."""
+    e, t = task.entry, task.entry.source
+    raw = sources.read_rows(t, task.r0, task.r1, _scratch("src", task.nbytes))
+    h = _digest.piece(raw) if task.hash else None
+    if task.phase == "hash":
+        return SlabResult(task, h)
+    if task.phase == "copy":
+        write_at(task.target, e.outputs[0].offset + task.r0 * t.row_bytes, raw)
+        return SlabResult(task, h)
+    rows = task.r1 - task.r0
+    cols = e.cols
+    if task.phase == "stats":
+        out = _minmax(raw, t.dtype, rows, cols)
+        _check_finite(e, task, out[2])
+        return SlabResult(task, h, minmax=(out[0], out[1]))
+    stats, arrays = compute(task, raw)
+    _check_finite(e, task, stats[3])
+    _write(e, task, arrays)
+    return SlabResult(task, h, stats=stats[:3].copy())
+
+
+def compute(task: Task, raw: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The outputs of an "encode" task's rows from their source bytes ``raw``, not written: (error
+    sums ``[sum (x-dq)^2, sum x^2, max |x-dq|, first row holding NaN or inf (-1: none)]``, role ->
+    array as the kernels give it).  The arrays are this thread's scratch buffers: use them before
+    the thread's next task."""
+    e = task.entry
+    rows, cols = task.r1 - task.r0, e.cols
+    return _encode_fast(e, task, raw, rows, cols) if jit.enabled() else _encode_reference(e, task, raw, rows, cols)
+
+
+def _check_finite(e: Entry, task: Task, bad: float) -> None:
+    if bad >= 0:
+        r = task.r0 + int(bad)
+        raise RangeError("src", f"tensor {e.source.name!r} holds NaN or infinity (row {r}); quantization "
+                         "parameters cannot be chosen from it", e.source.path,
+                         detail="nothing was written; fix or keep the tensor (a recipe rule with scheme 'keep')")
+
+
+_KERNELS = None
+_KERNELS_LOCK = threading.Lock()
+
+
+def _kernels():
+    """The kernel module, imported once (worker threads must not see it half-imported)."""
+    global _KERNELS
+    if _KERNELS is None:
+        with _KERNELS_LOCK:
+            if _KERNELS is None:
+                _KERNELS = jit.load("quantspec.checkpoint._kernels")
+    return _KERNELS
+
+
+def _minmax(raw: np.ndarray, dtype: str, rows: int, cols: int) -> np.ndarray:
+    out = np.zeros(3)
+    if jit.enabled():
+        _kernels().minmax(raw, _KIND[dtype], rows, cols, out, _scratch("row", cols, np.float32))
+        return out
+    x = _as_float32(raw, dtype, rows, cols)
+    finite = np.isfinite(x).all(axis=1)
+    if not finite.all():
+        out[2] = int(np.argmin(finite))
+        return out
+    out[:] = x.min(), x.max(), -1
+    return out
+
+
+def _as_float32(raw: np.ndarray, dtype: str, rows: int, cols: int) -> np.ndarray:
+    """The reference path's float32 rows of a slab (exact)."""
+    if dtype == "bfloat16":
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(rows, cols)
+    return raw.view(_SRC_DTYPE[dtype]).astype(np.float32).reshape(rows, cols)
+
+
+def _positions(e: Entry, r0: int) -> dict[str, int]:
+    """Byte offset, within each output tensor, of row ``r0``'s first element."""
+    s = SCHEMES[e.scheme]
+    cols = e.cols
+    codes = e.output("codes")
+    out = {"codes": r0 * cols * codes.bits // 8}
+    scale = e.output("scale")
+    per_row = 0 if s.granularity == "tensor" else 1 if s.granularity == "channel" else -(-cols // s.block)
+    out["scale"] = r0 * per_row * qtype(scale.type).dtype.itemsize
+    zp = e.output("zero_point")
+    if zp is not None:
+        out["zero_point"] = r0 * per_row * zp.bits // 8
+    return out
+
+
+def placed(e: Entry, r0: int, r1: int, arrays: dict[str, np.ndarray]) -> list[tuple[str, int, np.ndarray]]:
+    """(role, offset in the file, data) of each output of rows ``[r0, r1)`` (offsets from the
+    plan's; relative to each output's start when its ``offset`` is 0)."""
+    if e.format is not None:                        # a layout that places its bytes itself
+        return e.format.place(e, r0, r1, arrays)
+    pos = _positions(e, r0)
+    out = []
+    for role, data in arrays.items():
+        o = e.output(role)
+        if role == "scale" and SCHEMES[e.scheme].granularity == "tensor" and r0 != 0:
+            continue                                # the per-tensor scale: written once, by the first slab
+        out.append((role, o.offset + pos[role], data))
+    return out
+
+
+def _write(e: Entry, task: Task, arrays: dict[str, np.ndarray]) -> None:
+    for _, offset, data in placed(e, task.r0, task.r1, arrays):
+        write_at(task.target, offset, data)
+
+
+def encode_rows(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params: tuple | None = None, *,
+                name: str = "", path: str = "") -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The outputs of ``rows`` rows of one tensor under scheme ``s``, free of any plan or file: ``raw``
+    holds the rows' bytes (``dtype``: float, float16 or bfloat16; ``[rows, cols]``, row-major);
+    ``params``: a per-tensor scheme's (scale, zero point).  Returns ``(outputs, stats)``: ``outputs``
+    maps codes / scale / zero_point to their stored bytes (sub-byte types packed from the slab's first
+    element; this thread's scratch buffers, valid until its next call; float32 scales) and ``stats`` is
+    [sum (x-dq)^2, sum x^2, max |x-dq|, first row holding NaN or infinity or -1] (then ``outputs`` is
+    empty).  ``name`` and ``path`` name the tensor in errors.  The fast kernels, or the reference path
+    when the fast path is off."""
+    impl = _fast_outputs if jit.enabled() else _reference_outputs
+    stats, outputs = impl(s, dtype, raw, rows, cols, params, name, path, 0, "float")
+    return outputs, stats
+
+
+def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, dict]:
+    return _fast_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params, e.source.name,
+                         e.source.path, _sround(e), _scale_store(e))
+
+
+def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
+                  sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
+    k = _kernels()
+    t = qtype(s.codes)
+    kind = _KIND[dtype]
+    n = rows * cols
+    stats = np.zeros(4)
+    stats[3] = -1
+    buf = _scratch("row", cols, np.float32)
+    dq = _scratch("dq", cols, np.float32)
+    cbuf = _scratch("cbuf", cols)
+    nbytes = packed_size(n, t.bits) if t.bits < 8 else n
+    codes = _scratch("codes", nbytes)
+    if t.bits < 8:
+        codes[:] = 0
+    fmt = _float_format(t)
+    outputs = {"codes": codes}
+    if s.granularity == "tensor":
+        scale, _ = params
+        k.tensor(raw, kind, rows, cols, k.T_INT8 if t.is_int else k.T_FP8, np.float32(scale), fmt, codes, stats, buf, dq)
+        outputs["scale"] = np.array([scale], np.float32)
+    elif s.granularity == "channel":
+        scale = _scratch("scale", rows, np.float32)
+        zp = _scratch("zp", rows if s.zero_point else 0)
+        mode = {"litert": k.CH_LITERT, "amax": k.CH_FP8}.get(s.params, k.CH_ORT_ASYM if s.zero_point else k.CH_ORT_SYM)
+        k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), codes, scale, zp, stats,
+                  buf, dq, sround)
+        outputs["scale"] = scale
+        if s.zero_point:
+            outputs["zero_point"] = zp
+        if s.params == "litert" and stats[3] < 0 and not np.all(np.isfinite(scale)):
+            raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale",
+                             path)
+    else:
+        nb = -(-cols // s.block)
+        if s.params == "mx":
+            scale = _scratch("scale8", rows * nb)
+            k.mx(raw, kind, rows, cols, s.emax, s.scale_shift, t.is_int, fmt, t.bits, codes, scale, stats, buf, dq, cbuf,
+                 _scratch("blkz", nb, np.int32))
+        else:
+            scale = _scratch("scale", rows * nb, np.float32)
+            zp = _scratch("zp", packed_size(rows * nb, 4) if s.zero_point else 0)
+            zp[:] = 0
+            blocks = [_scratch(f"blk{i}", nb, np.float32) for i in range(4)]
+            k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf, *blocks,
+                    _scratch("blkz", nb, np.int32), sround)
+            if s.zero_point:
+                outputs["zero_point"] = zp
+        outputs["scale"] = scale
+    return stats, outputs if stats[3] < 0 else {}
+
+
+_FORMATS: dict = {}
+
+
+def _float_format(t):
+    """The narrow-float record of a codes type: saturating, as ONNX QuantizeLinear (a placeholder for
+    integer codes, which do not read it)."""
+    hit = _FORMATS.get(t.name)
+    if hit is None:
+        from ..onnx.fast import float_format
+
+        hit = _FORMATS[t.name] = float_format(t if t.is_float else qtype("float8e4m3fn"), True, "spec")
+    return hit
+
+
+def _encode_reference(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, dict]:
+    return _reference_outputs(SCHEMES[e.scheme], e.source.dtype, raw, rows, cols, task.params, e.source.name,
+                              e.source.path, _sround(e), _scale_store(e))
+
+
+STATS_LANES = 64
+
+
+def _ordered_sum(a: np.ndarray) -> float:
+    """The sum of the float64 ``a`` [rows, cols] in the statistics' fixed order, the same in every
+    path (the fast kernels' ``_err``): in each row element ``j`` goes to lane ``j % 64`` (each lane
+    summed in element order from +0), the lanes are combined pairwise (lane ``k`` = lane ``2k`` +
+    lane ``2k+1``, 64 -> 32 -> ... -> 1) and the rows are added in order from +0.  (Sums of squares:
+    the zeros that pad a row's last group change nothing.)"""
+    rows, cols = a.shape
+    if rows == 0:
+        return 0.0
+    groups = -(-cols // STATS_LANES)
+    padded = np.zeros((rows, max(groups, 1) * STATS_LANES))
+    padded[:, :cols] = a
+    lane = np.add.accumulate(padded.reshape(rows, -1, STATS_LANES), axis=1)[:, -1, :]
+    while lane.shape[1] > 1:
+        lane = lane[:, 0::2] + lane[:, 1::2]
+    return float(np.add.accumulate(lane[:, 0])[-1])
+
+
+def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
+                       sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
+    x = _as_float32(raw, dtype, rows, cols)
+    stats = np.zeros(4)
+    stats[3] = -1
+    finite = np.isfinite(x).all(axis=1)
+    if not finite.all():
+        stats[3] = int(np.argmin(finite))
+        return stats, {}
+    codes, scale, zp = reference.encode(s, x, params, scale_store)
+    if s.params == "litert" and not np.all(np.isfinite(scale)):
+        raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
+    dq = reference.dequantize(s, codes, scale, zp)
+    x64 = x.astype(np.float64)
+    d = x64 - dq.astype(np.float64)
+    stats[:3] = _ordered_sum(d * d), _ordered_sum(x64 * x64), float(np.abs(x - dq.astype(np.float32)).max()) if d.size else 0.0
+    t = qtype(s.codes)
+    scale_type = s.scale_type if scale_store == "float" else scale_store[len("ct:"):]
+    out = {"codes": _bytes(codes, t), "scale": _bytes(scale, qtype(scale_type))}
+    if zp is not None:
+        out["zero_point"] = _bytes(zp, t)
+    return stats, out
+
+
+def _bytes(a: np.ndarray, t) -> np.ndarray:
+    """The stored bytes of an unpacked array of type ``t``: packed for sub-byte types."""
+    a = np.ascontiguousarray(a)
+    if t.is_packed:
+        return np.frombuffer(pack_codes(a.reshape(-1).view(np.uint8), t.bits), np.uint8)
+    if a.dtype != t.dtype:
+        a = a.astype(t.dtype)
+    return a.reshape(-1).view(np.uint8)

@@ -1,0 +1,249 @@
+"""The ONNX-model half of the ``quantspec`` command.
+
+- ``quantspec check MODEL [--json]``: a .tflite model is checked against the LiteRT int8 spec
+  (:mod:`quantspec.litert._cli`), an ONNX model against its quantization operators' rules
+  (:func:`quantspec.onnx.check_model`); which one is chosen by the file's content.  Exit status 0:
+  conformant; 1: violations; 2: the model cannot be read.
+- ``quantspec audit MODEL.onnx [--input FILE ...] [--seed N] [--static] [--json]``: the divergence
+  audit (:func:`quantspec.onnx.audit`).  Exit status 0: onnxruntime computed every QuantizeLinear /
+  DequantizeLinear node as the spec does (and as quantspec's ``compat="onnxruntime"`` does); 1:
+  it departed from the spec at some node (or from ``compat="onnxruntime"``); 2: bad input, or a model
+  onnxruntime cannot run.  ``--static`` runs nothing and exits 0.
+- ``quantspec convert MODEL.onnx OUT.onnx --scheme NAME``: weight-only quantization of a float model
+  (:func:`quantspec.onnx.convert_model`); any other SRC (a safetensors checkpoint, an .npz...) goes to
+  the checkpoint converter (:mod:`quantspec.checkpoint._cli`), chosen by the file's content.  Exit
+  status 0: written; 2: bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from ...errors import InvalidArgumentError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]):
+    """argparse exits on --help and on usage errors; turn that into a return value."""
+    try:
+        return parser.parse_args(list(argv)), None
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_BAD_INPUT)
+        return None, code
+
+
+def is_onnx_file(path: str) -> bool:
+    """Whether the file at ``path`` holds an ONNX model rather than a .tflite one, by its first bytes
+    (a file that cannot be opened is left to the .tflite reader, which says so)."""
+    from .io import looks_like_onnx
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    if head[4:8] == b"TFL3":
+        return False
+    return looks_like_onnx(head) or Path(path).suffix.lower() == ".onnx"
+
+
+def check_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="quantspec check",
+        description="Check a model's quantization.  A .tflite model is checked against the LiteRT 8-bit "
+        "quantization specification (types, ranges, granularity, fixed output parameters, same-scale operators, "
+        "operators outside the spec's list).  An ONNX model is checked node by node against the rules of its "
+        "QuantizeLinear / DequantizeLinear version (types, attributes, scale and zero point shapes, axis, "
+        "block_size, output_dtype, saturate, precision, constant scales and zero points) and the quantization "
+        "parameters of QLinearConv, QLinearMatMul, MatMulInteger, ConvInteger and com.microsoft MatMulNBits.  "
+        "The format is chosen by the file's content.",
+        epilog="Exit status: 0 conformant, 1 violations found, 2 the model cannot be read.")
+    parser.add_argument("model", metavar="MODEL", help="the .tflite or .onnx file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args, code = _parse(parser, argv)
+    if args is None:
+        return code
+    if not is_onnx_file(args.model):
+        from ...litert._cli import check_main as litert_check
+
+        return litert_check(argv)
+    from .checker import check_model
+
+    report = check_model(args.model)
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.render())
+    return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {text!r})") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {seed})")
+    return seed
+
+
+def _read_inputs(files: list[str], names: list[str]):
+    """The model's inputs from --input files: .npy files one per input in model order, or
+    .npz / .safetensors files holding them by name."""
+    from ..._core.tensorio import read_tensors
+
+    arrays, named = [], {}
+    for f in files:
+        tensors = read_tensors(f)
+        if Path(f).suffix.lower() == ".npy":
+            arrays.extend(tensors.values())
+        else:
+            named.update(tensors)
+    if arrays and named:
+        raise InvalidArgumentError("--input", "give either .npy files (one per input, in order) or .npz/.safetensors "
+                                   "files (inputs by name), not both")
+    if arrays:
+        if len(arrays) != len(names):
+            raise InvalidArgumentError("--input", f"needs one .npy file per model input ({len(names)}: "
+                                       f"{', '.join(names)})", f"{len(arrays)} files")
+        return dict(zip(names, arrays))
+    return named
+
+
+def audit_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="quantspec audit",
+        description="Audit an ONNX model's QuantizeLinear / DequantizeLinear nodes: which divergences between the "
+        "ONNX spec, onnx.reference and onnxruntime can apply to each node (docs/onnx.md's divergence table), and, "
+        "running the model in onnxruntime with every node's inputs and output exposed, how many elements "
+        "onnxruntime computed differently from the spec at each node (quantspec recomputes each node in its three "
+        "compat modes and confirms that compat=\"onnxruntime\" gives onnxruntime's bytes).",
+        epilog="Exit status: 0 onnxruntime computed every node as the spec does; 1 it departed from the spec (or "
+        "from compat=\"onnxruntime\") somewhere; 2 bad input or a model onnxruntime cannot run.  With --static: 0.")
+    parser.add_argument("model", metavar="MODEL", help="the .onnx file")
+    parser.add_argument("--input", action="append", default=[], metavar="FILE",
+                        help="the model's inputs: one .npy per input in model order (repeat the option), or a "
+                        ".npz/.safetensors file holding them by name; default: seeded random inputs")
+    parser.add_argument("--seed", type=_seed, default=0, metavar="N",
+                        help="seed of the random inputs when no --input is given (default 0)")
+    parser.add_argument("--static", action="store_true",
+                        help="only the static audit: run nothing (onnxruntime is not needed)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args, code = _parse(parser, argv)
+    if args is None:
+        return code
+    from .auditor import audit
+    from .graph import read_graph
+
+    if args.static and args.input:
+        raise InvalidArgumentError("--input", "cannot be combined with --static, which runs nothing")
+    g = read_graph(args.model)
+    inputs = _read_inputs(args.input, g.inputs) if args.input else None
+    report = audit(g.model, inputs, run=not args.static, seed=args.seed)
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.render())
+    if args.static:
+        return EXIT_OK
+    return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+# ------------------------------------------------------------------------------------------------
+# quantspec convert
+# ------------------------------------------------------------------------------------------------
+
+#: options of either converter that take a value (to find SRC among the arguments)
+_VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask")
+_CHECKPOINT_SUFFIXES = (".safetensors", ".npz", ".npy", ".json")
+
+
+def _source_argument(argv: Sequence[str]) -> str | None:
+    """The first positional argument (SRC), skipping options and their values."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("src", nargs="?")
+    for opt in _VALUE_OPTIONS:
+        pre.add_argument(opt, action="append")
+    try:
+        known, _ = pre.parse_known_args(list(argv))
+    except SystemExit:
+        return None
+    return known.src
+
+
+def is_onnx_source(path: str) -> bool:
+    """Whether ``quantspec convert``'s SRC is an ONNX model: a file named .onnx, or a file whose first
+    bytes open a serialized ModelProto and are not a safetensors header (8 bytes of length, then
+    ``{``), a zip (.npz) or an .npy; checkpoint names (.safetensors, .npz, .npy, .json) and
+    directories are checkpoints."""
+    from .io import looks_like_onnx
+
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() in _CHECKPOINT_SUFFIXES:
+        return False
+    if p.suffix.lower() == ".onnx":
+        return True
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    if head[8:9] == b"{" or head[:4] == b"PK\x03\x04" or head[:6] == b"\x93NUMPY":
+        return False
+    return looks_like_onnx(head)
+
+
+def convert_parser() -> argparse.ArgumentParser:
+    from ...checkpoint.schemes import SCHEMES
+
+    p = argparse.ArgumentParser(
+        prog="quantspec convert",
+        description="Weight-only quantization of a float ONNX model: the constant weight of each MatMul (B), Gemm "
+        "(B) and Conv (W) becomes DequantizeLinear(codes, scale[, zero point]) feeding the operator, with the schemes "
+        "of quantspec convert for checkpoints (the same bytes). The model is upgraded to the lowest opset whose "
+        "DequantizeLinear has the scheme's types and attributes when it is below it. Other initializers, and weights "
+        "a scheme cannot take, are kept and listed. OUT.onnx is written atomically, with an external data file beside "
+        "it when the source had one or the model exceeds 2 GB. See docs/onnx-models.md.",
+        epilog="Exit status: 0 written, 2 bad input.")
+    p.add_argument("src", metavar="MODEL.onnx", help="the float model (chosen by content: any file holding an ONNX model)")
+    p.add_argument("dst", metavar="OUT.onnx", help="the file to write")
+    p.add_argument("--scheme", metavar="NAME", help="the scheme of every weight no recipe rule names: " + ", ".join(SCHEMES))
+    p.add_argument("--recipe", metavar="FILE", help="a TOML file: default = SCHEME and [[rules]] tables "
+                   "{match = GLOB, scheme = SCHEME or \"keep\"} over initializer names, first match wins")
+    p.add_argument("--include", metavar="GLOB", action="append", help="quantize only initializers matching a glob "
+                   "(repeatable)")
+    p.add_argument("--exclude", metavar="GLOB", action="append", help="keep initializers matching this glob (repeatable)")
+    p.add_argument("--external-data", action="store_true", help="write the large initializers to OUT.onnx.data "
+                   "(default: as the source did, or when the model exceeds 2 GB)")
+    p.add_argument("--report", action="store_true", help="print a line per initializer (scheme, use, bytes, error)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def convert_main(argv: Sequence[str]) -> int:
+    """``quantspec convert``: an ONNX SRC here, any other to the checkpoint converter."""
+    argv = list(argv)
+    src = _source_argument(argv)
+    if src is None or not is_onnx_source(src):
+        from ...checkpoint._cli import main as checkpoint_main
+
+        try:
+            return checkpoint_main(argv)
+        except SystemExit as e:
+            if e.code == 0 and src is None:
+                print("\nAn ONNX model: quantspec convert MODEL.onnx OUT.onnx --scheme NAME [--recipe FILE] "
+                      "[--include GLOB] [--exclude GLOB] [--quiet] (quantspec convert MODEL.onnx OUT.onnx --help)")
+            raise
+    args, code = _parse(convert_parser(), argv)
+    if args is None:
+        return code
+    from .converter import convert_model
+
+    report = convert_model(args.src, args.dst, args.scheme, recipe=args.recipe, include=args.include,
+                           exclude=args.exclude, external_data=True if args.external_data else None)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    elif not args.quiet:
+        if args.report:
+            print(report.table())
+        print(f"quantspec convert: {report.summary()}; wrote {args.dst}")
+    return EXIT_OK

@@ -1,0 +1,656 @@
+"""The divergence audit of an ONNX model: for each QuantizeLinear / DequantizeLinear node, where
+onnxruntime and onnx.reference can compute something other than the operator text, and where
+onnxruntime actually did — the model-level counterpart of ``compat=``.
+
+Statically, each node's types, attributes, constant parameters and shapes decide which rows of the
+divergence table (:data:`quantspec.onnx.divergences.DIVERGENCES`, rendered in ``docs/onnx.md``) can
+apply to it, and which runtime departs there: a float16 quotient, float8 with ``saturate=0``, the
+position of 4-bit elements, non-finite inputs, a negative zero point, int32 input...  The positions
+onnxruntime computes on its plain (non-MLAS) path are those quantspec's ``compat="onnxruntime"``
+kernels use (:mod:`quantspec.onnx.kernels`).
+
+Dynamically, the model runs in onnxruntime (graph optimizations off) with every Q/DQ node's inputs
+and output exposed (:mod:`quantspec.onnx.models.ortrun`); quantspec recomputes each node from the
+inputs onnxruntime gave it, under each compat mode, and counts the elements where onnxruntime's
+output differs from ``compat="spec"`` (how far onnxruntime departs from the spec on these inputs),
+where ``compat="reference"`` differs from the spec (what onnx.reference would do), and where
+onnxruntime differs from ``compat="onnxruntime"`` — which must be nowhere: quantspec reproduces
+onnxruntime, and the audit says so for every node.  Nodes inside subgraphs are audited statically
+only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._core import jit
+from ...dtypes import qtype
+from ...errors import InvalidArgumentError, QuantSpecError
+from .. import opsets
+from ..divergences import DIVERGENCES
+from ..plan import _granularity, plan_dequantize, plan_quantize
+from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
+from .io import type_name
+
+__all__ = ["audit", "AuditReport", "NodeAudit", "Risk", "MODES"]
+
+MODES = ("spec", "reference", "onnxruntime")
+_TABLE = {d.key: d for d in DIVERGENCES}
+_QDQ_VERSIONS = tuple(r.version for r in opsets.VERSIONS)
+_FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
+_FLOATS = ("float", "float16", "bfloat16")
+#: a shape of more elements than this is not scanned for onnxruntime's 4-bit head and tail positions
+_MASK_LIMIT = 1 << 26
+_RUNTIME_NAMES = {"reference": "onnx.reference", "onnxruntime": "onnxruntime"}
+
+
+@dataclass(frozen=True)
+class Risk:
+    """A divergence that can apply to a node: ``key`` and ``behaviour`` as in docs/onnx.md's table
+    (``key`` None for what the table has no row for: a type onnxruntime has no kernel for);
+    ``runtimes``: which of ``"reference"`` (onnx.reference) and ``"onnxruntime"`` can compute
+    something other than the spec there, or refuse; ``when``: for which inputs."""
+
+    key: str | None
+    behaviour: str
+    runtimes: tuple[str, ...]
+    when: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "behaviour": self.behaviour, "runtimes": list(self.runtimes), "when": self.when}
+
+    def __str__(self) -> str:
+        who = ", ".join(_RUNTIME_NAMES[r] for r in self.runtimes)
+        return f"{self.key or 'no kernel'} ({who}): {self.when}"
+
+
+@dataclass(frozen=True)
+class NodeAudit:
+    """One QuantizeLinear / DequantizeLinear node.  The counts are None when the node was not run
+    (``--static``, a subgraph, an input onnxruntime did not give) or when a mode refused it
+    (``errors`` says why).  ``first`` describes the first element where onnxruntime departs from
+    the spec: its index, the input and both outputs."""
+
+    node_index: int
+    op_type: str
+    output: str
+    node_name: str | None = None
+    domain: str = ""
+    graph: str = ""
+    risks: tuple[Risk, ...] = ()
+    elements: int | None = None
+    onnxruntime_vs_spec: int | None = None
+    reference_vs_spec: int | None = None
+    onnxruntime_vs_compat: int | None = None
+    errors: dict = field(default_factory=dict)
+    first: dict | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.elements is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node_index": self.node_index, "node_name": self.node_name, "op_type": self.op_type,
+                "domain": self.domain, "graph": self.graph, "output": self.output, "elements": self.elements,
+                "onnxruntime_vs_spec": self.onnxruntime_vs_spec, "reference_vs_spec": self.reference_vs_spec,
+                "onnxruntime_vs_compat": self.onnxruntime_vs_compat, "errors": dict(self.errors),
+                "first_difference": self.first, "risks": [r.to_json() for r in self.risks]}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The result of :func:`audit`.  ``ran``: the model was run in onnxruntime (``inputs`` says on
+    what); ``departures``: the nodes where onnxruntime's output differs from the spec's;
+    ``confirmed``: quantspec's ``compat="onnxruntime"`` gave onnxruntime's bytes at every node run;
+    ``ok``: run, confirmed, and no departure."""
+
+    nodes: tuple[NodeAudit, ...]
+    model: str | None = None
+    opset: int | None = None
+    ran: bool = False
+    inputs: str = "none"
+    onnxruntime: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def departures(self) -> tuple[NodeAudit, ...]:
+        return tuple(n for n in self.nodes if n.onnxruntime_vs_spec)
+
+    @property
+    def confirmed(self) -> bool:
+        return all(not n.onnxruntime_vs_compat for n in self.nodes) and not any(
+            "onnxruntime" in n.errors and n.ran for n in self.nodes)
+
+    @property
+    def ok(self) -> bool:
+        return self.ran and self.confirmed and not self.departures
+
+    def node(self, index_or_name: int | str, graph: str = "") -> NodeAudit:
+        """A node's audit by its index (in ``graph``) or its name."""
+        for n in self.nodes:
+            if (n.node_index == index_or_name and n.graph == graph) or (n.node_name and n.node_name == index_or_name):
+                return n
+        raise InvalidArgumentError("node", "is not a QuantizeLinear / DequantizeLinear node of the model", index_or_name)
+
+    def to_json(self) -> dict[str, Any]:
+        keys = sorted({r.key for n in self.nodes for r in n.risks if r.key})
+        return {"model": self.model, "opset": self.opset, "ran": self.ran, "inputs": self.inputs,
+                "onnxruntime": self.onnxruntime, "ok": self.ok, "confirmed": self.confirmed,
+                "notes": list(self.notes), "nodes": [n.to_json() for n in self.nodes],
+                "summary": {"nodes": len(self.nodes), "run": sum(n.ran for n in self.nodes),
+                            "departures": len(self.departures),
+                            "elements_onnxruntime_vs_spec": sum(n.onnxruntime_vs_spec or 0 for n in self.nodes),
+                            "elements_reference_vs_spec": sum(n.reference_vs_spec or 0 for n in self.nodes),
+                            "divergences": keys}}
+
+    def json(self, **kwargs) -> str:
+        return json.dumps(self.to_json(), **kwargs)
+
+    def render(self) -> str:
+        head = self.model or "model"
+        out = [f"{head}: {len(self.nodes)} QuantizeLinear/DequantizeLinear node(s), opset {self.opset}"]
+        if self.ran:
+            out.append(f"run by onnxruntime {self.onnxruntime} (graph optimizations off) on {self.inputs}")
+            elements = sum(n.onnxruntime_vs_spec or 0 for n in self.nodes)
+            out.append("onnxruntime computed every node as the spec does" if not self.departures else
+                       f"onnxruntime departed from the spec at {len(self.departures)} node(s), {elements} element(s)")
+            out.append('quantspec compat="onnxruntime" gave onnxruntime\'s bytes at every node' if self.confirmed
+                       else 'quantspec compat="onnxruntime" DIFFERED from onnxruntime (a quantspec bug: please report it)')
+        else:
+            out.append("static audit (not run)")
+        out += [f"note: {n}" for n in self.notes]
+        cols = ("node", "op", "output", "elements", "ort!=spec", "ref!=spec", "ort!=compat", "can diverge")
+        rows = []
+        for n in self.nodes:
+            node = (f"{n.graph}:" if n.graph else "") + str(n.node_index)
+            op = ("ms:" if n.domain == MS_DOMAIN else "") + ("Q" if n.op_type == "QuantizeLinear" else "DQ")
+            keys = ", ".join(dict.fromkeys(r.key or "no-kernel" for r in n.risks)) or "-"
+            rows.append((node, op, _clip(n.output, 32), _num(n.elements), _num(n.onnxruntime_vs_spec),
+                         _num(n.reference_vs_spec), _num(n.onnxruntime_vs_compat), keys))
+        if rows:
+            widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+            out += ["", "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip(),
+                    "  ".join("-" * w for w in widths)]
+            out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        details = []
+        for n in self.nodes:
+            for mode, why in n.errors.items():
+                details.append(f"  node {n.node_index} {n.output}: compat={mode!r} refuses it: {why}")
+            if n.first:
+                f = n.first
+                details.append(f"  node {n.node_index} {n.output}: first difference at {tuple(f['index'])}: input "
+                               f"{f['x']}, onnxruntime {f['onnxruntime']}, spec {f['spec']}")
+        risks: dict[str, list] = {}
+        for n in self.nodes:
+            for r in n.risks:
+                risks.setdefault(str(r), []).append(n.node_index)
+        if risks:
+            details.append("  divergences that can apply (docs/onnx.md, 'Divergence table'):")
+            for text, where in risks.items():
+                details.append(f"    {text} -- node(s) {', '.join(map(str, where))}")
+        if details:
+            out += ["", "details:", *details]
+        return "\n".join(out)
+
+    __str__ = render
+
+
+def _num(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------------
+# one node, as quantspec reads it
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class _QDQ:
+    node: Node
+    op: str                      # "q" or "dq"
+    opset: int | None            # the opset quantspec computes the node at
+    version: int | None
+    x_type: str | None
+    scale_type: str | None
+    out_type: str | None
+    attrs: dict
+    x_shape: tuple | None
+    scale: np.ndarray | None     # constant (or run) values
+    zero_point: np.ndarray | None
+    has_zero_point: bool
+    zero_point_type: str | None
+
+    def kwargs(self, compat: str) -> dict:
+        a = self.attrs
+        kw = dict(axis=a.get("axis", 1), block_size=a.get("block_size", 0), output_dtype=a.get("output_dtype", 0),
+                  opset=self.opset, compat=compat)
+        if self.op == "q":
+            kw.update(saturate=a.get("saturate", 1), precision=a.get("precision", 0))
+        return kw
+
+
+def _qdq_nodes(g: Graph) -> list[Node]:
+    return [n for n in g.nodes if n.op_type in ("QuantizeLinear", "DequantizeLinear")
+            and n.domain in (*DEFAULT_DOMAINS, MS_DOMAIN)]
+
+
+def _describe(g: Graph, node: Node, values: dict[str, np.ndarray]) -> _QDQ:
+    op = "q" if node.op_type == "QuantizeLinear" else "dq"
+    contrib = node.domain == MS_DOMAIN
+    version = 21 if contrib else g.version(node, _QDQ_VERSIONS)
+    opset = 21 if contrib else g.opset
+    attrs = {k: v for k, v in node.attrs.items() if isinstance(v, int) and not isinstance(v, bool)}
+    x, s, z = node.input(0), node.input(1), node.input(2)
+
+    def get(name):
+        if not name:
+            return None
+        if g.constant(name) is None:
+            return values.get(name)
+        if type_name_unknown(g.info(name).type_name or ""):
+            return None             # not a type any quantization parameter has: the checker reports it
+        return g.value(name)
+
+    xi = g.info(x)
+    x_shape = xi.static_shape
+    if x in values:
+        x_shape = tuple(values[x].shape)
+    xt, st = xi.type_name, g.info(s).type_name
+    zt = g.info(z).type_name if z else None
+    if op == "q":
+        od = attrs.get("output_dtype", 0)
+        out = zt or (type_name(od) if od else "uint8")
+    else:
+        od = attrs.get("output_dtype", 0)
+        out = type_name(od) if od else st
+    return _QDQ(node, op, opset, version, xt, st, out, attrs, x_shape, get(s), get(z), bool(z), zt)
+
+
+# ------------------------------------------------------------------------------------------------
+# static: which divergences can apply
+# ------------------------------------------------------------------------------------------------
+
+def _risk(key: str, runtimes: tuple[str, ...], when: str) -> Risk:
+    return Risk(key, _TABLE[key].behaviour, runtimes, when)
+
+
+def _fake(shape: tuple, dtype) -> np.ndarray:
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def _plan(q: _QDQ, compat: str):
+    """A plan of the node on a stand-in x of its shape (None when the shape or a parameter is unknown);
+    raises what the plan raises."""
+    if q.x_shape is None or q.x_type is None or q.scale is None or q.opset is None:
+        return None
+    try:
+        x = _fake(q.x_shape, qtype(q.x_type).dtype)
+    except QuantSpecError:
+        return None
+    if q.has_zero_point and q.zero_point is None:
+        return None
+    if q.op == "q":
+        return plan_quantize(x, q.scale, q.zero_point, **q.kwargs(compat))
+    return plan_dequantize(x, q.scale, q.zero_point, **q.kwargs(compat))
+
+
+def _plain_positions(q: _QDQ) -> int | None:
+    """How many elements onnxruntime quantizes on its plain (non-MLAS) path, where ±inf and huge values
+    become qmin: all of them for float16 input, 2-bit outputs and blocks along a non-last axis; the odd
+    head and tail element of each slice for 4-bit outputs.  None when the shape is not known."""
+    from ..kernels import _ort_plain_mask
+
+    try:
+        plan = _plan(q, "onnxruntime")
+    except QuantSpecError:
+        return None
+    if plan is None or math.prod(plan.shape) > _MASK_LIMIT:
+        return None
+    mask = _ort_plain_mask(plan)
+    n = math.prod(plan.shape)
+    if isinstance(mask, (bool, np.bool_)):
+        return n if mask else 0
+    return int(np.count_nonzero(mask))
+
+
+def _negative(values: np.ndarray | None) -> bool:
+    return values is not None and bool(np.any(np.asarray(values).astype(np.float64) < 0))
+
+
+def _q_risks(q: _QDQ) -> list[Risk]:
+    out: list[Risk] = []
+    xt, st, ot = q.x_type, q.scale_type, q.out_type
+    prec = type_name(q.attrs["precision"]) if q.attrs.get("precision") else None
+    division = prec or st
+    t = qtype(ot) if ot and not type_name_unknown(ot) else None
+    if t is None:
+        return out
+    if xt == "float16" and st == "float16" and division == "float16":
+        if t.is_int:
+            out.append(_risk("f16-quotient", ("onnxruntime",), "for some inputs: onnxruntime divides in float32, "
+                             "the spec and onnx.reference in float16"))
+        elif ot in _FLOAT8:
+            out.append(_risk("f16-to-float8", ("onnxruntime",), "for some inputs: onnxruntime rounds a float32 "
+                             "quotient once, the spec and onnx.reference a float16 one"))
+    if (q.version or 0) >= 23 and xt == "float" and st == "float16" and prec is None:
+        out.append(_risk("f32-x-f16-scale", ("reference", "onnxruntime"), "for some inputs onnx.reference divides "
+                         "in float32 (the spec in float16); onnxruntime refuses x and scale of different types"))
+    if prec is not None and prec != "float":
+        out.append(_risk("precision-attribute", ("onnxruntime",), f"for some inputs: onnxruntime ignores "
+                         f"precision={prec} and divides in float32"))
+    if t.is_int and xt in _FLOATS:
+        plain = _plain_positions(q)
+        # float16 input: onnxruntime's departure is the table's own row, f16-inf, below
+        ort_plain = xt != "float16" and (plain is None or plain > 0)
+        who = ("reference", "onnxruntime") if ort_plain else ("reference",)
+        note = "" if not ort_plain else (
+            " (onnxruntime: on its plain path" + ("" if plain is None else f", {plain} element(s)") + ")")
+        out.append(_risk("inf-to-int", who, f"for ±inf inputs{note}"))
+        out.append(_risk("huge-to-int", who, f"for |x / scale| >= 2^31{note}"))
+        if _negative(q.zero_point) or (q.has_zero_point and q.zero_point is None and t.signed):
+            nan_who = ("reference", "onnxruntime") if ort_plain or xt == "float16" else ("reference",)
+            out.append(_risk("nan-negative-zp", nan_who, "for NaN inputs (a negative zero point)"))
+        if xt == "float16":
+            out.append(_risk("f16-inf", ("reference", "onnxruntime"), "for ±inf and huge float16 inputs"))
+        elif t.bits == 4 and (plain is None or plain > 0):
+            where = "the odd head or tail element of each slice" if plain is None else \
+                f"{plain} position(s): the odd head or tail element of each slice"
+            out.append(_risk("int4-position", ("onnxruntime",), f"for ±inf and huge inputs at {where}"))
+    saturate = q.attrs.get("saturate", 1)
+    if ot == "float8e4m3fn" and saturate == 0:
+        out.append(_risk("e4m3fn-sat0-480", ("onnxruntime",), "for 480 <= |x / scale| < 496"))
+    if ot == "float8e5m2":
+        if saturate == 0:
+            out.append(_risk("e5m2-sat0-61440", ("onnxruntime",), "for 61440 <= |x / scale| < 65536"))
+        out.append(_risk("e5m2-nan", ("onnxruntime",), "for NaN inputs (another NaN encoding)"))
+    if ot == "float4e2m1":
+        if q.has_zero_point:
+            out.append(_risk("float4-zero-point", ("onnxruntime",), "onnxruntime has no float4 kernel"))
+        out.append(_risk("float4-nan", ("reference",), "for NaN inputs"))
+    if ot in ("float6e2m3", "float6e3m2"):
+        out.append(_risk("float6-nan", ("reference",), "for NaN inputs"))
+    if xt == "int32":
+        out.append(_risk("int32-x", ("reference", "onnxruntime"), "onnx.reference divides in float64 (for |x| > "
+                         "2^24); onnxruntime has no int32 QuantizeLinear"))
+    if xt == "bfloat16":
+        out.append(_risk("bfloat16-input", ("onnxruntime",), "onnxruntime has no bfloat16 kernels"))
+    return out
+
+
+def type_name_unknown(name: str) -> bool:
+    try:
+        qtype(name)
+        return False
+    except QuantSpecError:
+        return True
+
+
+def _dq_risks(q: _QDQ) -> list[Risk]:
+    out: list[Risk] = []
+    if q.x_type == "int32" and q.has_zero_point and (q.zero_point is None or np.any(np.asarray(q.zero_point) != 0)):
+        out.append(_risk("dq-int32-zero-point", ("reference", "onnxruntime"), "the spec refuses it; onnx.reference "
+                         "and onnxruntime disagree for |x| > 2^24 and near ±2^31"))
+    if q.scale_type == "float8e8m0" and not q.attrs.get("output_dtype"):
+        out.append(_risk("dq-e8m0-no-output-dtype", ("reference",), "the spec refuses it; onnx.reference outputs "
+                         "float8e8m0"))
+    if q.version is not None and q.version < 19 and q.node.domain != MS_DOMAIN:
+        out.append(_risk("dq-before-19", ("reference",), "onnx.reference has no DequantizeLinear before version 19"))
+    if q.scale_type == "bfloat16" or q.out_type == "bfloat16":
+        out.append(_risk("bfloat16-input", ("onnxruntime",), "onnxruntime has no bfloat16 kernels"))
+    return out
+
+
+def _shape_risks(q: _QDQ) -> list[Risk]:
+    """Parameters the spec refuses and onnx.reference accepts."""
+    if q.x_shape is None or q.scale is None or (q.has_zero_point and q.zero_point is None) or q.version is None:
+        return []
+    scale, zp = np.asarray(q.scale), None if q.zero_point is None else np.asarray(q.zero_point)
+    names = ("y_scale", "y_zero_point") if q.op == "q" else ("x_scale", "x_zero_point")
+    axis, block = q.attrs.get("axis", 1), q.attrs.get("block_size", 0)
+
+    def accepts(compat):
+        try:
+            _granularity(q.x_shape, scale, zp, axis, block, compat, q.version, *names)
+            return True
+        except QuantSpecError:
+            return False
+
+    if accepts("spec") or not accepts("reference"):
+        return []
+    if zp is not None and scale.ndim == 1 and scale.size > 1 and zp.size == 1:
+        return [_risk("per-axis-scalar-zp", ("reference",), "the spec refuses it; onnx.reference broadcasts the zero "
+                      "point")]
+    if block:
+        return [_risk("blocked-out-of-range", ("reference",), "the spec refuses it; onnx.reference repeats and cuts")]
+    if scale.size == 1 and scale.ndim >= 2:
+        return [_risk("size1-rank2-scale", ("reference",), "the spec refuses it; onnx.reference takes it as per "
+                      "tensor")]
+    return []
+
+
+def _kernel_risk(q: _QDQ, risks: list[Risk]) -> list[Risk]:
+    """onnxruntime has no kernel for the node (and no table row says so already)."""
+    if any("onnxruntime" in r.runtimes and ("kernel" in r.when or "refuses" in r.when) for r in risks):
+        return []
+    try:
+        _plan(q, "onnxruntime")
+    except QuantSpecError as e:
+        if type(e).__name__ == "RuntimeUnsupportedError":
+            return [Risk(None, "onnxruntime cannot run the node", ("onnxruntime",), str(e))]
+    return []
+
+
+def _risks(q: _QDQ) -> tuple[Risk, ...]:
+    if q.x_type is None or q.scale_type is None:
+        return ()
+    out = _q_risks(q) if q.op == "q" else _dq_risks(q)
+    out += _shape_risks(q)
+    out += _kernel_risk(q, out)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# dynamic: run, recompute, count
+# ------------------------------------------------------------------------------------------------
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """Element values comparable for equality: integers as values, floats as bit patterns (NaN
+    payloads and -0.0 count)."""
+    a = np.ascontiguousarray(a)
+    t = qtype(a.dtype)
+    if t.is_int or t.kind == "bool":
+        return a.astype(np.int64)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def _count(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray | None]:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return max(a.size, b.size), None
+    differ = _bits(a) != _bits(b)
+    return int(np.count_nonzero(differ)), differ
+
+
+def _show(v: Any) -> Any:
+    v = np.asarray(v)
+    t = qtype(v.dtype)
+    if t.is_int:
+        return int(v)
+    if t.bits <= 8:
+        return f"{float(v.astype(np.float32))!r} (0x{int(v.view(np.uint8)):02x})"
+    return repr(float(v.astype(np.float64)))
+
+
+def _recompute(q: _QDQ, x: np.ndarray, ort_y: np.ndarray) -> dict[str, Any]:
+    from .. import dequantize_linear, quantize_linear
+
+    results, errors = {}, {}
+    fn = quantize_linear if q.op == "q" else dequantize_linear
+    for mode in MODES:
+        try:
+            results[mode] = fn(x, q.scale, q.zero_point, **q.kwargs(mode))
+        except QuantSpecError as e:
+            errors[mode] = f"{type(e).__name__}: {e}"
+    out: dict[str, Any] = {"elements": int(ort_y.size), "errors": errors}
+    if "spec" in results:
+        n, differ = _count(ort_y, results["spec"])
+        out["onnxruntime_vs_spec"] = n
+        if n and differ is not None:
+            idx = np.unravel_index(int(np.argmax(differ.reshape(-1))), differ.shape)
+            out["first"] = {"index": [int(i) for i in idx], "x": _show(x[idx]), "onnxruntime": _show(ort_y[idx]),
+                            "spec": _show(results["spec"][idx])}
+        if "reference" in results:
+            out["reference_vs_spec"] = _count(results["reference"], results["spec"])[0]
+    if "onnxruntime" in results:
+        out["onnxruntime_vs_compat"] = _count(ort_y, results["onnxruntime"])[0]
+    return out
+
+
+def _random_feeds(g: Graph, seed: int) -> tuple[dict[str, np.ndarray], list[str]]:
+    rng = np.random.default_rng(seed)
+    feeds, notes = {}, []
+    for name in g.inputs:
+        info = g.info(name)
+        if info.elem_type is None or info.shape is None:
+            raise InvalidArgumentError("inputs", "are needed: the model's input has no declared type and shape for "
+                                       "random values", name)
+        shape = tuple(1 if d is None else d for d in info.shape)
+        if None in info.shape:
+            notes.append(f"input {name!r}: its unknown dimensions were set to 1 for the random values")
+        try:
+            t = qtype(info.elem_type)
+        except QuantSpecError:
+            raise InvalidArgumentError("inputs", "are needed: quantspec makes random values for numeric inputs only",
+                                       f"{name!r} of type {info.type_name}") from None
+        if t.kind == "bool":
+            feeds[name] = rng.integers(0, 2, shape).astype(bool)
+        elif t.is_int:
+            lo, hi = (int(t.qmin), int(t.qmax)) if t.bits <= 32 else (-1000, 1000)
+            feeds[name] = rng.integers(lo, hi, shape, endpoint=True).astype(t.dtype)
+        else:
+            feeds[name] = rng.standard_normal(shape).astype(np.float32).astype(t.dtype)
+    return feeds, notes
+
+
+def _given_feeds(g: Graph, inputs: Any) -> dict[str, np.ndarray]:
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    if isinstance(inputs, (list, tuple)):
+        if len(inputs) != len(g.inputs):
+            raise InvalidArgumentError("inputs", f"must hold one array per model input ({len(g.inputs)}: "
+                                       f"{', '.join(g.inputs)})", f"{len(inputs)} arrays")
+        inputs = dict(zip(g.inputs, inputs))
+    if not isinstance(inputs, dict):
+        raise InvalidArgumentError("inputs", "must be a dict of arrays by input name, a list in model order, or one "
+                                   "array", type(inputs).__name__)
+    unknown = sorted(set(inputs) - set(g.inputs))
+    missing = [n for n in g.inputs if n not in inputs]
+    if unknown or missing:
+        raise InvalidArgumentError("inputs", "must name the model's inputs: " + ", ".join(g.inputs),
+                                   detail=(f"unknown: {', '.join(unknown)}. " if unknown else "")
+                                   + (f"missing: {', '.join(missing)}" if missing else ""))
+    out = {}
+    for name in g.inputs:
+        a = np.asarray(inputs[name])
+        info = g.info(name)
+        if info.elem_type is not None:
+            want = qtype(info.elem_type) if not type_name_unknown(type_name(info.elem_type)) else None
+            if want is not None and a.dtype != want.dtype:
+                raise InvalidArgumentError("inputs", f"input {name!r} must be {want.name}", str(a.dtype))
+        out[name] = a
+    return out
+
+
+def _constant_node(g: Graph, n: Node) -> bool:
+    """All the node's inputs are constants (a DequantizeLinear of a weight)."""
+    return all(g.constant(i) is not None for i in n.inputs if i)
+
+
+def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int = 0) -> AuditReport:
+    """Audit every QuantizeLinear / DequantizeLinear node of an ONNX model (a path, its bytes, an
+    ``onnx.ModelProto``).
+
+    ``inputs``: the model's inputs (a dict by name, a list in model order, or one array); None runs
+    it on seeded random inputs (``seed``): standard normal floats, integers over their range.
+    ``run=False`` gives the static audit alone (no onnxruntime needed).  A node whose inputs are all
+    constants (a weight's DequantizeLinear) is run alone in onnxruntime, one at a time, so a
+    weight-only quantized model needs no inputs and never holds more than one dequantized weight.
+    See :class:`AuditReport`.
+    """
+    g = read_graph(path_or_model)
+    nodes = _qdq_nodes(g)
+    values: dict[str, np.ndarray] = {}
+    notes: list[str] = []
+    ran, described, version = False, "none", None
+    dynamic = [n for n in nodes if not n.graph and not _constant_node(g, n)]
+    if run:
+        from .ortrun import ort_module, run_exposed
+
+        version = ort_module().__version__
+        ran = True
+        if dynamic:
+            if inputs is None:
+                feeds, feed_notes = _random_feeds(g, seed)
+                notes += feed_notes
+                described = f"random inputs (seed {seed})"
+            else:
+                feeds = _given_feeds(g, inputs)
+                described = "the given inputs"
+            wanted = []
+            for n in dynamic:
+                wanted += [i for i in n.inputs[:3] if i and g.constant(i) is None]
+                wanted += [o for o in n.outputs[:1] if o]
+            wanted = [w for w in dict.fromkeys(wanted) if w not in feeds]
+            values = {**feeds, **run_exposed(g, wanted, feeds, notes)}
+        else:
+            if inputs is not None:
+                _given_feeds(g, inputs)
+            described = "the nodes' constant inputs" if nodes else "nothing (no QuantizeLinear / DequantizeLinear node)"
+        if any(not n.graph and n not in dynamic for n in nodes):
+            notes.append("the nodes whose inputs are all constants (weights) ran alone in onnxruntime, one at a time")
+        if any(n.graph for n in nodes):
+            notes.append("nodes inside subgraphs are audited statically only")
+    elements = sum(int(values[o].size) for n in dynamic for o in n.outputs[:1] if o in values) + \
+        sum(math.prod(g.info(n.input(0)).static_shape or (1 << 30,)) for n in nodes if n not in dynamic and not n.graph)
+    # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
+    with jit.reference_only() if jit.prefer_reference(elements) else contextlib.nullcontext():
+        audits = [_audit_node(g, n, values, ran and not n.graph, notes) for n in nodes]
+    path = None if g.model.path is None else str(g.model.path)
+    return AuditReport(nodes=tuple(audits), model=path, opset=g.opset, ran=ran, inputs=described,
+                       onnxruntime=version, notes=tuple(notes))
+
+
+def _audit_node(g: Graph, n: Node, values: dict[str, np.ndarray], run: bool, notes: list[str]) -> NodeAudit:
+    """One node: its risks, and, when it runs, its counts."""
+    out_name = n.outputs[0] if n.outputs else ""
+    counts: dict[str, Any] = {}
+    if run and out_name and _constant_node(g, n):
+        from .ortrun import run_node
+
+        try:
+            values = {out_name: run_node(g, n, notes)}
+        except QuantSpecError as e:
+            counts["errors"] = {"onnxruntime (run alone)": f"{type(e).__name__}: {e}"}
+            values = {}
+    q = _describe(g, n, values)
+    risks = _risks(q)
+    x = values.get(n.input(0))
+    if x is None and g.constant(n.input(0)) is not None and not type_name_unknown(g.info(n.input(0)).type_name or ""):
+        x = g.value(n.input(0))
+    if run and x is not None and out_name in values and q.scale is not None \
+            and not (q.has_zero_point and q.zero_point is None):
+        counts = _recompute(q, np.asarray(x), values[out_name])
+    return NodeAudit(node_index=n.index, op_type=n.op_type, output=out_name, node_name=n.name or None,
+                     domain=n.domain, graph=n.graph, risks=risks, elements=counts.get("elements"),
+                     onnxruntime_vs_spec=counts.get("onnxruntime_vs_spec"),
+                     reference_vs_spec=counts.get("reference_vs_spec"),
+                     onnxruntime_vs_compat=counts.get("onnxruntime_vs_compat"),
+                     errors=counts.get("errors", {}), first=counts.get("first"))

@@ -1,0 +1,329 @@
+"""``quantspec verify`` / ``quantspec.checkpoint.verify``: a converted checkpoint verifies as identical
+against its source; a single code, scale or zero point flipped in its files (each kind, in every
+scheme, in both layouts) is found at the right tensor and position, in the default mode (bytes
+re-derived from the source) and with ``params_from_dst`` (codes from the stored parameters); kept
+tensors, missing tensors, another source; unreadable or damaged input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import checkpoint_corpus
+from refs import require_fast
+
+from quantspec import checkpoint
+from quantspec._core import tensorio
+from quantspec.checkpoint import layout
+from quantspec.checkpoint.ctlayout import CT_SCHEMES
+from quantspec.checkpoint.schemes import SCHEMES
+from quantspec.cli import main
+from quantspec.dtypes import qtype
+from quantspec.errors import InvalidArgumentError, TensorFileError
+
+NAME = "model.layers.0.mlp.gate_proj.weight"         # rows past the planted ones: ordinary weights
+ROW, COL = 101, 37
+
+
+@pytest.fixture(autouse=True)
+def _fast():
+    require_fast()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ckpt") / "src"
+    return path, checkpoint_corpus.build(path)
+
+
+@pytest.fixture(scope="module")
+def ct_corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ct") / "src"
+    return path, checkpoint_corpus.build_ct(path)
+
+
+_CONVERTED: dict = {}
+
+
+def _converted(src: Path, fmt: str, scheme: str, base: Path) -> Path:
+    key = (str(src), fmt, scheme)
+    if key not in _CONVERTED:
+        out = base / f"{fmt}-{scheme}"
+        saved = layout.SLAB_BYTES
+        layout.SLAB_BYTES = 3000                      # many slabs: checks run a few rows at a time
+        try:
+            checkpoint.convert(src, out, scheme, format=fmt, max_shard_size="40KB", progress=False)
+        finally:
+            layout.SLAB_BYTES = saved
+        _CONVERTED[key] = out
+    return _CONVERTED[key]
+
+
+def _flip(part, byte: int, bit: int, into: Path) -> None:
+    f = into / Path(part.path).name
+    data = bytearray(f.read_bytes())
+    data[part.offset + byte] ^= 1 << bit
+    f.write_bytes(bytes(data))
+
+
+def _code_location(st, r: int, c: int) -> tuple[int, int]:
+    """(byte, bit) of the lowest bit of code [r, c] in its stored part."""
+    bits = qtype(st.codes_type).bits
+    if st.codes_part.packing == "ct-rows":
+        per = -(-st.cols * bits // 32) * 4
+        return r * per + c // 2, 4 * (c % 2)
+    e = (r * st.cols + c) * bits
+    return e // 8, e % 8
+
+
+def _scale_location(st, r: int, b: int) -> tuple[int, int, tuple]:
+    """(byte, bit, index) of scale [r, b]'s sign bit (float scales: the scale is negated), or of its
+    lowest exponent bit (float8e8m0: the scale doubles or halves)."""
+    i = 0 if st.granularity == "tensor" else r if st.granularity == "channel" else r * st.groups + b
+    index = () if st.granularity == "tensor" else (r,) if st.granularity == "channel" else (r, b)
+    item = {"F32": 4, "BF16": 2, "F16": 2, "U8": 1}[st.scale_part.dtype]
+    bit = {"F32": 31, "BF16": 15, "F16": 15, "U8": 0}[st.scale_part.dtype]
+    return i * item + bit // 8, bit % 8, index
+
+
+def _zp_location(st, r: int, b: int) -> tuple[int, int, tuple]:
+    bits = qtype(st.codes_type).bits
+    g = max(1, st.groups)
+    index = (r,) if st.granularity == "channel" else (r, b)
+    if st.zp_part.packing == "ct-cols":
+        word = (r // 8) * g + b
+        return word * 4 + (r % 8) // 2, 4 * (r % 2), index
+    e = (r * g + (b if st.granularity == "block" else 0)) * bits
+    return e // 8, e % 8, index
+
+
+CASES = [("quantspec", s) for s in SCHEMES] + [("compressed-tensors", s) for s in CT_SCHEMES
+                                                if s in ("int8", "int8-tensor", "uint8-asym", "litert", "fp8-e4m3",
+                                                         "fp8-e4m3-channel", "int4-b32", "uint4-b128-asym")]
+
+
+@pytest.mark.parametrize("fmt, scheme", CASES, ids=[f"{f}-{s}" for f, s in CASES])
+def test_each_flipped_code_scale_and_zero_point_is_found_where_it_is(corpus, ct_corpus, tmp_path_factory, fmt,
+                                                                        scheme):
+    src = (ct_corpus if fmt == "compressed-tensors" else corpus)[0]
+    out = _converted(src, fmt, scheme, tmp_path_factory.getbasetemp() / "verify-out")
+    rep = checkpoint.verify(src, out)
+    assert rep.ok, rep.table()                                  # untouched: identical, every tensor
+    assert rep[NAME].elements == np.prod(checkpoint.open(out).stored(NAME).shape)
+    assert checkpoint.verify(src, out, params_from_dst=True).ok
+    st = checkpoint.open(out).stored(NAME)
+    block = ROW, COL // st.block if st.granularity == "block" else 0
+    kinds = [("codes", st.codes_part, *_code_location(st, ROW, COL), (ROW, COL)),
+             ("scale", st.scale_part, *_scale_location(st, *block))]
+    if st.zp_part is not None:
+        kinds.append(("zero_point", st.zp_part, *_zp_location(st, *block)))
+    original = checkpoint.open(out)
+    for kind, part, byte, bit, index in kinds:
+        bad = tmp_path_factory.mktemp("bad")
+        shutil.rmtree(bad)
+        shutil.copytree(out, bad)
+        _flip(part, byte, bit, bad)
+        flipped = checkpoint.open(bad)
+        # the default mode: the byte re-derived from the source differs there, and only there
+        rep = checkpoint.verify(src, bad)
+        assert not rep.ok and [t.name for t in rep.different] == [NAME], rep.table()
+        t = rep[NAME]
+        if kind == "codes":
+            assert t.differing == 1 and t.scale_differing == t.zero_point_differing == 0
+            p = t.positions[0]
+            assert p.index == index and t.max_code_diff >= 1
+            want, got = original.codes(NAME)[index], flipped.codes(NAME)[index]
+            assert (p.expected, p.found) == (_num(want), _num(got)) and p.expected != p.found
+            assert p.input == pytest.approx(float(_source(src, NAME)[index]), abs=0)
+        elif kind == "scale":
+            assert t.scale_differing == 1 and t.differing == 0 and t.scale_positions[0].index == index
+            e, f = t.scale_positions[0].expected, t.scale_positions[0].found
+            assert f in (2 * e, e / 2) if st.scale_type == "float8e8m0" else f == -e
+        else:
+            assert t.zero_point_differing == 1 and t.differing == 0 and t.zero_point_positions[0].index == index
+        # codes checked against the stored parameters: a flipped code is found where it is; a flipped
+        # scale or zero point makes codes of its row (block) disagree, and only there
+        rep = checkpoint.verify(src, bad, params_from_dst=True)
+        if kind == "codes":
+            assert rep[NAME].differing == 1 and rep[NAME].positions[0].index == index
+        elif rep.ok:
+            # a scale negated (or doubled) leaves the codes of a block of zeros as they were: then
+            # nothing is wrong with the codes
+            assert kind == "scale" and _all_zero(original, NAME, index)
+        else:
+            assert [x.name for x in rep.different] == [NAME] and rep[NAME].differing >= 1
+            for p in rep[NAME].positions:
+                if index:
+                    assert p.index[0] == index[0]
+                if len(index) == 2:
+                    assert p.index[1] // st.block == index[1]
+
+
+def _num(v):
+    v = np.asarray(v)
+    return int(v.astype(np.int64)) if qtype(v.dtype).kind == "int" else float(v.astype(np.float32))
+
+
+def _source(src: Path, name: str) -> np.ndarray:
+    import ml_dtypes
+
+    for f in sorted(src.glob("*.safetensors")):
+        t = tensorio.read_tensors(f)
+        if name in t:
+            a = t[name]
+            return a.astype(np.float32) if a.dtype == ml_dtypes.bfloat16 else a
+    raise KeyError(name)
+
+
+def _all_zero(ck, name, index) -> bool:
+    """Whether the codes that the scale at ``index`` applies to are all zero."""
+    st = ck.stored(name)
+    codes = ck.codes(name)
+    block = codes[index[0]:index[0] + 1] if index else codes
+    if len(index) == 2:
+        block = block[:, index[1] * st.block:(index[1] + 1) * st.block]
+    return bool((block.astype(np.float32) == 0).all())
+
+
+def test_kept_tensors_and_missing_tensors(corpus, tmp_path):
+    src, values = corpus
+    out = _converted(src, "quantspec", "int8", tmp_path.parent / "verify-out")
+    # a kept tensor whose stored bytes changed
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    ck = checkpoint.open(bad)
+    rec = ck.describe("model.norm.weight")
+    assert rec["scheme"] == "keep"
+    t = ck._tensor(rec["data"]["name"])
+    f = Path(t.path)
+    data = bytearray(f.read_bytes())
+    data[t.offset + 2 * 7 + 1] ^= 0x40                         # element 7's sign/exponent byte
+    f.write_bytes(bytes(data))
+    rep = checkpoint.verify(src, bad)
+    r = rep["model.norm.weight"]
+    assert not rep.ok and r.differing == 1 and r.positions[0].index == (7,)
+    assert r.positions[0].expected == pytest.approx(float(values["model.norm.weight"][7]), abs=0)
+    # a source with a tensor more, and one less
+    other = tmp_path / "src2"
+    shutil.copytree(src, other)
+    index = json.loads((other / "model.safetensors.index.json").read_text())
+    shard = index["weight_map"]["model.norm.weight"]
+    tensors = tensorio.read_tensors(other / shard)
+    tensors["extra.weight"] = tensors.pop("model.norm.weight")
+    tensorio.write_tensors(other / shard, tensors)
+    index["weight_map"]["extra.weight"] = index["weight_map"].pop("model.norm.weight")
+    (other / "model.safetensors.index.json").write_text(json.dumps(index))
+    rep = checkpoint.verify(other, out)
+    assert rep["model.norm.weight"].status == "missing in SRC" and rep["extra.weight"].status == "missing in DST"
+    assert not rep.ok and sum(not t.ok for t in rep.tensors) == 2
+
+
+def test_another_source_is_found_by_its_values_and_its_digest(corpus, tmp_path):
+    src, _ = corpus
+    out = _converted(src, "quantspec", "int4-b32", tmp_path.parent / "verify-out")
+    other = tmp_path / "src2"
+    shutil.copytree(src, other)
+    index = json.loads((other / "model.safetensors.index.json").read_text())
+    shard = index["weight_map"][NAME]
+    tensors = tensorio.read_tensors(other / shard)
+    w = tensors[NAME]
+    w[150, 3] = -w[150, 3] * 7                               # one weight changed
+    tensorio.write_tensors(other / shard, tensors)
+    rep = checkpoint.verify(other, out)
+    t = rep[NAME]
+    assert not rep.ok and [x.name for x in rep.different] == [NAME]
+    assert t.source_digest_ok is False and t.differing + t.scale_differing >= 1
+
+
+def test_the_command_line_exit_status_and_json(corpus, tmp_path, capsys):
+    src, _ = corpus
+    out = _converted(src, "quantspec", "uint4-b32-asym", tmp_path.parent / "verify-out")
+    assert main(["verify", str(src), str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("\n") == 1 and "tensors identical" in text
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    st = checkpoint.open(bad).stored(NAME)
+    _flip(st.codes_part, *_code_location(st, ROW, COL), bad)
+    assert main(["verify", str(src), str(bad), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    [t] = [t for t in report["tensors"] if t["status"] != "identical"]
+    assert t["name"] == NAME and t["differing"] == 1 and t["positions"][0]["index"] == [ROW, COL]
+    assert main(["verify", str(src), str(bad), "--params-from-dst"]) == 1
+    text = capsys.readouterr().out
+    assert f"[{ROW}, {COL}] input" in text and "expected" in text and "1 of 24 tensors differ" in text
+
+
+@pytest.mark.parametrize("damage", ["no-dir", "not-a-checkpoint", "manifest", "manifest-record", "index", "shard",
+                                    "truncated", "header", "sizes"])
+def test_unreadable_or_damaged_input_exits_2_with_one_line(corpus, tmp_path, capsys, damage):
+    src, _ = corpus
+    out = _converted(src, "quantspec", "int4-b32", tmp_path.parent / "verify-out")
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    shards = sorted(bad.glob("*.safetensors"))
+    if damage == "no-dir":
+        shutil.rmtree(bad)
+    elif damage == "not-a-checkpoint":
+        (bad / "quantspec.json").unlink()
+    elif damage == "manifest":
+        (bad / "quantspec.json").write_text("{not json")
+    elif damage == "manifest-record":
+        m = json.loads((bad / "quantspec.json").read_text())
+        m["tensors"][NAME]["codes"] = 17
+        (bad / "quantspec.json").write_text(json.dumps(m))
+    elif damage == "index":
+        (bad / "model.safetensors.index.json").write_text('{"weight_map": 3}')
+    elif damage == "shard":
+        shards[0].unlink()
+    elif damage == "truncated":
+        data = shards[-1].read_bytes()
+        shards[-1].write_bytes(data[:len(data) // 2])
+    elif damage == "header":
+        data = bytearray(shards[0].read_bytes())
+        data[:8] = struct.pack("<Q", 10 ** 12)
+        shards[0].write_bytes(bytes(data))
+    else:                                                     # a codes tensor that lost bytes, header adjusted
+        ck = checkpoint.open(bad)
+        st = ck.stored(NAME)
+        m = json.loads((bad / "quantspec.json").read_text())
+        m["tensors"][NAME]["source"]["shape"] = [st.rows + 8, st.cols]
+        (bad / "quantspec.json").write_text(json.dumps(m))
+    assert main(["verify", str(src), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "TensorFileError" in err
+    with pytest.raises(TensorFileError):
+        checkpoint.verify(src, bad)
+
+
+def test_a_checkpoint_of_another_tool_needs_params_from_dst(ct_corpus, tmp_path):
+    src, _ = ct_corpus
+    out = _converted(src, "compressed-tensors", "int8", tmp_path.parent / "verify-out")
+    foreign = tmp_path / "foreign"
+    shutil.copytree(out, foreign)
+    (foreign / "quantspec.json").unlink()                        # as another tool writes it: no manifest
+    with pytest.raises(InvalidArgumentError, match="params_from_dst"):
+        checkpoint.verify(src, foreign)
+    rep = checkpoint.verify(src, foreign, params_from_dst=True)
+    assert rep.ok and rep.layout == "compressed-tensors"
+    assert rep[NAME].scheme.startswith("compressed-tensors: int-quantized int8 channel symmetric")
+
+
+def test_verify_on_a_dask_cluster(corpus, tmp_path):
+    from refs import require
+
+    require("distributed")
+    src, _ = corpus
+    out = _converted(src, "quantspec", "mxfp4", tmp_path.parent / "verify-out")
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    st = checkpoint.open(bad).stored(NAME)
+    _flip(st.codes_part, *_code_location(st, ROW, COL), bad)
+    rep = checkpoint.verify(src, bad, dask="local:1")
+    assert [t.name for t in rep.different] == [NAME] and rep[NAME].positions[0].index == (ROW, COL)
