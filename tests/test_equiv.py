@@ -260,6 +260,20 @@ def test_threshold_counts_equal_the_exhaustive_count(a, b, lo):
 
 
 # -- translate and the converters -------------------------------------------------------------------------
+def test_top_level_names_are_the_functions_whatever_was_imported_first():
+    """``quantspec.translate`` is the function even where the module of the same name,
+    ``quantspec.equiv.translate``, was imported first (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = ("import quantspec.equiv.translate, quantspec.equiv.prove, quantspec\n"
+            "import quantspec.equiv as E\n"
+            "assert callable(quantspec.translate) and callable(quantspec.equivalent), quantspec.translate\n"
+            "assert E.translate is quantspec.translate and E.equivalent is quantspec.equivalent\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
 def test_translate_keeps_the_converters_choice_where_it_is_the_best():
     require_fast()
     t = quantspec.translate("litert:QUANTIZE scale=0.05 zero_point=-3", "onnx", inputs="float16")

@@ -10,24 +10,12 @@
 
 from __future__ import annotations
 
-import importlib
+# imported here, not on first use: the function ``translate`` shares its name with the module
+# ``quantspec.equiv.translate``, and importing that module (directly, by anyone) would otherwise
+# leave the module object where the function should be
+from .prove import equivalent
+from .report import ChannelReport, EquivalenceReport, Example
+from .specstring import parse
+from .translate import Translation, translate
 
-_EXPORTS = {
-    "equivalent": "prove",
-    "EquivalenceReport": "report",
-    "ChannelReport": "report",
-    "Example": "report",
-    "translate": "translate",
-    "Translation": "translate",
-    "parse": "specstring",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'quantspec.equiv' has no attribute {name!r}")
+__all__ = ["ChannelReport", "EquivalenceReport", "Example", "Translation", "equivalent", "parse", "translate"]
