@@ -15,7 +15,9 @@ ONNX against float32, dequantizers), the second record is the first's translatio
 3. both real runtimes (TensorFlow, onnxruntime or onnx.reference by the record's compat, LiteRT's
    BUILTIN_REF interpreter) run on the sample: each must give quantspec's bytes, and the inputs on
    which the two runtimes' codes differ must be exactly the proof's differing inputs among the
-   sample (where the proof covered the input and kept its differing inputs).
+   sample (where the proof covered the input: inside its windows, and up to the last differing input
+   it kept where it kept only the first ``keep``); and ``quantspec.equivalent`` run on the sample itself
+   (an array of inputs) must count and find exactly the inputs on which the runtimes differ.
 
 The one exception to byte equality is TensorFlow QuantizeV2's position-dependent NaN code (signed
 8/16-bit MIN_COMBINED / SCALED: its scalar tail gives 0 where its vectorised loop gives minT); there
@@ -230,6 +232,7 @@ def test_pair_against_runtimes(pair):
     ut = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(dom_dtype).itemsize]
     x_dom = bits.astype(ut).view(dom_dtype)
     channels = max(a.channels, b.channels)
+    checked = 0                # sample inputs where the proof's differing set was compared with the runtimes'
     for c in range(channels):
         ac = a.channel(c) if a.channels > 1 else a
         bc = b.channel(c) if b.channels > 1 else b
@@ -260,21 +263,36 @@ def test_pair_against_runtimes(pair):
             in_sample = np.isin(bits, kept)
             assert rt_diff[in_sample & ~tf_corner].all(), \
                 f"{pair.id}: inputs the proof found differing agree in the runtimes"
+        # where the proof's kept differing inputs are all of its differing inputs: the whole window
+        # (or domain) when the report kept every one; else the window's bit patterns up to the last
+        # one kept (the proof keeps them in the domain's order, so none before it is missing)
         covered = np.zeros(bits.size, bool)
-        complete = all(r.complete for r in reports)
+        proof = np.zeros(bits.size, bool)
         for r in reports:
+            multi = len(r.channels) > 1
+            kept = r.differing_bits[r.channel_of_differing == c] if multi else r.differing_bits
+            n_diff = (r.channels[c] if multi else r.channels[0]).differing
             dom = r.domain
             if "[" in dom:
                 s0, s1 = (int(v, 16) for v in dom[dom.index("[") + 1:-1].split(", "))
-                covered |= (bits >= s0) & (bits < s1)
             else:
-                covered[:] = True
-        if complete:
-            proof = np.zeros(bits.size, bool)
-            for r in reports:
-                kept = r.differing_bits[r.channel_of_differing == c] if len(r.channels) > 1 else r.differing_bits
-                proof |= np.isin(bits, kept)
-            check = covered & ~tf_corner
-            assert np.array_equal(rt_diff[check], proof[check]), \
-                f"{pair.id}: the runtimes differ on {int(rt_diff[check].sum())} covered sample inputs, the proof " \
-                f"on {int(proof[check].sum())}"
+                s0, s1 = 0, 1 << 64
+            if kept.size < n_diff:
+                s1 = int(kept.max()) + 1 if kept.size else s0
+            covered |= (bits >= s0) & (bits < s1)
+            proof |= np.isin(bits, kept)
+        check = covered & ~tf_corner
+        checked += int(check.sum())
+        assert np.array_equal(rt_diff[check], proof[check]), \
+            f"{pair.id}: the runtimes differ on {int(rt_diff[check].sum())} covered sample inputs, the proof " \
+            f"on {int(proof[check].sum())}"
+        # the comparison run on the whole sample as an array of inputs: its count and its differing
+        # inputs are the runtimes'
+        on_sample = equivalent(ac, bc, x_dom, keep=bits.size)
+        assert on_sample.complete
+        flagged = np.isin(bits, on_sample.differing_bits)
+        assert np.array_equal(flagged[~tf_corner], rt_diff[~tf_corner]), \
+            f"{pair.id}: on the sample the runtimes differ on {int(rt_diff[~tf_corner].sum())} inputs, " \
+            f"quantspec.equivalent on {int(flagged[~tf_corner].sum())}"
+        assert on_sample.differing == int(flagged.sum())
+    assert checked > 0, f"{pair.id}: no sample input is covered by the proof's kept differing inputs"
