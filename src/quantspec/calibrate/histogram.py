@@ -168,12 +168,15 @@ class HistogramObserver:
     def _add_absolute(self, data, min_value, max_value):
         k = _kernels()
         absolute = []
+        amin, amax, nan = np.float32(np.inf), np.float32(-np.inf), False      # over the non-NaN |x|
         for x in data:
             a = np.empty_like(x)
-            k.abs_into(x, a)
+            lo, hi, has_nan = k.abs_into(x, a)
             absolute.append(a)
+            amin, amax, nan = min(amin, np.float32(lo)), max(amax, np.float32(hi)), nan or has_nan
         if self._hist is None:
-            amin, amax = _abs_extremes(absolute)
+            if nan:                   # numpy's min / max of the stacked values propagate NaN
+                amin = amax = np.float32(np.nan)
             if not (np.isfinite(amin) and np.isfinite(amax)):
                 raise InvalidArgumentError("batch", f"holds NaN or inf values: the symmetric percentile histogram "
                                            f"takes its range from the data (numpy: 'autodetected range of [{amin}, "
@@ -189,8 +192,7 @@ class HistogramObserver:
             self._hist = (counts, edges, min_value, max_value)
             return
         old_hist, old_edges, old_min, old_max = self._hist
-        with _quiet():
-            temp_amax = np.nanmax(np.concatenate(absolute))
+        temp_amax = amax if amax >= 0 else np.float32(np.nan)       # np.nanmax: NaN when every value is NaN
         if temp_amax > old_edges[-1]:
             width = old_edges[1] - old_edges[0]
             extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
@@ -244,12 +246,6 @@ def _outer_edges(first, last):
         first = first - 0.5
         last = last + 0.5
     return first, last
-
-
-def _abs_extremes(absolute: list[np.ndarray]):
-    """``a.min()``, ``a.max()`` of the stacked absolute values (numpy propagates NaN)."""
-    flat = np.concatenate(absolute) if len(absolute) > 1 else absolute[0]
-    return flat.min(), flat.max()
 
 
 class EntropyObserver(HistogramObserver):
