@@ -24,7 +24,8 @@ def test_exports():
     assert set(qt.__all__) == {
         "quantize", "dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_v3",
         "quantize_and_dequantize_v4", "fake_quant_with_min_max_args", "fake_quant_with_min_max_vars",
-        "fake_quant_with_min_max_vars_per_channel"}
+        "fake_quant_with_min_max_vars_per_channel",
+        "QuantizeV2Op", "DequantizeOp", "FakeQuantOp", "QuantizeAndDequantizeOp"}   # quantizer records
     assert quantspec.tf is qt
 
 

@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
     parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 256 Ki)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
-    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "convert"),
+    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "equiv", "calibrate", "convert"),
                         help="run only these groups (convert: whole checkpoints, only when asked)")
     parser.add_argument("--dask", metavar="local:N|ADDRESS", help="with --only convert: also time the conversion on a "
                         "Dask cluster (local:N: 1 to N worker processes), with the per-task overhead")
@@ -622,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     n = args.size or ((1 << 18) if args.quick else (64 << 20))
     rounds = args.rounds or (3 if args.quick else 7)
-    groups = args.only or ["onnx", "tf", "litert"]
+    groups = args.only or ["onnx", "tf", "litert", "equiv", "calibrate"]
 
     from ._core import jit
 
@@ -647,6 +647,14 @@ def main(argv: list[str] | None = None) -> int:
         from .litert._bench import mode_cases
 
         ok &= run_cases(mode_cases(rounds), max(rounds, 10), bandwidth, lines)
+    for group, section in (("equiv", "quantspec.equiv.bench"), ("calibrate", "quantspec.calibrate.bench")):
+        if group in groups:            # each section is its module's lines(); a "DIFFERENT" fails the run
+            import importlib
+
+            mod = importlib.import_module(section)
+            out = mod.lines(args.size, args.quick) if group == "equiv" else mod.lines(args.quick, rounds)
+            print(f"\n{group}:\n" + "\n".join(out), flush=True)
+            ok &= not any("DIFFERENT" in line for line in out)
     if "convert" in groups:   # a bfloat16 checkpoint of 2 bytes per element (default 1 GiB, --quick 32 MiB)
         from .checkpoint import bench as convert_bench
 

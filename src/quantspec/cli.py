@@ -114,6 +114,8 @@ COMMANDS = {
     "verify": ("check a quantized checkpoint against its float source, byte for byte",
                lambda a: _delegate("quantspec.checkpoint._cli", "verify_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),
+    "equiv": ("translate a quantizer to another spec; prove over every input where the two differ",
+              lambda a: _delegate("quantspec.equiv.cli", "main", a)),
     "demo": ("the main job: quantize a bundled tensor under several schemes, check and run a bundled model",
              lambda a: _delegate("quantspec.demo", "main", a)),
     "warmup": ("compile every fast kernel ahead of time (once per machine)",

@@ -31,6 +31,8 @@ _EXPORTS = {
     "CheckReport": "checker",
     "Violation": "checker",
     "Interpreter": "interpreter",
+    "QuantizeOp": "ops",
+    "DequantizeOp": "ops",
 }
 _SUBMODULES = ("fixedpoint", "params", "optable", "kernels", "model", "checker", "interpreter")
 

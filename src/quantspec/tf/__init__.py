@@ -20,10 +20,12 @@ from .dequantize_op import dequantize
 from .fake_quant import (fake_quant_with_min_max_args, fake_quant_with_min_max_vars,
                          fake_quant_with_min_max_vars_per_channel)
 from .qdq import quantize_and_dequantize_v2, quantize_and_dequantize_v3, quantize_and_dequantize_v4
+from .ops import DequantizeOp, FakeQuantOp, QuantizeAndDequantizeOp, QuantizeV2Op
 from .quantize_op import quantize
 
 __all__ = [
     "quantize", "dequantize",
     "quantize_and_dequantize_v2", "quantize_and_dequantize_v3", "quantize_and_dequantize_v4",
     "fake_quant_with_min_max_args", "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_per_channel",
+    "QuantizeV2Op", "DequantizeOp", "FakeQuantOp", "QuantizeAndDequantizeOp",
 ]

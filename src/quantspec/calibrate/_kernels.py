@@ -1,0 +1,380 @@
+"""numba kernels of the calibration observers (imported through :func:`quantspec._core.jit.load`).
+
+- :func:`ort_min_max`: onnxruntime's ``ReduceMin`` / ``ReduceMax`` over a whole float32 tensor, which
+  its CPU kernel computes with Eigen's ``minCoeff`` / ``maxCoeff`` (SSE, packets of 4): four lanes
+  (two sets of four in the main loop, merged), each keeping its value unless the next one is
+  smaller (larger) — so a NaN that starts a lane stays, a NaN met later is passed over — then the
+  lanes folded ``(0, 2), (1, 3)``, then ``(0, 1)`` the same way, then the elements past the last
+  whole packet one by one.  The NaN and signed-zero results follow from that order (measured
+  against onnxruntime 1.31: identical on every case of ``tests/test_calibrate.py``).
+- :func:`min_max_skip_nan`: the minimum and maximum of the non-NaN elements, a value replacing the
+  current one only when strictly smaller (larger), in element order: the TFLite calibrator's
+  ``MinMax::Update``, ``std::min<float>(min_, value)``.
+- :func:`histogram_uniform`: ``np.histogram(x, bins, range=(first, last))`` for float32 data and
+  float32 edges, exactly as numpy computes it (the index ``int(((x - first) / (last - first)) *
+  bins)`` in float32, then moved by one where the edge comparisons say so; NaN and values outside
+  the range not counted), added to ``counts``.
+- :func:`histogram_edges`: ``np.histogram(x, bins=edges)`` for arbitrary increasing float32 edges:
+  bin ``i`` holds ``edges[i] <= x < edges[i + 1]``, the last bin also ``x == edges[-1]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.nbprim import function, inline, kernel
+
+#: values per block of :func:`histogram_uniform`'s two passes
+HIST_BLOCK = 512
+
+__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "histogram_uniform", "histogram_edges", "abs_into",
+           "pairwise_sum", "entropy_prepare", "entropy_finish"]
+
+
+@kernel
+def ort_min_max(x):
+    n = x.size
+    a1 = n // 4 * 4
+    a2 = n // 8 * 8
+    if a1 == 0:
+        mn = x[0]
+        mx = x[0]
+        for i in range(1, n):
+            v = x[i]
+            mn = v if v < mn else mn
+            mx = v if v > mx else mx
+        return mn, mx
+    lo = np.empty(4, np.float32)
+    hi = np.empty(4, np.float32)
+    for j in range(4):
+        lo[j] = x[j]
+        hi[j] = x[j]
+    if a1 > 4:
+        lo2 = np.empty(4, np.float32)
+        hi2 = np.empty(4, np.float32)
+        for j in range(4):
+            lo2[j] = x[4 + j]
+            hi2[j] = x[4 + j]
+        for idx in range(8, a2, 8):
+            for j in range(4):
+                v = x[idx + j]
+                w = x[idx + 4 + j]
+                lo[j] = v if v < lo[j] else lo[j]
+                hi[j] = v if v > hi[j] else hi[j]
+                lo2[j] = w if w < lo2[j] else lo2[j]
+                hi2[j] = w if w > hi2[j] else hi2[j]
+        for j in range(4):
+            lo[j] = lo2[j] if lo2[j] < lo[j] else lo[j]
+            hi[j] = hi2[j] if hi2[j] > hi[j] else hi[j]
+        if a1 > a2:
+            for j in range(4):
+                v = x[a2 + j]
+                lo[j] = v if v < lo[j] else lo[j]
+                hi[j] = v if v > hi[j] else hi[j]
+    l0 = lo[2] if lo[2] < lo[0] else lo[0]
+    l1 = lo[3] if lo[3] < lo[1] else lo[1]
+    mn = l1 if l1 < l0 else l0
+    h0 = hi[2] if hi[2] > hi[0] else hi[0]
+    h1 = hi[3] if hi[3] > hi[1] else hi[1]
+    mx = h1 if h1 > h0 else h0
+    for idx in range(a1, n):
+        v = x[idx]
+        mn = v if v < mn else mn
+        mx = v if v > mx else mx
+    return mn, mx
+
+
+@kernel
+def min_max_skip_nan(x, mn, mx):
+    """(min, max, any non-NaN value seen) of ``x`` continuing from ``mn`` / ``mx``."""
+    seen = False
+    for i in range(x.size):
+        v = x[i]
+        if v != v:
+            continue
+        seen = True
+        mn = v if v < mn else mn
+        mx = v if v > mx else mx
+    return mn, mx, seen
+
+
+@kernel
+def nan_min_max(x):
+    """(min, max, number of non-NaN elements) of float32 ``x``, NaN skipped (values only: a zero's
+    sign here is not numpy's)."""
+    mn = np.float32(np.inf)
+    mx = np.float32(-np.inf)
+    count = 0
+    for i in range(x.size):
+        v = x[i]
+        if v == v:
+            count += 1
+            if v < mn:
+                mn = v
+            if v > mx:
+                mx = v
+    return mn, mx, count
+
+
+@kernel
+def histogram_uniform(x, first, last, edges, counts):
+    nb = counts.size
+    denom = np.float32(last - first)
+    scale = np.float32(nb)
+    n = x.size
+    # two passes over blocks of HIST_BLOCK values: numpy's index for every value (no branch, so the
+    # division vectorises; -1 for NaN and values outside the range), then the edge corrections and
+    # the counts
+    idx = np.empty(HIST_BLOCK, np.int64)
+    for s in range(0, n, HIST_BLOCK):
+        m = min(s + HIST_BLOCK, n) - s
+        for j in range(m):
+            v = x[s + j]
+            t = ((v - first) / denom) * scale
+            inside = (v >= first) & (v <= last)
+            idx[j] = np.int64(t if inside else np.float32(-1.0))
+        for j in range(m):
+            k = idx[j]
+            if k < 0:
+                continue
+            v = x[s + j]
+            if k == nb:
+                k -= 1
+            if v < edges[k]:
+                k -= 1
+            if v >= edges[k + 1] and k != nb - 1:
+                k += 1
+            counts[k] += 1
+
+
+@kernel
+def histogram_edges(x, edges, counts):
+    nb = counts.size
+    first = edges[0]
+    last = edges[nb]
+    for i in range(x.size):
+        v = x[i]
+        if not (v >= first and v <= last):
+            continue
+        lo = 0
+        hi = nb                      # edges[lo] <= v < edges[hi], or v == last
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if v < edges[mid]:
+                hi = mid
+            else:
+                lo = mid
+        counts[lo] += 1
+
+
+@kernel
+def abs_into(x, out):
+    """``out = |x|``; returns (min, max, any NaN) of ``|x|``, min and max over the non-NaN values
+    (inf / -inf where there are none)."""
+    mn = np.float32(np.inf)
+    mx = np.float32(-np.inf)
+    nan = False
+    for i in range(x.size):
+        a = abs(x[i])
+        out[i] = a
+        if a != a:
+            nan = True
+        else:
+            mn = a if a < mn else mn
+            mx = a if a > mx else mx
+    return mn, mx, nan
+
+
+# -- the entropy method: every candidate width at once --------------------------------------------------------
+@inline
+def _leaf_sum(a, lo, n):
+    """numpy's float32 pairwise summation of at most 128 elements."""
+    if n < 8:
+        res = np.float32(0.0)
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0 = a[lo]
+    r1 = a[lo + 1]
+    r2 = a[lo + 2]
+    r3 = a[lo + 3]
+    r4 = a[lo + 4]
+    r5 = a[lo + 5]
+    r6 = a[lo + 6]
+    r7 = a[lo + 7]
+    i = 8
+    m = n - n % 8
+    while i < m:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@function
+def pairwise_sum(a, lo, n):
+    """numpy's float32 ``np.sum(a[lo:lo + n])``: from 0, element by element below 8 elements; 8
+    accumulators up to 128, combined ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the
+    rest; longer, the two halves (the first a multiple of 8) summed the same way and added — here
+    with an explicit stack (a post-order walk of numpy's recursion)."""
+    if n <= 128:
+        return _leaf_sum(a, lo, n)
+    s_lo = np.empty(128, np.int64)
+    s_n = np.empty(128, np.int64)
+    s_stage = np.zeros(128, np.int64)
+    vals = np.empty(128, np.float32)
+    nv = 0
+    top = 0
+    s_lo[0] = lo
+    s_n[0] = n
+    s_stage[0] = 0
+    while top >= 0:
+        cl = s_lo[top]
+        cn = s_n[top]
+        if cn <= 128:
+            vals[nv] = _leaf_sum(a, cl, cn)
+            nv += 1
+            top -= 1
+            continue
+        n2 = cn // 2
+        n2 -= n2 % 8
+        stage = s_stage[top]
+        if stage == 0:               # the left half first
+            s_stage[top] = 1
+            top += 1
+            s_lo[top] = cl
+            s_n[top] = n2
+            s_stage[top] = 0
+        elif stage == 1:             # then the right half
+            s_stage[top] = 2
+            top += 1
+            s_lo[top] = cl + n2
+            s_n[top] = cn - n2
+            s_stage[top] = 0
+        else:                        # both done: left + right
+            right = vals[nv - 1]
+            left = vals[nv - 2]
+            nv -= 2
+            vals[nv] = left + right
+            nv += 1
+            top -= 1
+    return vals[0]
+
+
+@function
+def _smooth(v, lo, n, eps32, out):
+    """onnxruntime's ``smooth_distribution`` of the int64 counts ``v[lo:lo + n]`` into ``out[lo:lo + n]``
+    (float32); False when every count is 0 (no distribution), raises nothing: returns -1 when
+    ``eps1 >= 1``."""
+    zeros = 0
+    for j in range(n):
+        if v[lo + j] == 0:
+            zeros += 1
+    nonzeros = n - zeros
+    if nonzeros == 0:
+        return 0
+    eps1 = 0.0001 * np.float64(zeros) / np.float64(nonzeros)
+    if not eps1 < 1.0:
+        return -1
+    e0 = eps32
+    e1 = np.float32(-eps1)
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    for j in range(n):
+        z = one if v[lo + j] == 0 else zero
+        nz = zero if v[lo + j] == 0 else one
+        out[lo + j] = np.float32(v[lo + j]) + (e0 * z + e1 * nz)
+    return 1
+
+
+@kernel
+def entropy_prepare(hist, zero, half_q, num_q, offsets, pk, qk, ratio, state):
+    """For every candidate ``i = half_q .. zero`` (index ``c``): the smoothed, normalised distributions
+    ``p`` and ``q`` of onnxruntime's ``get_entropy_threshold`` at ``pk[offsets[c]:offsets[c + 1]]`` /
+    ``qk[...]``, ``ratio = pk / qk``, and ``state[c]``: 1 when both exist, 0 when one is all zeros
+    (infinite divergence), -1 when smoothing fails."""
+    nb = hist.size
+    total = np.int64(0)
+    prefix = np.empty(nb + 1, np.int64)
+    prefix[0] = 0
+    for k in range(nb):
+        total += hist[k]
+        prefix[k + 1] = total
+    eps32 = np.float32(0.0001)
+    count = offsets.size - 1
+    p = np.empty(offsets[count], np.int64)
+    q = np.zeros(offsets[count], np.int64)
+    for c in range(count):
+        i = half_q + c
+        start = zero - i
+        end = min(zero + i + 1, nb)
+        length = end - start
+        lo = offsets[c]
+        for j in range(length):
+            p[lo + j] = hist[start + j]
+        p[lo] += prefix[start]
+        p[lo + length - 1] += total - prefix[end]
+        merged = length // num_q
+        whole = num_q * merged
+        for k in range(num_q):
+            qsum = np.int64(0)
+            norm = np.int64(0)
+            for j in range(k * merged, k * merged + merged):
+                qsum += hist[start + j]
+                if p[lo + j] != 0:
+                    norm += 1
+            if k == num_q - 1:
+                for j in range(whole, length):
+                    qsum += hist[start + j]
+            if norm != 0:
+                value = np.int64(np.float64(qsum) / np.float64(norm))
+                for j in range(k * merged, k * merged + merged):
+                    q[lo + j] = value
+        sp = _smooth(p, lo, length, eps32, pk)
+        sq = _smooth(q, lo, length, eps32, qk)
+        if sp < 0 or sq < 0:
+            state[c] = -1
+            continue
+        if sp == 0 or sq == 0:
+            state[c] = 0
+            continue
+        state[c] = 1
+        sum_p = pairwise_sum(pk, lo, length)
+        sum_q = pairwise_sum(qk, lo, length)
+        for j in range(length):
+            pk[lo + j] = (np.float32(1.0) * pk[lo + j]) / sum_p
+            qk[lo + j] = (np.float32(1.0) * qk[lo + j]) / sum_q
+            ratio[lo + j] = pk[lo + j] / qk[lo + j]
+
+
+@kernel
+def entropy_finish(offsets, pk, qk, logs, state, terms, divergences):
+    """The KL divergence of each candidate from ``prepare``'s arrays and ``logs = np.log(ratio)``
+    (onnxruntime's ``rel_entr`` and float32 ``np.sum``)."""
+    count = offsets.size - 1
+    for c in range(count):
+        if state[c] != 1:
+            divergences[c] = np.inf
+            continue
+        lo = offsets[c]
+        n = offsets[c + 1] - lo
+        for j in range(n):
+            a = pk[lo + j]
+            b = qk[lo + j]
+            t = a * logs[lo + j]
+            if a == 0 and b >= 0:
+                t = np.float32(0.0)
+            if not (a > 0 and b > 0):
+                t = np.float32(np.inf)
+            terms[lo + j] = t
+        divergences[c] = np.float64(pairwise_sum(terms, lo, n))

@@ -1,0 +1,272 @@
+"""Histogram calibration: onnxruntime's Entropy, Percentile and Distribution calibrators.
+
+onnxruntime's ``HistogramCalibrater`` keeps, per tensor, a histogram built one ``collect_data`` call
+at a time from all the batches of that call (``HistogramCollector``):
+
+- **values** (Entropy, Distribution, and Percentile with ``symmetric=False``): the first call bins
+  the data into ``num_bins`` bins over ``[-t, t]``, ``t = max(|nanmin|, |nanmax|)`` of the call's
+  data (float32); a later call with ``t <= t_old`` adds its counts on the old bins; one with a larger
+  ``t`` widens the range by whole old bins on each side (``k = int((t - t_old) // stride + 1)``,
+  stride ``2 t_old / bins``, all float32) and adds the old counts in the middle;
+- **absolute values** (Percentile with ``symmetric=True``, :func:`create_calibrator`'s default): the
+  first call bins ``|x|`` into ``num_bins`` bins over ``[min |x|, max |x|]`` (numpy's automatic
+  range: NaN makes it fail, as onnxruntime does); later calls extend the edges by
+  ``np.arange(last + width, max + width, width)`` and bin on the extended edges.
+
+The observers here keep the same histogram, bin for bin: the data of a call are kept until
+:meth:`HistogramObserver.flush` (as onnxruntime keeps the outputs of its inference runs), their
+minimum and maximum taken while they arrive, and the binning is one fused pass per batch whose
+arithmetic is numpy's own (:mod:`quantspec.calibrate._kernels`); the bin edges are computed with
+the same numpy calls on the same float32 scalars.  From the histogram, :mod:`.algorithms` finds the
+range (entropy, percentile) or the statistics (distribution) as onnxruntime does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core import jit
+from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
+from . import algorithms
+from .minmax import _quiet, as_batch
+from .ranges import CalibrationRange
+
+__all__ = ["HistogramObserver", "EntropyObserver", "PercentileObserver", "DistributionObserver"]
+
+_METHODS = ("entropy", "percentile", "distribution")
+
+
+def _kernels():
+    if not jit.numba_available():
+        raise UnsupportedError("numba", "is needed by the calibration observers' kernels (pip install "
+                               "'quantspec[fast]')", None)
+    return jit.load("quantspec.calibrate._kernels")
+
+
+def _positive_int(value, argument: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidArgumentError(argument, "must be a positive integer", value)
+    return int(value)
+
+
+class HistogramObserver:
+    """onnxruntime's histogram calibrator for one tensor: ``method`` "entropy", "percentile" or
+    "distribution", with the options of its calibrator class.  ``update(batch)`` per inference,
+    ``flush()`` at the end of a ``collect_data`` call (optional: :meth:`range` flushes)."""
+
+    def __init__(self, method: str, *, symmetric: bool = False, num_bins: int = 128, num_quantized_bins: int = 128,
+                 percentile: float = 99.999, scenario: str = "same"):
+        if not isinstance(method, str) or method.lower() not in _METHODS:
+            raise InvalidArgumentError("method", "must be one of " + ", ".join(map(repr, _METHODS)), method)
+        self.method = method.lower()
+        self.symmetric = bool(symmetric)
+        self.num_bins = _positive_int(num_bins, "num_bins")
+        self.num_quantized_bins = _positive_int(num_quantized_bins, "num_quantized_bins")
+        if isinstance(percentile, bool) or not isinstance(percentile, (int, float, np.floating)):
+            raise InvalidArgumentError("percentile", "must be a number in [0, 100]", percentile)
+        self.percentile = percentile
+        if scenario not in ("same", "p3"):
+            raise InvalidArgumentError("scenario", "must be 'same' or 'p3'", scenario)
+        self.scenario = scenario
+        self._pending: list[np.ndarray] = []
+        self._pending_lo = np.float32(np.inf)
+        self._pending_hi = np.float32(-np.inf)
+        self._pending_count = 0
+        self._hist = None          # (hist int64, edges float32, min, max[, threshold])
+
+    @property
+    def _absolute(self) -> bool:
+        return self.method == "percentile" and self.symmetric
+
+    def update(self, batch) -> HistogramObserver:
+        """One batch: the tensor's values in one inference (kept until :meth:`flush`)."""
+        x = as_batch(batch)
+        if self._pending and x.size != self._pending[0].size:
+            raise ShapeError("batch", f"must have the size of the call's first batch ({self._pending[0].size} values): "
+                             "onnxruntime stacks a call's batches into one array", x.size)
+        x = x.copy() if not x.flags.owndata or x.base is not None else x
+        self._pending.append(x)
+        lo, hi, count = _kernels().nan_min_max(x)
+        self._pending_count += int(count)
+        if lo < self._pending_lo:
+            self._pending_lo = np.float32(lo)
+        if hi > self._pending_hi:
+            self._pending_hi = np.float32(hi)
+        return self
+
+    def flush(self) -> HistogramObserver:
+        """End of a ``collect_data`` call: the kept batches go into the histogram."""
+        if not self._pending:
+            return self
+        data = self._pending
+        lo, hi = self._call_min_max(data)
+        if self._absolute:
+            self._add_absolute(data, lo, hi)
+        else:
+            self._add_values(data, lo, hi)
+        self._pending = []
+        self._pending_lo, self._pending_hi, self._pending_count = np.float32(np.inf), np.float32(-np.inf), 0
+        return self
+
+    def _call_min_max(self, data: list[np.ndarray]):
+        """``np.nanmin`` / ``np.nanmax`` of the call's stacked data: the fused pass's values, except
+        that a zero result takes numpy's sign (which depends on where the zeros are)."""
+        total = sum(d.size for d in data)
+        if total == 0:
+            z = np.zeros((), np.float32)
+            return z, z
+        if self._pending_count == 0:          # all NaN: numpy's nanmin is NaN (with a warning)
+            nan = np.array(np.nan, np.float32)
+            return nan, nan
+        lo, hi = np.float32(self._pending_lo), np.float32(self._pending_hi)
+        if lo == 0 or hi == 0:
+            flat = np.concatenate(data)
+            with _quiet():
+                return np.nanmin(flat), np.nanmax(flat)
+        return lo, hi
+
+    # -- the values' histogram (collect_value / merge_histogram) ------------------------------------
+    def _add_values(self, data, min_value, max_value):
+        threshold = np.array(max(abs(min_value), abs(max_value)), dtype=np.float32)
+        if self._hist is None:
+            hist, edges = self._bin_range(data, self.num_bins, -threshold, threshold)
+            self._hist = (hist, edges, min_value, max_value, threshold)
+            return
+        old_hist, old_edges, old_min, old_max, old_threshold = self._hist
+        if threshold <= old_threshold:
+            hist, _ = self._bin_range(data, len(old_hist), -old_threshold, old_threshold)
+            self._hist = (hist + old_hist, old_edges, min(old_min, min_value), max(old_max, max_value), old_threshold)
+            return
+        if old_threshold == 0:
+            hist, edges = self._bin_range(data, len(old_hist), -threshold, threshold)
+            hist += old_hist
+        else:
+            old_num_bins = len(old_hist)
+            old_stride = 2 * old_threshold / old_num_bins
+            half = int((threshold - old_threshold) // old_stride + 1)
+            new_num_bins = old_num_bins + 2 * half
+            threshold = half * old_stride + old_threshold
+            hist, edges = self._bin_range(data, new_num_bins, -threshold, threshold)
+            hist[half:new_num_bins - half] += old_hist
+        self._hist = (hist, edges, min(old_min, min_value), max(old_max, max_value), threshold)
+
+    def _bin_range(self, data, bins: int, first, last):
+        """``np.histogram(stacked data, bins, range=(first, last))``: counts and float32 edges."""
+        first, last = _outer_edges(first, last)
+        edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
+        if np.any(edges[:-1] >= edges[1:]):
+            raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
+                                       f"data range. Cannot create {bins} finite-sized bins.')", bins)
+        counts = np.zeros(bins, np.int64)
+        k = _kernels()
+        f, l = np.float32(first), np.float32(last)
+        for x in data:
+            k.histogram_uniform(x, f, l, edges, counts)
+        return counts, edges
+
+    # -- the absolute values' histogram (collect_absolute_value) -------------------------------------
+    def _add_absolute(self, data, min_value, max_value):
+        k = _kernels()
+        absolute = []
+        amin, amax, nan = np.float32(np.inf), np.float32(-np.inf), False      # over the non-NaN |x|
+        for x in data:
+            a = np.empty_like(x)
+            lo, hi, has_nan = k.abs_into(x, a)
+            absolute.append(a)
+            amin, amax, nan = min(amin, np.float32(lo)), max(amax, np.float32(hi)), nan or has_nan
+        if self._hist is None:
+            if nan:                   # numpy's min / max of the stacked values propagate NaN
+                amin = amax = np.float32(np.nan)
+            if not (np.isfinite(amin) and np.isfinite(amax)):
+                raise InvalidArgumentError("batch", f"holds NaN or inf values: the symmetric percentile histogram "
+                                           f"takes its range from the data (numpy: 'autodetected range of [{amin}, "
+                                           f"{amax}] is not finite'), so onnxruntime fails here too",
+                                           (float(amin), float(amax)))
+            first, last = _outer_edges(amin, amax)
+            edges = np.linspace(first, last, self.num_bins + 1, endpoint=True,
+                                dtype=np.result_type(first, last, np.float32)).astype(np.float32)
+            counts = np.zeros(self.num_bins, np.int64)
+            f, l = np.float32(first), np.float32(last)
+            for a in absolute:
+                k.histogram_uniform(a, f, l, edges, counts)
+            self._hist = (counts, edges, min_value, max_value)
+            return
+        old_hist, old_edges, old_min, old_max = self._hist
+        temp_amax = amax if amax >= 0 else np.float32(np.nan)       # np.nanmax: NaN when every value is NaN
+        if temp_amax > old_edges[-1]:
+            width = old_edges[1] - old_edges[0]
+            extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
+            old_edges = np.hstack((old_edges, extra))
+        edges = old_edges.astype(np.float32)
+        counts = np.zeros(edges.size - 1, np.int64)
+        for a in absolute:
+            k.histogram_edges(a, edges, counts)
+        counts[: len(old_hist)] += old_hist
+        self._hist = (counts, edges, min(old_min, min_value), max(old_max, max_value))
+
+    # -- results ------------------------------------------------------------------------------------
+    def histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(hist, hist_edges)`` so far (after a flush)."""
+        self.flush()
+        if self._hist is None:
+            raise InvalidArgumentError("batch", "no data has been observed (onnxruntime: 'Histogram has not been "
+                                       "collected. Please run collect() first.')", None)
+        return self._hist[0], self._hist[1]
+
+    def range(self) -> CalibrationRange:
+        """The calibrated range (and histogram / statistics) as onnxruntime's ``compute_data()``."""
+        hist, edges = self.histogram()
+        lo, hi = self._hist[2], self._hist[3]
+        if self.method == "entropy":
+            low, high = algorithms.entropy_threshold(hist, edges, lo, hi, self.num_quantized_bins)
+            return CalibrationRange("Entropy", low, high, hist, edges)
+        if self.method == "percentile":
+            low, high = algorithms.percentile_threshold(hist, edges, lo, hi, self.percentile, self.symmetric)
+            return CalibrationRange("Percentile", low, high, hist, edges)
+        if self.num_bins < 512:
+            raise InvalidArgumentError("num_bins", "must be at least 512 for the distribution method (onnxruntime: "
+                                       "'Invalid num_bins. Must be in range 512 <= num_bins.')", self.num_bins)
+        avg, std = algorithms.avg_std(hist, edges, 1 if self.scenario == "same" else 1.0 / 3.0)
+        return CalibrationRange("Distribution", edges.min(), edges.max(), hist, edges, avg, std)
+
+    def params(self, quant_type: str = "uint8", **options):
+        """``(zero_point, scale)`` for this range (:func:`quantspec.calibrate.onnx_params`)."""
+        from .params import onnx_params
+
+        return onnx_params(self.range(), quant_type, **options)
+
+
+def _outer_edges(first, last):
+    """numpy's ``_get_outer_edges`` for a given range: an empty range widened by 0.5 on each side."""
+    if not (np.isfinite(first) and np.isfinite(last)):
+        raise InvalidArgumentError("batch", f"gives a histogram range that is not finite ([{first}, {last}]: every "
+                                   "value NaN, or an infinity); numpy, and so onnxruntime, fails here too",
+                                   (float(first), float(last)))
+    if first == last:
+        first = first - 0.5
+        last = last + 0.5
+    return first, last
+
+
+class EntropyObserver(HistogramObserver):
+    """``create_calibrator(..., CalibrationMethod.Entropy)``: ``num_bins=128``,
+    ``num_quantized_bins=128``, ``symmetric=False`` by default."""
+
+    def __init__(self, *, num_bins: int = 128, num_quantized_bins: int = 128, symmetric: bool = False):
+        super().__init__("entropy", symmetric=symmetric, num_bins=num_bins, num_quantized_bins=num_quantized_bins)
+
+
+class PercentileObserver(HistogramObserver):
+    """``create_calibrator(..., CalibrationMethod.Percentile)``: ``num_bins=2048``,
+    ``percentile=99.999``, ``symmetric=True`` by default (the histogram of absolute values)."""
+
+    def __init__(self, *, num_bins: int = 2048, percentile: float = 99.999, symmetric: bool = True):
+        super().__init__("percentile", symmetric=symmetric, num_bins=num_bins, percentile=percentile)
+
+
+class DistributionObserver(HistogramObserver):
+    """``create_calibrator(..., CalibrationMethod.Distribution)``: ``num_bins=2048``,
+    ``scenario="same"`` by default; the range is the histogram's edges, with ``avg`` / ``std``."""
+
+    def __init__(self, *, num_bins: int = 2048, scenario: str = "same"):
+        super().__init__("distribution", num_bins=num_bins, scenario=scenario)

@@ -1,0 +1,259 @@
+"""quantspec.calibrate against the tools it names, fed the same batches.
+
+onnxruntime: its calibrators are driven through their real API — a one-node ONNX model (Identity,
+so the calibrated tensors are the batches themselves), a ``CalibrationDataReader``,
+``create_calibrator``, ``collect_data`` (once per group of batches), ``compute_data`` — and the
+ranges (and histograms, statistics) must equal the observers' bit for bit; the parameters must equal
+``compute_scale_zp`` on onnxruntime's ranges.  The TFLite converter: its calibrator's recorded
+min/max (a calibrate-only conversion) and the int8 parameters of the converted model's input.
+Batches: normal, constant, all-negative, NaN-containing, heavy-tailed (Cauchy), with signed zeros,
+and groups whose range grows (the histogram merges).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from refs import require, require_fast
+
+import quantspec.calibrate as C
+from quantspec.errors import DTypeError, InvalidArgumentError
+
+SEED = int(os.environ.get("QUANTSPEC_SEED", "20260703"))
+KINDS = ("normal", "constant", "negative", "nan", "heavy", "zeros", "growing")
+
+
+def batches(kind: str, rng, count: int = 5, shape=(3, 211)) -> list[np.ndarray]:
+    out = []
+    for i in range(count):
+        if kind == "normal":
+            b = rng.normal(0.5, 2, shape)
+        elif kind == "constant":
+            b = np.full(shape, 1.5)
+        elif kind == "negative":
+            b = -np.abs(rng.normal(0, 2, shape)) - 0.1
+        elif kind == "nan":
+            b = rng.normal(0, 2, shape)
+            b.flat[rng.integers(b.size, size=1 + i % 3)] = np.nan
+        elif kind == "heavy":
+            b = rng.standard_cauchy(shape)
+        elif kind == "zeros":
+            b = np.abs(rng.normal(0, 2, shape))
+            b.flat[rng.integers(b.size, size=5)] = -0.0
+            b.flat[rng.integers(b.size, size=5)] = 0.0
+        else:   # growing: each batch wider than the last
+            b = rng.normal(0, 0.5 * (i + 1) ** 2, shape)
+        out.append(np.asarray(b, np.float32))
+    return out
+
+
+# -- onnxruntime through its API ------------------------------------------------------------------------------
+def _ort_calibrate(tmp_path, method: str, groups: list[list[np.ndarray]], extra: dict):
+    onnx = require("onnx")
+    q = require("onnxruntime.quantization.calibrate")
+    from onnx import TensorProto, helper
+
+    shape = list(groups[0][0].shape)
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self, data):
+            self.data = iter(data)
+
+        def get_next(self):
+            b = next(self.data, None)
+            return None if b is None else {"x": b}
+
+    cal = q.create_calibrator(str(path), augmented_model_path=str(tmp_path / "aug.onnx"),
+                              calibrate_method=getattr(q.CalibrationMethod, method), extra_options=extra)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for group in groups:
+            cal.collect_data(Reader(group))
+        return cal.compute_data()["x"]
+
+
+OBSERVERS = {
+    "MinMax": (lambda **kw: C.MinMaxObserver(**kw), [{}, {"moving_average": True}, {"symmetric": True},
+                                                     {"moving_average": True, "averaging_constant": 0.25}]),
+    # onnxruntime's entropy search costs about num_bins^2 Python steps: small histograms here
+    "Entropy": (lambda **kw: C.EntropyObserver(**kw), [{}, {"num_bins": 200, "num_quantized_bins": 128},
+                                                       {"num_bins": 151, "num_quantized_bins": 64}]),
+    "Percentile": (lambda **kw: C.PercentileObserver(**kw), [{}, {"symmetric": False},
+                                                             {"num_bins": 512, "percentile": 99.9}]),
+    "Distribution": (lambda **kw: C.DistributionObserver(**kw), [{}, {"scenario": "p3", "num_bins": 1024}]),
+}
+CASES = [(m, i) for m, (_, opts) in OBSERVERS.items() for i in range(len(opts))]
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("kind,groups", [(k, 1) for k in KINDS] + [("growing", 3), ("nan", 3), ("zeros", 2)])
+@pytest.mark.parametrize("method,option", CASES)
+def test_ranges_and_parameters_equal_onnxruntime(tmp_path, method, option, kind, groups):
+    require_fast()
+    quant_utils = require("onnxruntime.quantization.quant_utils")
+    make, options = OBSERVERS[method]
+    extra = options[option]
+    rng = np.random.default_rng([SEED, abs(hash((method, option, kind, groups))) % (1 << 32)])
+    data = [batches(kind, rng, count=4) for _ in range(groups)]
+    try:
+        want = _ort_calibrate(tmp_path, method, data, extra)
+        ort_error = None
+    except Exception as e:       # onnxruntime's own failure (NaN in the symmetric percentile histogram)
+        ort_error = e
+    obs = make(**extra)
+    if ort_error is not None:
+        with pytest.raises(InvalidArgumentError):
+            for group in data:
+                for b in group:
+                    obs.update(b)
+                obs.flush()
+            obs.range()
+        return
+    for group in data:
+        for b in group:
+            obs.update(b)
+        obs.flush()
+    got = obs.range()
+    lo, hi = want.range_value
+    assert _same(got.lowest, lo) and _same(got.highest, hi), (want.range_value, got.range_value)
+    if method in ("Entropy", "Distribution"):
+        edges = want.hist_edges if hasattr(want, "hist_edges") else want.bins
+        assert _same(got.hist, want.hist) and _same(got.hist_edges, edges)
+    if method == "Percentile":
+        # onnxruntime stores hist[0] and hist[1] in TensorData.hist / .bins (a slip of hist[:2] for
+        # histogram[:2]); the observer keeps the whole histogram
+        assert _same(got.hist[0], want.hist) and _same(got.hist[1], want.bins)
+    if method == "Distribution":
+        assert _same(got.avg, want.avg) and _same(got.std, want.std)
+    from onnx import TensorProto
+
+    for name, qt in (("uint8", TensorProto.UINT8), ("int8", TensorProto.INT8), ("int16", TensorProto.INT16)):
+        for kw in ({}, {"symmetric": True}, {"reduce_range": True}, {"min_real_range": 0.0001}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    qmin, qmax = quant_utils.get_qmin_qmax_for_qType(qt, reduce_range=kw.get("reduce_range", False),
+                                                                      symmetric=kw.get("symmetric", False))
+                    z, s = quant_utils.compute_scale_zp(lo, hi, qmin, qmax, kw.get("symmetric", False),
+                                                        kw.get("min_real_range"))
+                except (AssertionError, ValueError):
+                    with pytest.raises(InvalidArgumentError):
+                        C.onnx_params(got, name, **kw)
+                    continue
+                z2, s2 = C.onnx_params(got, name, **kw)
+            assert _same(z, z2) and _same(s, s2), (name, kw, (z, s), (z2, s2))
+    if method == "Distribution":
+        z, s = quant_utils.compute_scale_zp_float8(TensorProto.FLOAT8E4M3FN, want.avg_std[1])
+        z2, s2 = C.float8_params(got)
+        assert _same(z, z2) and _same(s, s2)
+
+
+def test_observer_arguments():
+    with pytest.raises(DTypeError):
+        C.MinMaxObserver().update(np.zeros(3, np.float64))
+    with pytest.raises(InvalidArgumentError):
+        C.MinMaxObserver().range()
+    with pytest.raises(InvalidArgumentError):
+        C.MinMaxObserver(moving_average=True, averaging_constant=2.0)
+    with pytest.raises(InvalidArgumentError):
+        C.HistogramObserver("kl")
+    with pytest.raises(InvalidArgumentError):
+        C.EntropyObserver(num_bins=0)
+    with pytest.raises(InvalidArgumentError):
+        C.DistributionObserver(num_bins=128).update(np.ones(4, np.float32)).range()
+    with pytest.raises(InvalidArgumentError):
+        C.TFLiteMinMaxObserver().update(np.full(3, np.nan, np.float32)).range()
+    with pytest.raises(InvalidArgumentError):
+        C.onnx_params(C.MinMaxObserver().update(np.ones(3, np.float32)), "float8e4m3fn")
+
+
+# -- the TFLite converter -----------------------------------------------------------------------------------
+def _tflite(data: list[np.ndarray], calibrate_only: bool) -> bytes:
+    tf = require("tensorflow")
+    shape = list(data[0].shape)
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+        def f(self, x):
+            return tf.nn.relu(x) + x
+
+    m = M()
+    c = tf.lite.TFLiteConverter.from_concrete_functions([m.f.get_concrete_function()], m)
+    c.optimizations = [tf.lite.Optimize.DEFAULT]
+    c.representative_dataset = lambda: ([b] for b in data)
+    c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    c.inference_input_type = tf.int8
+    c.inference_output_type = tf.int8
+    if calibrate_only:
+        c._experimental_calibrate_only = True
+    return c.convert()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tflite_calibration_equals_the_converter(kind):
+    require_fast()
+    S = require("ai_edge_litert.schema_py_generated")
+    interp = require("ai_edge_litert.interpreter")
+    rng = np.random.default_rng([SEED, KINDS.index(kind)])
+    data = [b[:1, :64] for b in batches(kind, rng, count=6)]
+    obs = C.TFLiteMinMaxObserver()
+    for b in data:
+        obs.update(b)
+    got = obs.range()
+    model = S.Model.GetRootAs(_tflite(data, True), 0)
+    sg = model.Subgraphs(0)
+    x = next(sg.Tensors(i) for i in range(sg.TensorsLength()) if b"serving_default_x" in sg.Tensors(i).Name())
+    q = x.Quantization()
+    assert _same(got.lowest, q.MinAsNumpy()[0]) and _same(got.highest, q.MaxAsNumpy()[0])
+    it = interp.Interpreter(model_content=_tflite(data, False))
+    p = it.get_input_details()[0]["quantization_parameters"]
+    params = obs.params()
+    assert _same(params.scale, p["scales"]) and int(params.zero_point[0]) == int(p["zero_points"][0])
+
+
+def test_entropy_fast_path_equals_the_reference_path():
+    """The fused entropy search against the per-candidate numpy path, and its float32 sum against
+    np.sum, on random histograms (sparse, dense, peaked, tiny counts) and lengths."""
+    require_fast()
+    from quantspec._core import jit
+    from quantspec.calibrate import algorithms as A
+
+    k = jit.load("quantspec.calibrate._kernels")
+    rng = np.random.default_rng(SEED)
+    for n in list(range(1, 300)) + list(rng.integers(300, 20000, 60)):
+        a = (rng.random(n) * rng.choice([1e-4, 1.0, 1e3])).astype(np.float32)
+        assert k.pairwise_sum(a, 0, n) == np.sum(a)
+    for t in range(60):
+        nb = int(rng.integers(140, 900))
+        nq = int(rng.choice([32, 64, 128]))
+        kind = t % 4
+        if kind == 0:
+            h = rng.integers(0, 1000, nb)
+        elif kind == 1:
+            h = np.zeros(nb, np.int64)
+            h[rng.integers(nb, size=20)] = rng.integers(1, 50, 20)
+        elif kind == 2:
+            h = np.bincount(np.clip((rng.normal(0, nb / 8, 20000) + nb / 2).astype(int), 0, nb - 1), minlength=nb)
+        else:
+            h = rng.integers(0, 3, nb)
+        h = np.asarray(h, np.int64)
+        edges = np.linspace(-3, 3, nb + 1, dtype=np.float32)
+        lo, hi = np.float32(-3), np.float32(3)
+        want = A.entropy_threshold_reference(h, edges, lo, hi, nq)
+        got = A.entropy_threshold(h, edges, lo, hi, nq)
+        assert _same(got[0], want[0]) and _same(got[1], want[1])
