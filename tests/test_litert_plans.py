@@ -147,7 +147,67 @@ def test_fully_connected(depth, wide, bias_type):
     if wide:
         options["quantized_bias_type"] = bias_type.upper()
     model = build("FULLY_CONNECTED", [x, w, b], [y], options, version=3 if wide else 2)
-    _both(model, [_codes(np.int16 if wide else np.int8, (rows, depth), r)], "FullyConnectedPlan")
+    # a small int8 layer runs as one numba pass; a deep one (several exact chunks) and int16, the GEMM
+    small = not wide and rows * depth * units <= plans.SMALL_FC and depth < 1000
+    _both(model, [_codes(np.int16 if wide else np.int8, (rows, depth), r)],
+          "SmallFullyConnectedPlan" if small else "FullyConnectedPlan")
+
+
+@pytest.mark.parametrize("rows, depth, units, zx, act", [(16, 32, 32, -128, "NONE"), (5, 64, 7, 127, "RELU"),
+                                                          (1, 1, 1, 0, "RELU6"), (16, 128, 32, 3, "NONE")])
+def test_small_fully_connected(rows, depth, units, zx, act):
+    """The one-pass layer, with the extreme codes and zero points and per-channel weights of either
+    sign at the int8 limits, equals LiteRT and the GEMM plan (the same model with SMALL_FC at 0)."""
+    r = np.random.default_rng(rows * depth + units)
+    wcodes = _codes(np.int8, (units, depth), r)
+    wcodes[0] = -127
+    wcodes[-1] = 127
+    w = T((units, depth), "int8", _per_channel(r, units), [0] * units, 0, wcodes)
+    b = T((units,), "int32", [0.05 * s for s in _per_channel(r, units)], [0] * units, 0,
+          r.integers(-50000, 50000, units).astype(np.int32))
+    x = T((rows, depth), "int8", 0.05, zx)
+    y = T((rows, units), "int8", 0.7, -3)
+    model = build("FULLY_CONNECTED", [x, w, b], [y], {"fused_activation_function": act}, version=2)
+    feed = _codes(np.int8, (rows, depth), r)
+    feed[0] = -128
+    got = _both(model, [feed], "SmallFullyConnectedPlan")
+    old = plans.SMALL_FC
+    plans.SMALL_FC = 0
+    try:
+        interp = L.Interpreter(model)
+        gemm = interp.run([feed])
+        assert "FullyConnectedPlan" in [type(s[2]).__name__ for s in interp._main.plan_steps()]
+    finally:
+        plans.SMALL_FC = old
+    assert got[0].tobytes() == gemm[0].tobytes()
+
+
+@pytest.mark.parametrize("op, dtype", [("PAD", "int8"), ("PAD", "float"), ("PADV2", "int8")])
+def test_pad(op, dtype):
+    r = np.random.default_rng(31)
+    shape = (1, 5, 4, 3)
+    pads = np.array([[0, 0], [2, 1], [0, 3], [1, 0]], np.int32)
+    out_shape = (1, 8, 7, 4)
+    q = (0.1, -7) if dtype == "int8" else (None, 0)
+    ins = [T(shape, dtype, *q), T((4, 2), "int32", data=pads)]
+    if op == "PADV2":
+        ins.append(T((1,), dtype, *q, data=np.array([100], np.int8)))
+    model = build(op, ins, [T(out_shape, dtype, *q)])
+    x = _codes(np.int8, shape, r) if dtype == "int8" else r.normal(0, 2, shape).astype(np.float32)
+    got = _both(model, [x], "PadPlan")
+    got2 = L.Interpreter(model).run([x])
+    assert got[0].tobytes() == got2[0].tobytes()
+
+
+@pytest.mark.parametrize("size, align, half", [((7, 5), False, False), ((7, 5), True, False), ((7, 5), False, True),
+                                               ((3, 2), False, True), ((12, 13), False, False)])
+def test_resize_bilinear(size, align, half):
+    r = np.random.default_rng(size[0] * 10 + size[1])
+    shape = (2, 6, 4, 3)
+    model = build("RESIZE_BILINEAR", [T(shape, "int8", 0.1, 1), T((2,), "int32", data=np.array(size, np.int32))],
+                  [T((2, *size, 3), "int8", 0.1, 1)], {"align_corners": align, "half_pixel_centers": half},
+                  version=3)
+    _both(model, [_codes(np.int8, shape, r)], "ResizeBilinearPlan")
 
 
 def test_batch_matmul():

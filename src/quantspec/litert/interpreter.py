@@ -166,6 +166,19 @@ class _Graph:
                        self.release[k], -1)
                       for k, (op, kernel, prepared) in enumerate(self.prepared)]
         self.planned: list | None = None          # the steps with their run plans (made on first use)
+        # the run loop of the fast path (:meth:`_run_program`), made from the planned steps once a run
+        # has checked the plans' outputs; never for a graph whose operators keep state or run other
+        # subgraphs (the program may run a graph a second time, on the loop above, when it finds a
+        # tensor whose shape or type differs from the model's), nor for one holding a tensor of a
+        # type without a numpy one
+        self.program: list | None = None
+        self.programmable = not any(op.name in CONTROL_FLOW or op.name in STATEFUL for op in sg.operators) \
+            and all(t.dtype is not None for t in sg.tensors)
+        # the program's tensor slots before a run: the constants in place, one slot more at the end,
+        # always None, for the absent optional inputs (tensor index -1)
+        self.template: list = [None] * (len(sg.tensors) + 1)
+        for i, data in self.constants.items():
+            self.template[i] = data
 
     def plan_steps(self) -> list:
         """The steps with each operator's run plan in place of its kernel where it has one
@@ -185,9 +198,77 @@ class _Graph:
             self.planned = steps
         return self.planned
 
-    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
+    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], Any]:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
-        output arrays (not copied) and the arrays of the tensors still held."""
+        output arrays (not copied) and the arrays of the tensors still held (a dict by tensor index,
+        or a list indexed by it whose entry is None for a tensor not held)."""
+        if self.program is not None:
+            if PLANS and jit.enabled():
+                done = self._run_program(inputs, keep_all)
+                if done is not None:
+                    return done
+        elif self.programmable and self.planned is not None and PLANS and jit.enabled():
+            self.program = self._make_program()
+            done = self._run_program(inputs, keep_all)
+            if done is not None:
+                return done
+        return self._run_steps(inputs, keep_all)
+
+    def _make_program(self) -> list:
+        """The planned steps as the fast run loop takes them, one tuple per operator: the function to
+        call, its prepared record, its input tensors, and either the one output tensor of a plan whose
+        output a run has seen with the model's shape and type (known: a plan computes the same shapes
+        on every run) and None, or -1 and the outputs' indices, shapes and numpy types to check; and
+        the tensors to release after it."""
+        program = []
+        for k, op, kernel, prepared, op_inputs, op_outputs, release, known in self.planned:
+            if known >= 0:
+                program.append((kernel.compute, prepared, op_inputs, known, None, tuple(release)))
+            else:
+                program.append((kernel.compute, prepared, op_inputs, -1, op_outputs, tuple(release)))
+        return program
+
+    def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
+        """The fast run loop: the program's operators one after the other on a list of tensor slots,
+        no check where the program knows the output.  None where an operator's output differs from
+        the model's shape or type (the program is dropped; the caller runs the graph on the loop that
+        prepares operators again for such tensors)."""
+        slots = self.template.copy()
+        for i, x in zip(self.sg.inputs, inputs):
+            slots[i] = x
+        k = 0
+        try:
+            for compute, prepared, op_inputs, out, checks, release in self.program:
+                outs = compute(prepared, [slots[i] for i in op_inputs])
+                if checks is None:
+                    slots[out] = outs[0]
+                else:
+                    if len(outs) != len(checks):
+                        self.program = None
+                        self.programmable = False
+                        return None
+                    for (i, shape, dtype), y in zip(checks, outs):
+                        if type(y) is not np.ndarray or y.shape != shape or y.dtype != dtype:
+                            self.program = None
+                            self.programmable = False
+                            return None
+                        slots[i] = y
+                if release and not keep_all:
+                    for i in release:
+                        slots[i] = None
+                k += 1
+        except QuantSpecError as e:
+            op = self.sg.operators[k]
+            raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
+        except (MemoryError, ValueError) as e:
+            op = self.sg.operators[k]
+            _too_big(e, op, [None if i < 0 else self.specs[i] for i in (*op.inputs, *op.outputs)])
+            raise
+        return [slots[i] for i in self.sg.outputs], slots
+
+    def _run_steps(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
+        """The run loop of the reference path, and of the fast path until a run has checked the plans'
+        outputs or where an operator's input differs from the model's shape or type."""
         sg = self.sg
         arrays: dict[int, Any] = dict(self.constants)
         arrays[-1] = None                             # an absent optional input
@@ -524,7 +605,8 @@ class Interpreter:
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
                 or not 0 <= index < len(sg.tensors):
             raise InvalidArgumentError("index", f"must be a tensor index in [0, {len(sg.tensors)})", index)
-        a = self._last.get(int(index))
+        last = self._last
+        a = last[int(index)] if type(last) is list else last.get(int(index))
         if a is None:
             if sg.tensors[index].data is not None:
                 return np.array(sg.tensors[index].data, copy=True)

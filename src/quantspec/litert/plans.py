@@ -26,6 +26,8 @@ tensors' shapes, and keeps everything that depends on those alone:
   gathered without the per-call checks.
 - **MEAN, SUM** over adjacent axes, **SOFTMAX** (int8): one numba pass each.
 - **RESHAPE, SQUEEZE**: a view (the interpreter never writes into an array it has handed on).
+- **PAD, PADV2** (constant paddings and pad value): a copy of the pad-filled output made once, the
+  input written into it; **RESIZE_BILINEAR** (int8, constant size): one numba pass.
 
 A plan is used only for the shapes and types it was made for (an operator whose input a run finds
 with another shape takes its kernel), and only on the fast path: ``QUANTSPEC_FAST=0`` runs every
@@ -266,6 +268,38 @@ class FullyConnectedPlan(Plan):
         return [out.reshape(self.shape)]
 
 
+#: an int8 FULLY_CONNECTED of at most this many multiply-adds runs as one numba pass
+#: (:class:`SmallFullyConnectedPlan`); a larger one, the float32 GEMM
+SMALL_FC = 1 << 16
+
+
+class SmallFullyConnectedPlan(Plan):
+    """int8 FULLY_CONNECTED of a small layer (a transformer's 16 x 32 x 32): the exact integer sums and
+    the requantization in one numba call (:func:`~._plankernels.fc8`), where the float32 conversion,
+    the BLAS call and the epilogue cost more than the arithmetic."""
+
+    __slots__ = ("w", "corr", "eff", "zo", "lo", "hi", "size", "shape", "scratch")
+
+    def __init__(self, kernel, p, corr):
+        super().__init__(kernel, p)
+        self.w = _own(p.weights, np.float32).reshape(-1)          # (depth, units)
+        self.scratch = _Scratch([((p.units,), np.float32)])
+        self.corr = _own(np.broadcast_to(np.asarray(corr, np.int64), (p.units,)))
+        self.eff = _own(np.broadcast_to(np.asarray(p.effective_scale, np.float64), (p.units,)))
+        self.zo, self.lo, self.hi = int(p.output_zero_point), int(p.act_min), int(p.act_max)
+        self.size = p.rows * p.units
+        self.shape = tuple(p.output_shape)
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        bufs, owned = self.scratch.take()
+        try:
+            _k().fc8(arrays[0].reshape(-1), self.w, self.corr, self.eff, self.zo, self.lo, self.hi, bufs[0], out)
+        finally:
+            self.scratch.give(owned)
+        return [out.reshape(self.shape)]
+
+
 def _fc_plan(kernel, p, ins, outs):
     from . import _plankernels as K
 
@@ -281,6 +315,8 @@ def _fc_plan(kernel, p, ins, outs):
         return None
     bias = np.zeros(p.units, np.int64) if p.bias is None else p.bias.astype(np.int64)
     corr = bias - np.int64(p.input_zero_point) * p.weight_sums
+    if not split and len(chunks) == 1 and p.rows * p.depth * p.units <= SMALL_FC and ins[0].dtype.name == "int8":
+        return SmallFullyConnectedPlan(kernel, p, corr)
     int32_acc = p.bias_int32 or not p.wide
     kind = K.DOUBLE32 if int32_acc else K.DOUBLE64
     requant = _Requant(p.units, corr, kind, p.output_zero_point, p.act_min, p.act_max,
@@ -789,7 +825,64 @@ def _reshape_plan(kernel, p, ins, outs):
     return plan
 
 
+class PadPlan(Plan):
+    """PAD / PADV2 with constant paddings and pad value: a copy of the output filled with the pad
+    value, the input written into its inner block."""
+
+    __slots__ = ("filled", "inner")
+
+    def compute(self, unused, arrays):
+        out = self.filled.copy()
+        out[self.inner] = arrays[0]
+        return [out]
+
+
+def _pad_plan(kernel, p, ins, outs):
+    x = ins[0]
+    if p.paddings is None or p.pad_value is None or x is None or len(x.shape) != p.paddings.shape[0]:
+        return None
+    shape = tuple(int(d) + int(a) + int(b) for d, (a, b) in zip(x.shape, p.paddings))
+    if math.prod(shape) > (1 << 22):
+        return None                 # a large output: the kernel (no copy of it kept)
+    plan = PadPlan(kernel, p)
+    plan.filled = np.full(shape, p.pad_value, np.dtype(x.dtype.dtype))
+    plan.filled.setflags(write=False)
+    plan.inner = tuple(slice(int(a), int(a) + int(d)) for d, (a, _) in zip(x.shape, p.paddings))
+    return plan
+
+
+class ResizeBilinearPlan(Plan):
+    """int8 RESIZE_BILINEAR with a constant size: one pass (:func:`~._plankernels.resize8`) over the
+    rows, columns and weights the kernel prepared."""
+
+    __slots__ = ("dims", "axes", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        (y0, y1, wy0, wy1), (x0, x1, wx0, wx1) = self.axes
+        _k().resize8(arrays[0].reshape(-1), self.dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out)
+        return [out.reshape(self.shape)]
+
+
+def _resize_plan(kernel, p, ins, outs):
+    if p.plan is None or ins[0] is None or ins[0].dtype.name != "int8":
+        return None
+    oh, ow, ya, xa = p.plan
+    n, h, w, c = p.input_shape
+    if n * oh * ow * c == 0:
+        return None
+    plan = ResizeBilinearPlan(kernel, p)
+    plan.dims = np.array([n, h, w, c], np.int64)
+    plan.axes = tuple(tuple(_own(a, np.int64) for a in axis) for axis in (ya, xa))
+    plan.size = n * oh * ow * c
+    plan.shape = (n, oh, ow, c)
+    return plan
+
+
 _BUILDERS: dict[str, Callable] = {
+    "PAD": _pad_plan,
+    "PADV2": _pad_plan,
+    "RESIZE_BILINEAR": _resize_plan,
     "CONV_2D": _conv_plan,
     "FULLY_CONNECTED": _fc_plan,
     "BATCH_MATMUL": _batch_matmul_plan,
@@ -856,6 +949,8 @@ _RECORDS = {
     "AVERAGE_POOL_2D": ("pooling:PoolPrepared",), "MAX_POOL_2D": ("pooling:PoolPrepared",),
     "QUANTIZE": ("quantize:RequantizeParams", "quantize:FloatQuantizeParams"),
     "DEQUANTIZE": ("quantize:DequantizeParams",),
+    "PAD": ("movement:PadPrepared",), "PADV2": ("movement:PadPrepared",),
+    "RESIZE_BILINEAR": ("resize:ResizePrepared",),
     **{name: ("unary:CodeTable", "activations:LutParams") for name in UNARY_TABLES},
 }
 
