@@ -66,14 +66,27 @@ def _own(a, dtype=None) -> np.ndarray:
     return np.array(a, dtype=dtype, order="C", copy=True)
 
 
+def _bind(name: str, args: tuple):
+    """The compiled entry point of the plan kernel ``name`` for exactly the types of ``args``
+    (:func:`quantspec._core.fast._entry`: no type checks at each call), for a plan whose later calls
+    pass arguments of the same numba types: its own arrays, and the operator's inputs as flat
+    (``reshape(-1)``: C-contiguous) arrays of one-byte codes, whose type can differ only by the
+    writeable flag, which compiled code that reads them does not depend on."""
+    from .._core.fast import _entry
+
+    return _entry(getattr(_k(), name), args)
+
+
 class Plan:
     """The interface the interpreter calls: ``compute(unused, arrays) -> outputs``, like a kernel
-    whose prepared record is the plan itself."""
+    whose prepared record is the plan itself.  ``entry``: the compiled entry point of its numba kernel
+    once bound (:func:`_bind`), for plans whose inputs are one-byte codes."""
 
-    __slots__ = ("kernel", "prepared")
+    __slots__ = ("kernel", "prepared", "entry")
 
     def __init__(self, kernel, prepared):
         self.kernel, self.prepared = kernel, prepared
+        self.entry = None
 
     def reference(self, arrays):
         """The reference kernel's compute (cases the plan defers)."""
@@ -294,7 +307,11 @@ class SmallFullyConnectedPlan(Plan):
         out = np.empty(self.size, np.int8)
         bufs, owned = self.scratch.take()
         try:
-            _k().fc8(arrays[0].reshape(-1), self.w, self.corr, self.eff, self.zo, self.lo, self.hi, bufs[0], out)
+            args = (arrays[0].reshape(-1), self.w, self.corr, self.eff, self.zo, self.lo, self.hi, bufs[0], out)
+            entry = self.entry
+            if entry is None:
+                entry = self.entry = _bind("fc8", args)
+            entry(*args)
         finally:
             self.scratch.give(owned)
         return [out.reshape(self.shape)]
@@ -461,16 +478,31 @@ class UnaryTablePlan(Plan):
 
     def __init__(self, kernel, p, table, unsigned, invalid):
         super().__init__(kernel, p)
-        self.table, self.unsigned, self.invalid = table, unsigned, invalid
+        self.table, self.unsigned, self.invalid = table, np.dtype(unsigned), invalid
 
     def compute(self, unused, arrays):
         x = arrays[0]
-        if self.invalid is None:
-            return [np.take(self.table, x.view(self.unsigned))]
+        if self.unsigned.itemsize != 1:
+            if self.invalid is None:
+                return [np.take(self.table, x.view(self.unsigned))]
+            out = np.empty(x.shape, self.table.dtype)
+            if _k().lut(x.reshape(-1).view(self.unsigned), self.table, self.invalid, out.reshape(-1)):
+                return self.reference(arrays)               # raises as LiteRT fails
+            return [out]
+        # one-byte codes: the kernel through its entry point (no invalid codes: an empty mask)
         out = np.empty(x.shape, self.table.dtype)
-        if _k().lut(x.reshape(-1).view(self.unsigned), self.table, self.invalid, out.reshape(-1)):
-            return self.reference(arrays)               # raises as LiteRT fails
+        args = (x.reshape(-1).view(np.uint8), self.table, _NONE_INVALID if self.invalid is None else self.invalid,
+                out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("lut", args)
+        if entry(*args):
+            return self.reference(arrays)                   # raises as LiteRT fails
         return [out]
+
+
+#: the ``invalid`` mask of a table without invalid codes
+_NONE_INVALID = np.zeros(0, np.bool_)
 
 
 def _unary_plan(kernel, p, ins, outs):
@@ -538,8 +570,12 @@ class PairTablePlan(Plan):
             x, y = np.broadcast_arrays(arrays[0].view(np.uint8), arrays[1].view(np.uint8))
             return [np.take(self.table, (x.astype(np.intp) << 8) | y).reshape(self.shape)]
         out = np.empty(self.size, np.int8)
-        _k().gather2(arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8), self.table,
-                     self.dims, self.xs, self.ys, out)
+        args = (arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8), self.table, self.dims,
+                self.xs, self.ys, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("gather2", args)
+        entry(*args)
         return [out.reshape(self.shape)]
 
 
@@ -744,8 +780,14 @@ class MeanPlan(Plan):
         if self.uread:
             x = x.view(np.uint8)
         out = np.empty(self.outer * self.inner, self.dtype)
-        _k().mean(x, self.outer, self.red, self.inner, self.n, self.zin, self.m, self.e, self.zo, self.lo, self.hi,
-                  out)
+        args = (x, self.outer, self.red, self.inner, self.n, self.zin, self.m, self.e, self.zo, self.lo, self.hi, out)
+        if x.itemsize != 1:
+            _k().mean(*args)
+        else:
+            entry = self.entry
+            if entry is None:
+                entry = self.entry = _bind("mean", args)
+            entry(*args)
         return [out.reshape(self.shape)]
 
 
@@ -792,7 +834,11 @@ class SoftmaxPlan(Plan):
         x = arrays[0]
         out = np.empty(self.shape, np.int8)
         p = self.prepared
-        if _k().softmax8(x.reshape(-1), self.rows, self.cols, p.exps, p.terms, self.diff_min, out.reshape(-1)):
+        args = (x.reshape(-1), self.rows, self.cols, p.exps, p.terms, self.diff_min, out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("softmax8", args)
+        if entry(*args):
             return self.reference(arrays)
         return [out]
 
@@ -860,7 +906,11 @@ class ResizeBilinearPlan(Plan):
     def compute(self, unused, arrays):
         out = np.empty(self.size, np.int8)
         (y0, y1, wy0, wy1), (x0, x1, wx0, wx1) = self.axes
-        _k().resize8(arrays[0].reshape(-1), self.dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out)
+        args = (arrays[0].reshape(-1), self.dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("resize8", args)
+        entry(*args)
         return [out.reshape(self.shape)]
 
 
