@@ -2,7 +2,8 @@
 kernels they stand for, byte for byte, through whole models: every kind of plan (GEMM operators with
 padding, strides, dilation, deep accumulations in several exact chunks, int16 activations split into
 bytes; depthwise; pair tables over broadcast inputs; int16 binary operators; reductions; SOFTMAX;
-pooling; QUANTIZE / DEQUANTIZE tables; unary tables; reshapes), the cases a plan hands back to its
+pooling; QUANTIZE / DEQUANTIZE tables; unary tables; reshapes; GATHER, TRANSPOSE, PAD,
+RESIZE_BILINEAR), the cases a plan hands back to its
 kernel (errors included), several threads running one interpreter, and no numba threading layer
 started by any kernel mode.  (Every single-operator sweep of tests/test_litert_kernels_*.py also
 runs the operator's plan: tests/litert_kernel_check.py.)"""
@@ -337,6 +338,41 @@ def test_an_input_a_table_marks_invalid_raises_as_the_kernel_does():
     x = np.array([3, 4, -1, 5, 9], np.int8)
     with pytest.raises(QuantSpecError, match="positive"):
         L.Interpreter(model).run([x])
+
+
+@pytest.mark.parametrize("dtype, axis", [("int8", 0), ("int8", -1), ("float", 1), ("int32", 0)])
+def test_gather(dtype, axis):
+    r = np.random.default_rng(41)
+    shape = (7, 5, 3)
+    a = axis % 3
+    positions = np.array([[0, shape[a] - 1, 2], [1, 1, 0]], np.int32)
+    out_shape = (*shape[:a], 2, 3, *shape[a + 1:])
+    q = (0.1, 3) if dtype == "int8" else (None, 0)
+    table = (_codes(np.int8, shape, r) if dtype == "int8" else r.normal(0, 3, shape).astype(np.float32)
+             if dtype == "float" else r.integers(-2**31, 2**31, shape).astype(np.int32))
+    # the table a constant (an embedding) and the positions a run-time input, as a converter writes it
+    model = build("GATHER", [T(shape, dtype, *q, data=table), T((2, 3), "int32")], [T(out_shape, dtype, *q)],
+                  {"axis": axis})
+    _both(model, [positions], "GatherPlan")
+
+
+@pytest.mark.parametrize("bad", [-1, 5])
+def test_gather_position_out_of_range_raises_as_the_kernel_does(bad):
+    model = build("GATHER", [T((5, 4), "int8", 0.1, 0), T((3,), "int32")], [T((3, 4), "int8", 0.1, 0)], {"axis": 0})
+    x = np.arange(20, dtype=np.int8).reshape(5, 4)
+    interp = L.Interpreter(model)
+    interp.run([x, np.array([0, 1, 2], np.int32)])
+    assert "GatherPlan" in [type(s[2]).__name__ for s in interp._main.plan_steps()]
+    with pytest.raises(QuantSpecError, match="positions"):
+        interp.run([x, np.array([0, bad, 2], np.int32)])
+
+
+def test_transpose():
+    r = np.random.default_rng(43)
+    x = T((1, 16, 4, 8), "int8", 0.1, 2)
+    model = build("TRANSPOSE", [x, T((4,), "int32", data=np.array([0, 2, 1, 3], np.int32))],
+                  [T((1, 4, 16, 8), "int8", 0.1, 2)])
+    _both(model, [_codes(np.int8, (1, 16, 4, 8), r)], "TransposePlan")
 
 
 def test_reshape_is_a_view_and_outputs_are_fresh():

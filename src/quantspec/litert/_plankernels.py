@@ -15,7 +15,7 @@ from .._core.nbprim import kernel, round_half_away, shared
 from ._fastkernels import _clamp, _mbqm, _rdbpot, _srdhm, _wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
-           "lut", "fc8", "resize8", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
+           "lut", "fc8", "resize8", "gather", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
@@ -440,3 +440,23 @@ def _resize8(x, dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out):
 
 
 resize8 = kernel(_resize8)
+
+
+def _gather(x, pos, outer, size, inner, out):
+    """GATHER along one axis (no batch dimensions): ``x`` flat (outer, size, inner), ``pos`` the flat
+    positions, ``out`` flat (outer, positions, inner).  Returns 1 without writing where a position
+    lies outside [0, size) (LiteRT fails; the caller's kernel raises), else 0."""
+    n = pos.size
+    for i in range(n):
+        if pos[i] < 0 or pos[i] >= size:
+            return 1
+    for o in range(outer):
+        for i in range(n):
+            src = (o * size + np.int64(pos[i])) * inner
+            dst = (o * n + i) * inner
+            for j in range(inner):
+                out[dst + j] = x[src + j]
+    return 0
+
+
+gather = kernel(_gather)

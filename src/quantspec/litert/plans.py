@@ -26,6 +26,8 @@ tensors' shapes, and keeps everything that depends on those alone:
   gathered without the per-call checks.
 - **MEAN, SUM** over adjacent axes, **SOFTMAX** (int8): one numba pass each.
 - **RESHAPE, SQUEEZE**: a view (the interpreter never writes into an array it has handed on).
+- **GATHER** (no batch dimensions): one numba pass that checks the positions and copies;
+  **TRANSPOSE** (constant permutation): the copy of the permuted view.
 - **PAD, PADV2** (constant paddings and pad value): a copy of the pad-filled output made once, the
   input written into it; **RESIZE_BILINEAR** (int8, constant size): one numba pass.
 
@@ -150,7 +152,7 @@ def _gemm(a: np.ndarray, w: np.ndarray, chunks, g32: np.ndarray, g64: np.ndarray
 class _Requant:
     """The per-channel arrays and constants of an epilogue."""
 
-    __slots__ = ("corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "dtype")
+    __slots__ = ("corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "dtype", "entry")
 
     def __init__(self, channels, corr, kind, zo, lo, hi, dtype, multiplier=None, shift=None, eff=None):
         from . import _plankernels as K
@@ -166,11 +168,18 @@ class _Requant:
         self.eff = _own(np.broadcast_to(np.asarray(0.0 if eff is None else eff, np.float64),
                                                         (channels,)))
         self.kind, self.zo, self.lo, self.hi, self.dtype = int(kind), int(zo), int(lo), int(hi), np.dtype(dtype)
+        self.entry = None
 
     def run(self, g: np.ndarray, split: bool, rows: int, channels: int) -> np.ndarray:
+        """The epilogue over ``g``, an accumulator the plan made itself (its type, contiguity and
+        alignment the same on every call: the entry point is bound once)."""
         out = np.empty((rows, channels), self.dtype)
-        _k().epilogue(g.reshape(-1), split, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo, self.lo,
-                      self.hi, out.reshape(-1))
+        args = (g.reshape(-1), split, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo, self.lo,
+                self.hi, out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("epilogue", args)
+        entry(*args)
         return out
 
 
@@ -345,28 +354,33 @@ class BatchMatMulPlan(Plan):
     """BATCH_MATMUL (quantized int8 output): both operands offset by their zero points in float32,
     one batched GEMM (exact: depth within one chunk), the epilogue."""
 
-    __slots__ = ("zl", "zr", "requant", "cols")
+    __slots__ = ("zl", "zr", "requant", "cols", "rows", "scratch")
 
     def __init__(self, kernel, p, requant):
         super().__init__(kernel, p)
         self.zl, self.zr = np.float32(p.zero_points[0]), np.float32(p.zero_points[1])
         self.requant = requant
         self.cols = p.output_shape[-1]
+        self.rows = math.prod(p.output_shape) // self.cols
+        # the operands offset in float32 and the product, kept between runs
+        self.scratch = _Scratch([(tuple(p.shapes[0]), np.float32), (tuple(p.shapes[1]), np.float32),
+                                 (tuple(p.output_shape), np.float32)])
 
     def compute(self, unused, arrays):
         p = self.prepared
-        a = arrays[0].astype(np.float32)
-        b = arrays[1].astype(np.float32)
-        if self.zl:
-            np.subtract(a, self.zl, out=a)
-        if self.zr:
-            np.subtract(b, self.zr, out=b)
-        if p.adj_x:
-            a = np.swapaxes(a, -1, -2)
-        if p.adj_y:
-            b = np.swapaxes(b, -1, -2)
-        g = np.matmul(a, b).reshape(-1, self.cols)
-        out = self.requant.run(g, False, g.shape[0], self.cols)
+        bufs, owned = self.scratch.take()
+        try:
+            a, b, g = bufs
+            np.subtract(arrays[0], self.zl, out=a)          # exact: integers of at most 2^8 in float32
+            np.subtract(arrays[1], self.zr, out=b)
+            if p.adj_x:
+                a = np.swapaxes(a, -1, -2)
+            if p.adj_y:
+                b = np.swapaxes(b, -1, -2)
+            np.matmul(a, b, out=g)
+            out = self.requant.run(g, False, self.rows, self.cols)
+        finally:
+            self.scratch.give(owned)
         return [out.reshape(p.output_shape)]
 
 
@@ -929,7 +943,60 @@ def _resize_plan(kernel, p, ins, outs):
     return plan
 
 
+class GatherPlan(Plan):
+    """GATHER without batch dimensions: one pass that checks the positions and copies the slices."""
+
+    __slots__ = ("geometry", "dtype", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, self.dtype)
+        x = arrays[0]
+        if x is None:
+            x = self.prepared.consts[0]
+        pos = arrays[1] if arrays[1] is not None else self.prepared.consts[1]
+        outer, size, inner = self.geometry
+        if _k().gather(np.asarray(x).reshape(-1), np.asarray(pos).reshape(-1), outer, size, inner, out):
+            return self.reference(arrays)               # a position out of range: the kernel raises
+        return [out.reshape(self.shape)]
+
+
+def _gather_plan(kernel, p, ins, outs):
+    x, pos = ins[0], ins[1]
+    if p.batch_dims != 0 or x is None or pos is None or pos.dtype.name not in ("int16", "int32", "int64"):
+        return None
+    xs, ps = tuple(x.shape), tuple(pos.shape)
+    axis = p.axis
+    shape = (*xs[:axis], *ps, *xs[axis + 1:])
+    if math.prod(shape) == 0 or xs[axis] == 0:
+        return None
+    plan = GatherPlan(kernel, p)
+    plan.geometry = (math.prod(xs[:axis]), xs[axis], math.prod(xs[axis + 1:]))
+    plan.dtype = np.dtype(x.dtype.dtype)
+    plan.size = math.prod(shape)
+    plan.shape = shape
+    return plan
+
+
+class TransposePlan(Plan):
+    """TRANSPOSE with a constant permutation: numpy's copy of the permuted view."""
+
+    __slots__ = ("perm",)
+
+    def compute(self, unused, arrays):
+        return [np.ascontiguousarray(arrays[0].transpose(self.perm))]
+
+
+def _transpose_plan(kernel, p, ins, outs):
+    if p.perm is None or ins[0] is None or len(p.perm) != len(ins[0].shape):
+        return None
+    plan = TransposePlan(kernel, p)
+    plan.perm = tuple(int(a) for a in p.perm)
+    return plan
+
+
 _BUILDERS: dict[str, Callable] = {
+    "GATHER": _gather_plan,
+    "TRANSPOSE": _transpose_plan,
     "PAD": _pad_plan,
     "PADV2": _pad_plan,
     "RESIZE_BILINEAR": _resize_plan,
@@ -1000,6 +1067,7 @@ _RECORDS = {
     "QUANTIZE": ("quantize:RequantizeParams", "quantize:FloatQuantizeParams"),
     "DEQUANTIZE": ("quantize:DequantizeParams",),
     "PAD": ("movement:PadPrepared",), "PADV2": ("movement:PadPrepared",),
+    "GATHER": ("movement:GatherPrepared",), "TRANSPOSE": ("movement:TransposePrepared",),
     "RESIZE_BILINEAR": ("resize:ResizePrepared",),
     **{name: ("unary:CodeTable", "activations:LutParams") for name in UNARY_TABLES},
 }
