@@ -401,6 +401,29 @@ def test_bundled_models_plans_equal_kernels(name):
     assert sum(isinstance(s[2], plans.Plan) for s in interp._main.plan_steps()) >= 1
 
 
+def test_tables_after_tables_fold_into_one_with_the_same_bytes():
+    """mixed.tflite's LOGISTIC -> QUANTIZE and TANH -> QUANTIZE run as one table each on the fast
+    loop; every run (the first, on the loop that checks outputs, and the later ones) equals LiteRT
+    BUILTIN_REF and the interpreter that keeps every tensor (which folds nothing)."""
+    path = os.path.join(os.path.dirname(L.__file__), "..", "data", "mixed.tflite")
+    model = open(path, "rb").read()
+    interp = L.Interpreter(model)
+    keep = L.Interpreter(model, preserve_all_tensors=True)
+    r = np.random.default_rng(16)
+    for n in range(4):
+        feeds = [_codes(t.dtype.dtype, t.shape, r) if t.dtype.dtype != np.float32
+                 else r.normal(0, 2, t.shape).astype(np.float32) for t in interp.inputs]
+        got = interp.run(feeds)
+        want = run_ref(model, feeds)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+        assert [g.tobytes() for g in keep.run(feeds)] == [w.tobytes() for w in want]
+    assert interp._main.program is not None
+    assert len(interp._main.program) == len(interp._main.sg.operators) - 2
+    assert keep._main.program is not None and len(keep._main.program) == len(keep._main.sg.operators)
+    # the output tensor is held, the folded intermediates are not
+    assert interp.get_tensor(interp._main.sg.outputs[0]).tobytes() == got[0].tobytes()
+
+
 def test_threads_running_one_interpreter_get_the_bytes_of_one():
     """Scratch buffers are a plan's own: a second thread inside the same plan takes fresh ones."""
     path = os.path.join(os.path.dirname(L.__file__), "..", "data", "bench_cnn.tflite")

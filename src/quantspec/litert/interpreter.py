@@ -172,6 +172,7 @@ class _Graph:
         # tensor whose shape or type differs from the model's), nor for one holding a tensor of a
         # type without a numpy one
         self.program: list | None = None
+        self.fold = not interp.preserve_all_tensors       # tables folded into one (see _make_program)
         self.programmable = not any(op.name in CONTROL_FLOW or op.name in STATEFUL for op in sg.operators) \
             and all(t.dtype is not None for t in sg.tensors)
         # the program's tensor slots before a run: the constants in place, one slot more at the end,
@@ -220,12 +221,36 @@ class _Graph:
         output a run has seen with the model's shape and type (known: a plan computes the same shapes
         on every run) and None, or -1 and the outputs' indices, shapes and numpy types to check; and
         the tensors to release after it."""
-        program = []
+        from . import plans
+
+        program: list = []
+        kernels: list = []
+        producer: dict[int, int] = {}               # tensor -> the program entry that writes it
+        readers: dict[int, int] = {}
+        for op in self.sg.operators:
+            for i in set(op.inputs):
+                readers[i] = readers.get(i, 0) + 1
+        ends = set(self.sg.outputs)
         for k, op, kernel, prepared, op_inputs, op_outputs, release, known in self.planned:
             if known >= 0:
+                # a table after a table, the tensor between them read by nothing else: one table
+                # (plans.fold; not where every tensor is kept)
+                t = op_inputs[0] if len(op_inputs) == 1 else -1
+                j = producer.get(t)
+                if j is not None and self.fold and readers.get(t) == 1 and t not in ends:
+                    fused = plans.fold(kernels[j], kernel)
+                    if fused is not None:
+                        _, _, inputs_j, _, _, release_j = program[j]
+                        program[j] = (fused.compute, None, inputs_j, known, None,
+                                      tuple(i for i in (*release_j, *release) if i != t))
+                        kernels[j] = fused
+                        producer[known] = j
+                        continue
+                producer[known] = len(program)
                 program.append((kernel.compute, prepared, op_inputs, known, None, tuple(release)))
             else:
                 program.append((kernel.compute, prepared, op_inputs, -1, op_outputs, tuple(release)))
+            kernels.append(kernel)
         return program
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):

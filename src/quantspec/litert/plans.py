@@ -1024,6 +1024,32 @@ UNARY_TABLES = frozenset({"HARD_SWISH", "GELU", "RSQRT", "RELU", "RELU6", "RELU_
 PAIR_TABLES = frozenset({"ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "PRELU"})
 
 
+def _byte_table(plan) -> bool:
+    """A table plan indexed by one-byte codes that never defers to its kernel."""
+    return isinstance(plan, UnaryTablePlan) and plan.invalid is None and plan.unsigned.itemsize == 1 \
+        and plan.table.size == 256
+
+
+def fold(first: Plan, second: Plan) -> Plan | None:
+    """One plan for ``second`` applied to the output of ``first``, where both are tables: a unary
+    table (``second``, indexed by one-byte codes, no invalid code) after a pair table or after another
+    such unary table is the table of the composition, ``second.table[first.table]``, entry by entry
+    (the same bytes by construction).  None where they do not compose.  The interpreter folds an
+    operator into the one before it only where nothing else reads the tensor between them."""
+    if not _byte_table(second):
+        return None
+    if isinstance(first, PairTablePlan) and second.table.dtype == np.int8:
+        table = np.ascontiguousarray(second.table[first.table.view(np.uint8)])
+        table.setflags(write=False)
+        walk = None if first.dims is None else (first.dims, first.xs, first.ys)
+        return PairTablePlan(first.kernel, first.prepared, table, walk, first.shape)
+    if _byte_table(first) and first.table.dtype.itemsize == 1:
+        table = np.ascontiguousarray(second.table[first.table.view(np.uint8)])
+        table.setflags(write=False)
+        return UnaryTablePlan(first.kernel, first.prepared, table, np.uint8, None)
+    return None
+
+
 def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
     """The plan of one operator (its builtin ``name``, reference ``kernel``, ``prepared`` record, input
     and output specs and options), or None where its kernel runs as it is."""
