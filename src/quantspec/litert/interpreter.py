@@ -172,6 +172,8 @@ class _Graph:
         # tensor whose shape or type differs from the model's), nor for one holding a tensor of a
         # type without a numpy one
         self.program: list | None = None
+        self.blas = True        # whether a run of the program may call BLAS (see Interpreter.run)
+        self.program_ops: list[int] = []
         self.fold = not interp.preserve_all_tensors       # tables folded into one (see _make_program)
         self.programmable = not any(op.name in CONTROL_FLOW or op.name in STATEFUL for op in sg.operators) \
             and all(t.dtype is not None for t in sg.tensors)
@@ -225,6 +227,8 @@ class _Graph:
 
         program: list = []
         kernels: list = []
+        names: list = []
+        where: list = []                            # per entry, the operator it runs (errors name it)
         producer: dict[int, int] = {}               # tensor -> the program entry that writes it
         readers: dict[int, int] = {}
         for op in self.sg.operators:
@@ -251,6 +255,10 @@ class _Graph:
             else:
                 program.append((kernel.compute, prepared, op_inputs, -1, op_outputs, tuple(release)))
             kernels.append(kernel)
+            names.append(op.name)
+            where.append(k)
+        self.blas = not all(isinstance(k, plans.NO_BLAS) or name in MOVES for k, name in zip(kernels, names))
+        self.program_ops = where
         return program
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
@@ -271,11 +279,13 @@ class _Graph:
                     if len(outs) != len(checks):
                         self.program = None
                         self.programmable = False
+                        self.blas = True
                         return None
                     for (i, shape, dtype), y in zip(checks, outs):
                         if type(y) is not np.ndarray or y.shape != shape or y.dtype != dtype:
                             self.program = None
                             self.programmable = False
+                            self.blas = True
                             return None
                         slots[i] = y
                 if release and not keep_all:
@@ -283,10 +293,10 @@ class _Graph:
                         slots[i] = None
                 k += 1
         except QuantSpecError as e:
-            op = self.sg.operators[k]
+            op = self.sg.operators[self.program_ops[k]]
             raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
         except (MemoryError, ValueError) as e:
-            op = self.sg.operators[k]
+            op = self.sg.operators[self.program_ops[k]]
             _too_big(e, op, [None if i < 0 else self.specs[i] for i in (*op.inputs, *op.outputs)])
             raise
         return [slots[i] for i in self.sg.outputs], slots
@@ -364,6 +374,9 @@ class _Graph:
         return hit
 
 
+#: operators whose reference kernels only move or copy data (no BLAS call)
+MOVES = frozenset({"CONCATENATION", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "GATHER", "PAD", "PADV2",
+                   "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "SHAPE"})
 #: operators that run other subgraphs (their kernels get ``options["quantspec_subgraph"]``, a
 #: function from a subgraph index to its prepared graph)
 CONTROL_FLOW = frozenset({"WHILE", "IF", "CALL_ONCE"})
@@ -571,6 +584,14 @@ class Interpreter:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
         if not jit.enabled():
             return self._run(inputs)
+        if not self._main.blas:
+            # a graph whose program calls no BLAS (tables, reductions, data movement): the thresholds
+            # alone (blas_on_caller's two calls into the BLAS library cost a few microseconds)
+            before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
+            try:
+                return self._run(inputs)
+            finally:
+                core.restore_thresholds(before)
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
         # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
         # below SERIAL_IN_MODELS elements (blas_on_caller, serial_below and reference_below, without

@@ -1107,3 +1107,10 @@ def _record_types(names: tuple[str, ...]) -> tuple[type, ...]:
         module, cls = name.split(":")
         out.append(getattr(importlib.import_module(f"quantspec.litert.kernels.{module}"), cls))
     return tuple(out)
+
+
+#: plans that call no BLAS (numba kernels and numpy copies): a model whose program holds only these
+#: (and data movement) runs without the interpreter's BLAS thread setting
+NO_BLAS = (PairTablePlan, UnaryTablePlan, BinaryPlan, MeanPlan, SoftmaxPlan, ReshapePlan, PadPlan, ResizeBilinearPlan,
+           GatherPlan, TransposePlan, PoolPlan, SmallFullyConnectedPlan, FloatQuantizePlan, DepthwisePlan,
+           WideDepthwisePlan)
