@@ -19,7 +19,7 @@ import threading
 import numpy as np
 import pytest
 
-from litert_build import T, build, run_ref
+from litert_build import T, build, build_graph, run_ref
 from quantspec import litert as L
 from quantspec._core import jit
 from quantspec.errors import QuantSpecError
@@ -424,6 +424,37 @@ def test_tables_after_tables_fold_into_one_with_the_same_bytes():
     assert keep._main.program is not None and len(keep._main.program) == len(keep._main.sg.operators)
     # the output tensor is held, the folded intermediates are not
     assert interp.get_tensor(interp._main.sg.outputs[0]).tobytes() == got[0].tobytes()
+
+
+def test_a_table_with_invalid_codes_folds_and_raises_as_its_kernel():
+    """A layer norm's ADD(variance, epsilon) -> RSQRT runs as one table whose entries carry RSQRT's
+    invalid codes: valid inputs give LiteRT's bytes, an input that reaches a negative value raises
+    naming RSQRT, as the kernels do (and LiteRT fails)."""
+    tensors = [T((1, 16, 1), "int8", 0.05, -20), T((), "int8", 0.05, -20, data=np.array(-19, np.int8)),
+               T((1, 16, 1), "int8", 0.05, -20), T((1, 16, 1), "int8", 0.02, -100)]
+    model = build_graph(tensors, [("ADD", [0, 1], [2], {"fused_activation_function": "NONE"}),
+                                  ("RSQRT", [2], [3], None)], [0], [3])
+    interp = L.Interpreter(model)
+    r = np.random.default_rng(17)
+    for _ in range(3):
+        x = r.integers(-21, 128, (1, 16, 1)).astype(np.int8)
+        x.reshape(-1)[:2] = (-21, 127)
+        got = interp.run([x])
+        assert got[0].tobytes() == run_ref(model, [x])[0].tobytes()
+    assert len(interp._main.program) == 1
+    assert type(interp._main.program[0][0].__self__).__name__ == "FoldedPairPlan"
+    bad = np.full((1, 16, 1), 10, np.int8)
+    bad[0, 5, 0] = -60                    # (-60 + 20) * 0.05 + 0.05 < 0: RSQRT of a negative value
+    interpreter.PLANS, old = False, interpreter.PLANS
+    try:
+        with pytest.raises(QuantSpecError) as want:
+            L.Interpreter(model).run([bad])
+    finally:
+        interpreter.PLANS = old
+    with pytest.raises(QuantSpecError, match=r"operator 1 \(RSQRT\)") as got_error:
+        interp.run([bad])
+    assert str(got_error.value) == str(want.value)
+    assert interp.run([x])[0].tobytes() == run_ref(model, [x])[0].tobytes()
 
 
 def test_threads_running_one_interpreter_get_the_bytes_of_one():

@@ -15,7 +15,7 @@ from .._core.nbprim import kernel, round_half_away, shared
 from ._fastkernels import _clamp, _mbqm, _rdbpot, _srdhm, _wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
-           "lut", "fc8", "resize8", "gather", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
+           "lut", "fc8", "resize8", "gather", "gather2_checked", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
@@ -460,3 +460,31 @@ def _gather(x, pos, outer, size, inner, out):
 
 
 gather = kernel(_gather)
+
+
+def _gather2_checked(x, y, table, bad, dims, xs, ys, out):
+    """:func:`gather2` that first checks every pair against ``bad`` (65536 flags by pair index): 1
+    without writing where a pair is marked (the caller's operators raise as LiteRT fails), else 0."""
+    for pass_ in range(2):
+        k = np.uint64(0)
+        d3 = np.uint64(dims[3])
+        x3, y3 = np.uint64(xs[3]), np.uint64(ys[3])
+        for i0 in range(dims[0]):
+            for i1 in range(dims[1]):
+                bx1 = i0 * xs[0] + i1 * xs[1]
+                by1 = i0 * ys[0] + i1 * ys[1]
+                for i2 in range(dims[2]):
+                    bx = np.uint64(bx1 + i2 * xs[2])
+                    by = np.uint64(by1 + i2 * ys[2])
+                    for i3 in range(d3):
+                        j = (np.uint64(x[bx + i3 * x3]) << np.uint64(8)) | np.uint64(y[by + i3 * y3])
+                        if pass_ == 0:
+                            if bad[j]:
+                                return 1
+                        else:
+                            out[k + i3] = table[j]
+                    k += d3
+    return 0
+
+
+gather2_checked = kernel(_gather2_checked)

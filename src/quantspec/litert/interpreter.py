@@ -249,6 +249,8 @@ class _Graph:
                                       tuple(i for i in (*release_j, *release) if i != t))
                         kernels[j] = fused
                         producer[known] = j
+                        if getattr(fused, "second", None) is not None:
+                            where[j] = k            # only the folded operator can fail: errors name it
                         continue
                 producer[known] = len(program)
                 program.append((kernel.compute, prepared, op_inputs, known, None, tuple(release)))

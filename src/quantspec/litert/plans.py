@@ -1024,29 +1024,76 @@ UNARY_TABLES = frozenset({"HARD_SWISH", "GELU", "RSQRT", "RELU", "RELU6", "RELU_
 PAIR_TABLES = frozenset({"ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "PRELU"})
 
 
-def _byte_table(plan) -> bool:
-    """A table plan indexed by one-byte codes that never defers to its kernel."""
-    return isinstance(plan, UnaryTablePlan) and plan.invalid is None and plan.unsigned.itemsize == 1 \
-        and plan.table.size == 256
+def _byte_table(plan, invalid_ok: bool = False) -> bool:
+    """A table plan indexed by one-byte codes that never defers to its kernel (or, ``invalid_ok``,
+    defers only where its input holds a code its ``invalid`` marks)."""
+    return type(plan) is UnaryTablePlan and (invalid_ok or plan.invalid is None) \
+        and plan.unsigned.itemsize == 1 and plan.table.size == 256
+
+
+class FoldedPairPlan(PairTablePlan):
+    """A pair table followed by a unary table with invalid codes (RSQRT of a layer norm): the composed
+    table, and the composed marks checked first; where an input pair reaches a marked code, the two
+    plans run one after the other, and the second raises as its kernel does."""
+
+    __slots__ = ("bad", "first", "second")
+
+    def compute(self, unused, arrays):
+        if self.dims is not None:
+            out = np.empty(self.size, np.int8)
+            args = (arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8), self.table,
+                    self.bad, self.dims, self.xs, self.ys, out)
+            entry = self.entry
+            if entry is None:
+                entry = self.entry = _bind("gather2_checked", args)
+            if not entry(*args):
+                return [out.reshape(self.shape)]
+        return self.second.compute(None, self.first.compute(None, arrays))
+
+
+class FoldedUnaryPlan(UnaryTablePlan):
+    """A unary table followed by one with invalid codes, composed; as :class:`FoldedPairPlan` where an
+    input reaches a marked code."""
+
+    __slots__ = ("first", "second")
+
+    def reference(self, arrays):
+        return self.second.compute(None, self.first.compute(None, arrays))
 
 
 def fold(first: Plan, second: Plan) -> Plan | None:
     """One plan for ``second`` applied to the output of ``first``, where both are tables: a unary
-    table (``second``, indexed by one-byte codes, no invalid code) after a pair table or after another
-    such unary table is the table of the composition, ``second.table[first.table]``, entry by entry
-    (the same bytes by construction).  None where they do not compose.  The interpreter folds an
-    operator into the one before it only where nothing else reads the tensor between them."""
-    if not _byte_table(second):
+    table (``second``, indexed by one-byte codes) after a pair table or after another unary table of
+    one-byte codes is the table of the composition, ``second.table[first.table]``, entry by entry
+    (the same bytes by construction).  Where ``second`` marks codes on which LiteRT fails (RSQRT of a
+    negative value), the composition carries the marks of the entries that reach them, and an input
+    that reaches one runs both plans (the second raises).  None where they do not compose.  The
+    interpreter folds an operator into the one before it only where nothing else reads the tensor
+    between them."""
+    if not _byte_table(second, invalid_ok=True):
         return None
-    if isinstance(first, PairTablePlan) and second.table.dtype == np.int8:
-        table = np.ascontiguousarray(second.table[first.table.view(np.uint8)])
+    marks = second.invalid
+    if type(first) is PairTablePlan and second.table.dtype == np.int8:
+        index = first.table.view(np.uint8)
+        table = np.ascontiguousarray(second.table[index])
         table.setflags(write=False)
         walk = None if first.dims is None else (first.dims, first.xs, first.ys)
-        return PairTablePlan(first.kernel, first.prepared, table, walk, first.shape)
+        if marks is None:
+            return PairTablePlan(first.kernel, first.prepared, table, walk, first.shape)
+        plan = FoldedPairPlan(first.kernel, first.prepared, table, walk, first.shape)
+        plan.bad = np.ascontiguousarray(np.asarray(marks, np.bool_)[index])
+        plan.first, plan.second = first, second
+        return plan
     if _byte_table(first) and first.table.dtype.itemsize == 1:
-        table = np.ascontiguousarray(second.table[first.table.view(np.uint8)])
+        index = first.table.view(np.uint8)
+        table = np.ascontiguousarray(second.table[index])
         table.setflags(write=False)
-        return UnaryTablePlan(first.kernel, first.prepared, table, np.uint8, None)
+        if marks is None:
+            return UnaryTablePlan(first.kernel, first.prepared, table, np.uint8, None)
+        plan = FoldedUnaryPlan(first.kernel, first.prepared, table, np.uint8,
+                               np.ascontiguousarray(np.asarray(marks)[index]))
+        plan.first, plan.second = first, second
+        return plan
     return None
 
 
