@@ -457,6 +457,39 @@ def test_a_table_with_invalid_codes_folds_and_raises_as_its_kernel():
     assert interp.run([x])[0].tobytes() == run_ref(model, [x])[0].tobytes()
 
 
+@pytest.mark.parametrize("first, second, shapes, tpos, chained", [
+    ("SUB", "MUL", [(1, 16, 32), (1, 16, 1), (1, 16, 1)], 0, True),       # a layer norm's (x - mean) * rsqrt
+    ("ADD", "SUB", [(2, 1, 5), (1, 3, 5), (5,)], 1, True),                 # the intermediate second, broadcasts
+    ("MUL", "ADD", [(3, 4), (3, 4), ()], 0, True),
+    ("SQUARED_DIFFERENCE", "MUL", [(2, 3, 4, 5, 6), (1, 3, 1, 5, 1), (6,)], 0, False),  # a walk of five dims
+    ("ADD", "MUL", [(4, 1), (1, 5), (4, 5)], 0, True),
+    ("SUB", "ADD", [(4, 5), (4, 5), (3, 4, 5)], 0, False)])                # the intermediate broadcast
+def test_a_pair_table_after_a_pair_table_runs_as_one_pass(first, second, shapes, tpos, chained):
+    """Two int8 binary operators in a row, the intermediate read by nothing else, run as one pass over
+    the three inputs (where the walk fits four dimensions) with LiteRT's bytes; the interpreter that
+    keeps every tensor folds nothing and gives the same bytes."""
+    r = np.random.default_rng(len(first) * 7 + len(second))
+    sx, sy, sz = shapes
+    st = tuple(np.broadcast_shapes(sx, sy))
+    so = tuple(np.broadcast_shapes(st, sz))
+    tensors = [T(sx, "int8", 0.05, -3), T(sy, "int8", 0.04, 5), T(sz, "int8", 0.03, -128),
+               T(st, "int8", 0.09, 2), T(so, "int8", 0.2, -1)]
+    act = {"fused_activation_function": "NONE"}
+    ops = [(first, [0, 1], [3], None if first == "SQUARED_DIFFERENCE" else act),
+           (second, [3, 2] if tpos == 0 else [2, 3], [4], act)]
+    model = build_graph(tensors, ops, [0, 1, 2], [4])
+    interp = L.Interpreter(model)
+    keep = L.Interpreter(model, preserve_all_tensors=True)
+    for _ in range(3):
+        feeds = [_codes(np.int8, sh, r) for sh in shapes]
+        want = run_ref(model, feeds)
+        assert interp.run(feeds)[0].tobytes() == want[0].tobytes()
+        assert keep.run(feeds)[0].tobytes() == want[0].tobytes()
+    kinds = [type(e[0].__self__).__name__ for e in interp._main.program]
+    assert kinds == (["PairChainPlan"] if chained else ["PairTablePlan", "PairTablePlan"])
+    assert len(keep._main.program) == 2
+
+
 def test_threads_running_one_interpreter_get_the_bytes_of_one():
     """Scratch buffers are a plan's own: a second thread inside the same plan takes fresh ones."""
     path = os.path.join(os.path.dirname(L.__file__), "..", "data", "bench_cnn.tflite")

@@ -15,7 +15,7 @@ from .._core.nbprim import kernel, round_half_away, shared
 from ._fastkernels import _clamp, _mbqm, _rdbpot, _srdhm, _wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
-           "lut", "fc8", "resize8", "gather", "gather2_checked", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
+           "lut", "fc8", "resize8", "gather", "gather2_checked", "gather3", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
@@ -488,3 +488,31 @@ def _gather2_checked(x, y, table, bad, dims, xs, ys, out):
 
 
 gather2_checked = kernel(_gather2_checked)
+
+
+def _gather3(x, y, z, first, second, tpos, dims, xs, ys, zs, out):
+    """Two pair tables in a row: ``t = first[(x << 8) | y]``, then ``second[(t << 8) | z]`` (``tpos``
+    0) or ``second[(z << 8) | t]`` (``tpos`` 1), over the four (collapsed) dimensions ``dims`` of the
+    output, each input walked with its element strides (0 along a broadcast dimension); the codes
+    as uint8 (flat)."""
+    k = np.uint64(0)
+    d3 = np.uint64(dims[3])
+    x3, y3, z3 = np.uint64(xs[3]), np.uint64(ys[3]), np.uint64(zs[3])
+    e8 = np.uint64(8)
+    for i0 in range(dims[0]):
+        for i1 in range(dims[1]):
+            bx1 = i0 * xs[0] + i1 * xs[1]
+            by1 = i0 * ys[0] + i1 * ys[1]
+            bz1 = i0 * zs[0] + i1 * zs[1]
+            for i2 in range(dims[2]):
+                bx = np.uint64(bx1 + i2 * xs[2])
+                by = np.uint64(by1 + i2 * ys[2])
+                bz = np.uint64(bz1 + i2 * zs[2])
+                for i3 in range(d3):
+                    t = np.uint64(np.uint8(first[(np.uint64(x[bx + i3 * x3]) << e8) | np.uint64(y[by + i3 * y3])]))
+                    c = np.uint64(z[bz + i3 * z3])
+                    out[k + i3] = second[(t << e8) | c] if tpos == 0 else second[(c << e8) | t]
+                k += d3
+
+
+gather3 = kernel(_gather3)

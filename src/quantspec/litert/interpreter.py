@@ -252,6 +252,25 @@ class _Graph:
                         if getattr(fused, "second", None) is not None:
                             where[j] = k            # only the folded operator can fail: errors name it
                         continue
+                # a pair table whose input is the output of a pair table read by nothing else: one
+                # pass over the three inputs, here (plans.chain; the first's entry is dropped)
+                if len(op_inputs) == 2 and op_inputs[0] != op_inputs[1] and self.fold:
+                    for tpos in (0, 1):
+                        t, z = op_inputs[tpos], op_inputs[1 - tpos]
+                        j = producer.get(t)
+                        if j is None or readers.get(t) != 1 or t in ends or z < 0:
+                            continue
+                        _, _, inputs_j, _, _, release_j = program[j]
+                        shapes = [tuple(self.specs[i].shape) for i in (*inputs_j, z)]
+                        fused = plans.chain(kernels[j], kernel, tpos, shapes)
+                        if fused is None:
+                            continue
+                        program[j] = None
+                        del producer[t]
+                        kernel, prepared = fused, None
+                        op_inputs = (*inputs_j, z)
+                        release = tuple(i for i in (*release_j, *release) if i != t)
+                        break
                 producer[known] = len(program)
                 program.append((kernel.compute, prepared, op_inputs, known, None, tuple(release)))
             else:
@@ -259,9 +278,10 @@ class _Graph:
             kernels.append(kernel)
             names.append(op.name)
             where.append(k)
-        self.blas = not all(isinstance(k, plans.NO_BLAS) or name in MOVES for k, name in zip(kernels, names))
-        self.program_ops = where
-        return program
+        kept = [n for n, entry in enumerate(program) if entry is not None]
+        self.blas = not all(isinstance(kernels[n], plans.NO_BLAS) or names[n] in MOVES for n in kept)
+        self.program_ops = [where[n] for n in kept]
+        return [program[n] for n in kept]
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
         """The fast run loop: the program's operators one after the other on a list of tensor slots,

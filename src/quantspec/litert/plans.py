@@ -31,6 +31,14 @@ tensors' shapes, and keeps everything that depends on those alone:
 - **PAD, PADV2** (constant paddings and pad value): a copy of the pad-filled output made once, the
   input written into it; **RESIZE_BILINEAR** (int8, constant size): one numba pass.
 
+On the interpreter's fast loop, tables in a row become one where the tensor between them is read by
+nothing else (and not every tensor is kept): a unary table after a pair or unary table is their
+composed table (:func:`fold`; where the second marks codes LiteRT fails on, as RSQRT does, the
+composition carries the marks and an input that reaches one runs both plans, so the second raises),
+and a pair table whose input is a pair table's output is one pass over the three inputs
+(:func:`chain`).  Each is the same bytes by construction: the second table indexed by the first's
+entries.
+
 A plan is used only for the shapes and types it was made for (an operator whose input a run finds
 with another shape takes its kernel), and only on the fast path: ``QUANTSPEC_FAST=0`` runs every
 kernel's reference ``compute``.  Where a plan cannot reproduce a case — a non-constant filter,
@@ -1061,6 +1069,75 @@ class FoldedUnaryPlan(UnaryTablePlan):
         return self.second.compute(None, self.first.compute(None, arrays))
 
 
+def _walk_n(shapes, out_shape):
+    """(dims, [strides per input]) of the output walked as at most four dimensions, each input's
+    element strides 0 along its broadcast dimensions; None beyond four."""
+    rank = len(out_shape)
+    full = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+
+    def strides(shape):
+        st, acc = [], 1
+        for d in reversed(shape):
+            st.append(acc)
+            acc *= d
+        return list(reversed(st))
+
+    st = [strides(s) for s in full]
+    dims = []
+    for i, d in enumerate(out_shape):
+        if d == 1:
+            continue
+        dims.append([d] + [st[j][i] if full[j][i] != 1 else 0 for j in range(len(shapes))])
+    merged: list[list[int]] = []
+    for row in dims:
+        if merged and all(merged[-1][j + 1] == row[j + 1] * row[0] for j in range(len(shapes))):
+            merged[-1] = [merged[-1][0] * row[0]] + row[1:]
+            continue
+        merged.append(row)
+    if len(merged) > 4:
+        return None
+    merged = [[1] + [0] * len(shapes)] * (4 - len(merged)) + merged
+    return (np.array([m[0] for m in merged], np.int64),
+            [np.array([m[j + 1] for m in merged], np.int64) for j in range(len(shapes))])
+
+
+class PairChainPlan(Plan):
+    """Two pair tables in a row, the first's output read only by the second: one pass over the three
+    inputs (:func:`~._plankernels.gather3`), the intermediate code never stored."""
+
+    __slots__ = ("first", "second", "tpos", "dims", "xs", "ys", "zs", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        args = (arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8),
+                arrays[2].reshape(-1).view(np.uint8), self.first, self.second, self.tpos, self.dims, self.xs,
+                self.ys, self.zs, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("gather3", args)
+        entry(*args)
+        return [out.reshape(self.shape)]
+
+
+def chain(first: Plan, second: Plan, tpos: int, shapes) -> Plan | None:
+    """One plan for the pair table ``second`` whose input ``tpos`` (0 or 1) is the output of the pair
+    table ``first`` (the same bytes: the second table indexed by the first's entry, element by
+    element); ``shapes``: the shapes of the first's two inputs and of the second's other input.  None
+    where they do not chain (a table that is not a plain pair table, an intermediate the second
+    broadcasts, more than four dimensions)."""
+    if type(first) is not PairTablePlan or type(second) is not PairTablePlan or first.dims is None \
+            or second.dims is None or tuple(first.shape) != tuple(second.shape):
+        return None
+    walk = _walk_n(shapes, tuple(second.shape))
+    if walk is None:
+        return None
+    plan = PairChainPlan(second.kernel, second.prepared)
+    plan.first, plan.second, plan.tpos = first.table, second.table, int(tpos)
+    plan.dims, (plan.xs, plan.ys, plan.zs) = walk
+    plan.size, plan.shape = second.size, tuple(second.shape)
+    return plan
+
+
 def fold(first: Plan, second: Plan) -> Plan | None:
     """One plan for ``second`` applied to the output of ``first``, where both are tables: a unary
     table (``second``, indexed by one-byte codes) after a pair table or after another unary table of
@@ -1158,6 +1235,6 @@ def _record_types(names: tuple[str, ...]) -> tuple[type, ...]:
 
 #: plans that call no BLAS (numba kernels and numpy copies): a model whose program holds only these
 #: (and data movement) runs without the interpreter's BLAS thread setting
-NO_BLAS = (PairTablePlan, UnaryTablePlan, BinaryPlan, MeanPlan, SoftmaxPlan, ReshapePlan, PadPlan, ResizeBilinearPlan,
+NO_BLAS = (PairTablePlan, PairChainPlan, UnaryTablePlan, BinaryPlan, MeanPlan, SoftmaxPlan, ReshapePlan, PadPlan, ResizeBilinearPlan,
            GatherPlan, TransposePlan, PoolPlan, SmallFullyConnectedPlan, FloatQuantizePlan, DepthwisePlan,
            WideDepthwisePlan)
