@@ -490,6 +490,26 @@ def test_a_pair_table_after_a_pair_table_runs_as_one_pass(first, second, shapes,
     assert len(keep._main.program) == 2
 
 
+def test_a_chain_waits_for_no_input_released_in_between():
+    """x = ADD(a, a); SUB(x, m) -> t; ADD(x, x), the last reader of x; MUL(t, r); CONCATENATION:
+    chaining SUB into MUL would read x after its release; the interpreter keeps them apart (and the
+    bytes are LiteRT's)."""
+    act = {"fused_activation_function": "NONE"}
+    tensors = [T((4, 6), "int8", 0.05, -3), T((4, 1), "int8", 0.04, 5), T((4, 1), "int8", 0.03, 7),
+               T((4, 6), "int8", 0.09, 2), T((4, 6), "int8", 0.2, -1), T((4, 6), "int8", 0.2, -1),
+               T((8, 6), "int8", 0.2, -1), T((4, 6), "int8", 0.07, 4)]
+    ops = [("ADD", [0, 0], [7], act), ("SUB", [7, 1], [3], act), ("ADD", [7, 7], [4], act),
+           ("MUL", [3, 2], [5], act), ("CONCATENATION", [5, 4], [6], {"axis": 0, **act})]
+    model = build_graph(tensors, ops, [0, 1, 2], [6])
+    interp = L.Interpreter(model)
+    r = np.random.default_rng(19)
+    for _ in range(3):
+        feeds = [_codes(np.int8, (4, 6), r), _codes(np.int8, (4, 1), r), _codes(np.int8, (4, 1), r)]
+        assert interp.run(feeds)[0].tobytes() == run_ref(model, feeds)[0].tobytes()
+    kinds = [type(e[0].__self__).__name__ for e in interp._main.program]
+    assert kinds == ["PairTablePlan", "PairTablePlan", "PairTablePlan", "PairTablePlan", "Concatenation"]
+
+
 def test_threads_running_one_interpreter_get_the_bytes_of_one():
     """Scratch buffers are a plan's own: a second thread inside the same plan takes fresh ones."""
     path = os.path.join(os.path.dirname(L.__file__), "..", "data", "bench_cnn.tflite")

@@ -261,6 +261,9 @@ class _Graph:
                         if j is None or readers.get(t) != 1 or t in ends or z < 0:
                             continue
                         _, _, inputs_j, _, _, release_j = program[j]
+                        # the first's inputs must still be held here: none released in between
+                        if any(i in entry[5] for entry in program[j + 1:] if entry is not None for i in inputs_j):
+                            continue
                         shapes = [tuple(self.specs[i].shape) for i in (*inputs_j, z)]
                         fused = plans.chain(kernels[j], kernel, tpos, shapes)
                         if fused is None:
