@@ -2,7 +2,8 @@
 kernels they stand for, byte for byte, through whole models: every kind of plan (GEMM operators with
 padding, strides, dilation, deep accumulations in several exact chunks, int16 activations split into
 bytes; depthwise; pair tables over broadcast inputs; int16 binary operators; reductions; SOFTMAX;
-pooling; QUANTIZE / DEQUANTIZE tables; unary tables; reshapes), the cases a plan hands back to its
+pooling; QUANTIZE / DEQUANTIZE tables; unary tables; reshapes; GATHER, TRANSPOSE, PAD,
+RESIZE_BILINEAR), the cases a plan hands back to its
 kernel (errors included), several threads running one interpreter, and no numba threading layer
 started by any kernel mode.  (Every single-operator sweep of tests/test_litert_kernels_*.py also
 runs the operator's plan: tests/litert_kernel_check.py.)"""
@@ -18,7 +19,7 @@ import threading
 import numpy as np
 import pytest
 
-from litert_build import T, build, run_ref
+from litert_build import T, build, build_graph, run_ref
 from quantspec import litert as L
 from quantspec._core import jit
 from quantspec.errors import QuantSpecError
@@ -147,7 +148,67 @@ def test_fully_connected(depth, wide, bias_type):
     if wide:
         options["quantized_bias_type"] = bias_type.upper()
     model = build("FULLY_CONNECTED", [x, w, b], [y], options, version=3 if wide else 2)
-    _both(model, [_codes(np.int16 if wide else np.int8, (rows, depth), r)], "FullyConnectedPlan")
+    # a small int8 layer runs as one numba pass; a deep one (several exact chunks) and int16, the GEMM
+    small = not wide and rows * depth * units <= plans.SMALL_FC and depth < 1000
+    _both(model, [_codes(np.int16 if wide else np.int8, (rows, depth), r)],
+          "SmallFullyConnectedPlan" if small else "FullyConnectedPlan")
+
+
+@pytest.mark.parametrize("rows, depth, units, zx, act", [(16, 32, 32, -128, "NONE"), (5, 64, 7, 127, "RELU"),
+                                                          (1, 1, 1, 0, "RELU6"), (16, 128, 32, 3, "NONE")])
+def test_small_fully_connected(rows, depth, units, zx, act):
+    """The one-pass layer, with the extreme codes and zero points and per-channel weights of either
+    sign at the int8 limits, equals LiteRT and the GEMM plan (the same model with SMALL_FC at 0)."""
+    r = np.random.default_rng(rows * depth + units)
+    wcodes = _codes(np.int8, (units, depth), r)
+    wcodes[0] = -127
+    wcodes[-1] = 127
+    w = T((units, depth), "int8", _per_channel(r, units), [0] * units, 0, wcodes)
+    b = T((units,), "int32", [0.05 * s for s in _per_channel(r, units)], [0] * units, 0,
+          r.integers(-50000, 50000, units).astype(np.int32))
+    x = T((rows, depth), "int8", 0.05, zx)
+    y = T((rows, units), "int8", 0.7, -3)
+    model = build("FULLY_CONNECTED", [x, w, b], [y], {"fused_activation_function": act}, version=2)
+    feed = _codes(np.int8, (rows, depth), r)
+    feed[0] = -128
+    got = _both(model, [feed], "SmallFullyConnectedPlan")
+    old = plans.SMALL_FC
+    plans.SMALL_FC = 0
+    try:
+        interp = L.Interpreter(model)
+        gemm = interp.run([feed])
+        assert "FullyConnectedPlan" in [type(s[2]).__name__ for s in interp._main.plan_steps()]
+    finally:
+        plans.SMALL_FC = old
+    assert got[0].tobytes() == gemm[0].tobytes()
+
+
+@pytest.mark.parametrize("op, dtype", [("PAD", "int8"), ("PAD", "float"), ("PADV2", "int8")])
+def test_pad(op, dtype):
+    r = np.random.default_rng(31)
+    shape = (1, 5, 4, 3)
+    pads = np.array([[0, 0], [2, 1], [0, 3], [1, 0]], np.int32)
+    out_shape = (1, 8, 7, 4)
+    q = (0.1, -7) if dtype == "int8" else (None, 0)
+    ins = [T(shape, dtype, *q), T((4, 2), "int32", data=pads)]
+    if op == "PADV2":
+        ins.append(T((1,), dtype, *q, data=np.array([100], np.int8)))
+    model = build(op, ins, [T(out_shape, dtype, *q)])
+    x = _codes(np.int8, shape, r) if dtype == "int8" else r.normal(0, 2, shape).astype(np.float32)
+    got = _both(model, [x], "PadPlan")
+    got2 = L.Interpreter(model).run([x])
+    assert got[0].tobytes() == got2[0].tobytes()
+
+
+@pytest.mark.parametrize("size, align, half", [((7, 5), False, False), ((7, 5), True, False), ((7, 5), False, True),
+                                               ((3, 2), False, True), ((12, 13), False, False)])
+def test_resize_bilinear(size, align, half):
+    r = np.random.default_rng(size[0] * 10 + size[1])
+    shape = (2, 6, 4, 3)
+    model = build("RESIZE_BILINEAR", [T(shape, "int8", 0.1, 1), T((2,), "int32", data=np.array(size, np.int32))],
+                  [T((2, *size, 3), "int8", 0.1, 1)], {"align_corners": align, "half_pixel_centers": half},
+                  version=3)
+    _both(model, [_codes(np.int8, shape, r)], "ResizeBilinearPlan")
 
 
 def test_batch_matmul():
@@ -279,6 +340,43 @@ def test_an_input_a_table_marks_invalid_raises_as_the_kernel_does():
         L.Interpreter(model).run([x])
 
 
+@pytest.mark.parametrize("dtype, axis", [("int8", 0), ("int8", -1), ("float", 1), ("int32", 0)])
+def test_gather(dtype, axis):
+    r = np.random.default_rng(41)
+    shape = (7, 5, 3)
+    a = axis % 3
+    positions = np.array([[0, shape[a] - 1, 2], [1, 1, 0]], np.int32)
+    out_shape = (*shape[:a], 2, 3, *shape[a + 1:])
+    q = (0.1, 3) if dtype == "int8" else (None, 0)
+    table = (_codes(np.int8, shape, r) if dtype == "int8" else r.normal(0, 3, shape).astype(np.float32)
+             if dtype == "float" else r.integers(-2**31, 2**31, shape).astype(np.int32))
+    # the table a constant (an embedding) and the positions a run-time input, as a converter writes it
+    model = build("GATHER", [T(shape, dtype, *q, data=table), T((2, 3), "int32")], [T(out_shape, dtype, *q)],
+                  {"axis": axis})
+    _both(model, [positions], "GatherPlan")
+
+
+@pytest.mark.parametrize("bad", [-1, 5])
+def test_gather_position_out_of_range_raises_as_the_kernel_does(bad):
+    model = build("GATHER", [T((5, 4), "int8", 0.1, 0), T((3,), "int32")], [T((3, 4), "int8", 0.1, 0)], {"axis": 0})
+    x = np.arange(20, dtype=np.int8).reshape(5, 4)
+    interp = L.Interpreter(model)
+    interp.run([x, np.array([0, 1, 2], np.int32)])
+    assert "GatherPlan" in [type(s[2]).__name__ for s in interp._main.plan_steps()]
+    interp.run([x, np.array([4, 3, 2], np.int32)])         # the fast loop from here on
+    assert interp._main.program is not None
+    with pytest.raises(QuantSpecError, match=r"operator 0 \(GATHER\).*positions"):
+        interp.run([x, np.array([0, bad, 2], np.int32)])
+
+
+def test_transpose():
+    r = np.random.default_rng(43)
+    x = T((1, 16, 4, 8), "int8", 0.1, 2)
+    model = build("TRANSPOSE", [x, T((4,), "int32", data=np.array([0, 2, 1, 3], np.int32))],
+                  [T((1, 4, 16, 8), "int8", 0.1, 2)])
+    _both(model, [_codes(np.int8, (1, 16, 4, 8), r)], "TransposePlan")
+
+
 def test_reshape_is_a_view_and_outputs_are_fresh():
     r = np.random.default_rng(14)
     model = build("RESHAPE", [T((2, 6), "int8", 0.1, 0), T((2,), "int32", data=np.array([3, 4], np.int32))],
@@ -303,6 +401,113 @@ def test_bundled_models_plans_equal_kernels(name):
         interpreter.PLANS = old
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
     assert sum(isinstance(s[2], plans.Plan) for s in interp._main.plan_steps()) >= 1
+
+
+def test_tables_after_tables_fold_into_one_with_the_same_bytes():
+    """mixed.tflite's LOGISTIC -> QUANTIZE and TANH -> QUANTIZE run as one table each on the fast
+    loop; every run (the first, on the loop that checks outputs, and the later ones) equals LiteRT
+    BUILTIN_REF and the interpreter that keeps every tensor (which folds nothing)."""
+    path = os.path.join(os.path.dirname(L.__file__), "..", "data", "mixed.tflite")
+    model = open(path, "rb").read()
+    interp = L.Interpreter(model)
+    keep = L.Interpreter(model, preserve_all_tensors=True)
+    r = np.random.default_rng(16)
+    for n in range(4):
+        feeds = [_codes(t.dtype.dtype, t.shape, r) if t.dtype.dtype != np.float32
+                 else r.normal(0, 2, t.shape).astype(np.float32) for t in interp.inputs]
+        got = interp.run(feeds)
+        want = run_ref(model, feeds)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+        assert [g.tobytes() for g in keep.run(feeds)] == [w.tobytes() for w in want]
+    assert interp._main.program is not None
+    assert len(interp._main.program) == len(interp._main.sg.operators) - 2
+    assert keep._main.program is not None and len(keep._main.program) == len(keep._main.sg.operators)
+    # the output tensor is held, the folded intermediates are not
+    assert interp.get_tensor(interp._main.sg.outputs[0]).tobytes() == got[0].tobytes()
+
+
+def test_a_table_with_invalid_codes_folds_and_raises_as_its_kernel():
+    """A layer norm's ADD(variance, epsilon) -> RSQRT runs as one table whose entries carry RSQRT's
+    invalid codes: valid inputs give LiteRT's bytes, an input that reaches a negative value raises
+    naming RSQRT, as the kernels do (and LiteRT fails)."""
+    tensors = [T((1, 16, 1), "int8", 0.05, -20), T((), "int8", 0.05, -20, data=np.array(-19, np.int8)),
+               T((1, 16, 1), "int8", 0.05, -20), T((1, 16, 1), "int8", 0.02, -100)]
+    model = build_graph(tensors, [("ADD", [0, 1], [2], {"fused_activation_function": "NONE"}),
+                                  ("RSQRT", [2], [3], None)], [0], [3])
+    interp = L.Interpreter(model)
+    r = np.random.default_rng(17)
+    for _ in range(3):
+        x = r.integers(-21, 128, (1, 16, 1)).astype(np.int8)
+        x.reshape(-1)[:2] = (-21, 127)
+        got = interp.run([x])
+        assert got[0].tobytes() == run_ref(model, [x])[0].tobytes()
+    assert len(interp._main.program) == 1
+    assert type(interp._main.program[0][0].__self__).__name__ == "FoldedPairPlan"
+    bad = np.full((1, 16, 1), 10, np.int8)
+    bad[0, 5, 0] = -60                    # (-60 + 20) * 0.05 + 0.05 < 0: RSQRT of a negative value
+    interpreter.PLANS, old = False, interpreter.PLANS
+    try:
+        with pytest.raises(QuantSpecError) as want:
+            L.Interpreter(model).run([bad])
+    finally:
+        interpreter.PLANS = old
+    with pytest.raises(QuantSpecError, match=r"operator 1 \(RSQRT\)") as got_error:
+        interp.run([bad])
+    assert str(got_error.value) == str(want.value)
+    assert interp.run([x])[0].tobytes() == run_ref(model, [x])[0].tobytes()
+
+
+@pytest.mark.parametrize("first, second, shapes, tpos, chained", [
+    ("SUB", "MUL", [(1, 16, 32), (1, 16, 1), (1, 16, 1)], 0, True),       # a layer norm's (x - mean) * rsqrt
+    ("ADD", "SUB", [(2, 1, 5), (1, 3, 5), (5,)], 1, True),                 # the intermediate second, broadcasts
+    ("MUL", "ADD", [(3, 4), (3, 4), ()], 0, True),
+    ("SQUARED_DIFFERENCE", "MUL", [(2, 3, 4, 5, 6), (1, 3, 1, 5, 1), (6,)], 0, False),  # a walk of five dims
+    ("ADD", "MUL", [(4, 1), (1, 5), (4, 5)], 0, True),
+    ("SUB", "ADD", [(4, 5), (4, 5), (3, 4, 5)], 0, False)])                # the intermediate broadcast
+def test_a_pair_table_after_a_pair_table_runs_as_one_pass(first, second, shapes, tpos, chained):
+    """Two int8 binary operators in a row, the intermediate read by nothing else, run as one pass over
+    the three inputs (where the walk fits four dimensions) with LiteRT's bytes; the interpreter that
+    keeps every tensor folds nothing and gives the same bytes."""
+    r = np.random.default_rng(len(first) * 7 + len(second))
+    sx, sy, sz = shapes
+    st = tuple(np.broadcast_shapes(sx, sy))
+    so = tuple(np.broadcast_shapes(st, sz))
+    tensors = [T(sx, "int8", 0.05, -3), T(sy, "int8", 0.04, 5), T(sz, "int8", 0.03, -128),
+               T(st, "int8", 0.09, 2), T(so, "int8", 0.2, -1)]
+    act = {"fused_activation_function": "NONE"}
+    ops = [(first, [0, 1], [3], None if first == "SQUARED_DIFFERENCE" else act),
+           (second, [3, 2] if tpos == 0 else [2, 3], [4], act)]
+    model = build_graph(tensors, ops, [0, 1, 2], [4])
+    interp = L.Interpreter(model)
+    keep = L.Interpreter(model, preserve_all_tensors=True)
+    for _ in range(3):
+        feeds = [_codes(np.int8, sh, r) for sh in shapes]
+        want = run_ref(model, feeds)
+        assert interp.run(feeds)[0].tobytes() == want[0].tobytes()
+        assert keep.run(feeds)[0].tobytes() == want[0].tobytes()
+    kinds = [type(e[0].__self__).__name__ for e in interp._main.program]
+    assert kinds == (["PairChainPlan"] if chained else ["PairTablePlan", "PairTablePlan"])
+    assert len(keep._main.program) == 2
+
+
+def test_a_chain_waits_for_no_input_released_in_between():
+    """x = ADD(a, a); SUB(x, m) -> t; ADD(x, x), the last reader of x; MUL(t, r); CONCATENATION:
+    chaining SUB into MUL would read x after its release; the interpreter keeps them apart (and the
+    bytes are LiteRT's)."""
+    act = {"fused_activation_function": "NONE"}
+    tensors = [T((4, 6), "int8", 0.05, -3), T((4, 1), "int8", 0.04, 5), T((4, 1), "int8", 0.03, 7),
+               T((4, 6), "int8", 0.09, 2), T((4, 6), "int8", 0.2, -1), T((4, 6), "int8", 0.2, -1),
+               T((8, 6), "int8", 0.2, -1), T((4, 6), "int8", 0.07, 4)]
+    ops = [("ADD", [0, 0], [7], act), ("SUB", [7, 1], [3], act), ("ADD", [7, 7], [4], act),
+           ("MUL", [3, 2], [5], act), ("CONCATENATION", [5, 4], [6], {"axis": 0, **act})]
+    model = build_graph(tensors, ops, [0, 1, 2], [6])
+    interp = L.Interpreter(model)
+    r = np.random.default_rng(19)
+    for _ in range(3):
+        feeds = [_codes(np.int8, (4, 6), r), _codes(np.int8, (4, 1), r), _codes(np.int8, (4, 1), r)]
+        assert interp.run(feeds)[0].tobytes() == run_ref(model, feeds)[0].tobytes()
+    kinds = [type(e[0].__self__).__name__ for e in interp._main.program]
+    assert kinds == ["PairTablePlan", "PairTablePlan", "PairTablePlan", "PairTablePlan", "Concatenation"]
 
 
 def test_threads_running_one_interpreter_get_the_bytes_of_one():

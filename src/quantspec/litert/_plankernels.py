@@ -15,7 +15,7 @@ from .._core.nbprim import kernel, round_half_away, shared
 from ._fastkernels import _clamp, _mbqm, _rdbpot, _srdhm, _wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
-           "lut", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
+           "lut", "fc8", "resize8", "gather", "gather2_checked", "gather3", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
@@ -381,3 +381,138 @@ def _pool(x, g, counts, average, lo, hi, out):
 
 
 pool = kernel(_pool)
+
+
+
+def _fc8(x, w, corr, eff, zo, lo, hi, acc, out):
+    """int8 FULLY_CONNECTED of a small layer in one pass: ``out[r, c] = clamp(requantize(a) + zo)``
+    with ``a`` the int32-wrapped exact ``sum_k x[r, k] * w[k, c] + corr[c]`` and REF
+    FULLY_CONNECTED's ``int32(round(double(a) * eff[c]))`` (the :data:`DOUBLE32` epilogue); ``x``
+    the input codes (flat, its first ``rows * depth`` values used), ``w`` the float32 weights (flat
+    ``depth * units``), ``acc`` float32 scratch of ``units``, ``out`` flat (rows, units).  The sums
+    run in float32 along the output channels (vectorized without reordering a sum), exact where the
+    caller's bound keeps every partial sum within 2^24, as the float32 GEMM's."""
+    units = corr.size
+    depth = w.size // units
+    rows = out.size // units
+    for r in range(rows):
+        xb = r * depth
+        for c in range(units):
+            acc[c] = 0.0
+        for k in range(depth):
+            xv = np.float32(x[xb + k])
+            wb = k * units
+            for c in range(units):
+                acc[c] += xv * w[wb + c]
+        ob = r * units
+        for c in range(units):
+            a = np.int64(acc[c]) + corr[c]
+            out[ob + c] = _clamp(_wrap32(_double(_wrap32(a), eff[c]) + zo), lo, hi)
+
+
+fc8 = kernel(_fc8)
+
+
+def _resize8(x, dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out):
+    """int8 RESIZE_BILINEAR (ResizeBilinearInteger): per output pixel the two rows ``y0``/``y1`` of
+    the input with their Q10 weights, then the two columns, ``o = (t0 * wx0 + t1 * wx1)``, rounded
+    half away from zero by 2^20 (C division); ``x`` flat NHWC, ``dims`` (n, h, w, c), ``out`` flat
+    (n, oh, ow, c)."""
+    n, h, w, c = dims[0], dims[1], dims[2], dims[3]
+    oh, ow = y0.size, x0.size
+    k = 0
+    for b in range(n):
+        for oy in range(oh):
+            ra = (b * h + y0[oy]) * w * c
+            rb = (b * h + y1[oy]) * w * c
+            a0, a1 = wy0[oy], wy1[oy]
+            for ox in range(ow):
+                c0, c1 = x0[ox] * c, x1[ox] * c
+                b0, b1 = wx0[ox], wx1[ox]
+                for ch in range(c):
+                    t0 = np.int64(x[ra + c0 + ch]) * a0 + np.int64(x[rb + c0 + ch]) * a1
+                    t1 = np.int64(x[ra + c1 + ch]) * a0 + np.int64(x[rb + c1 + ch]) * a1
+                    o = t0 * b0 + t1 * b1
+                    r = o + (np.int64(1) << 19) if o > 0 else o - (np.int64(1) << 19)
+                    q = (-r if r < 0 else r) >> 20
+                    out[k] = np.int8(-q if r < 0 else q)
+                    k += 1
+
+
+resize8 = kernel(_resize8)
+
+
+def _gather(x, pos, outer, size, inner, out):
+    """GATHER along one axis (no batch dimensions): ``x`` flat (outer, size, inner), ``pos`` the flat
+    positions, ``out`` flat (outer, positions, inner).  Returns 1 without writing where a position
+    lies outside [0, size) (LiteRT fails; the caller's kernel raises), else 0."""
+    n = pos.size
+    for i in range(n):
+        if pos[i] < 0 or pos[i] >= size:
+            return 1
+    for o in range(outer):
+        for i in range(n):
+            src = (o * size + np.int64(pos[i])) * inner
+            dst = (o * n + i) * inner
+            for j in range(inner):
+                out[dst + j] = x[src + j]
+    return 0
+
+
+gather = kernel(_gather)
+
+
+def _gather2_checked(x, y, table, bad, dims, xs, ys, out):
+    """:func:`gather2` that first checks every pair against ``bad`` (65536 flags by pair index): 1
+    without writing where a pair is marked (the caller's operators raise as LiteRT fails), else 0."""
+    for pass_ in range(2):
+        k = np.uint64(0)
+        d3 = np.uint64(dims[3])
+        x3, y3 = np.uint64(xs[3]), np.uint64(ys[3])
+        for i0 in range(dims[0]):
+            for i1 in range(dims[1]):
+                bx1 = i0 * xs[0] + i1 * xs[1]
+                by1 = i0 * ys[0] + i1 * ys[1]
+                for i2 in range(dims[2]):
+                    bx = np.uint64(bx1 + i2 * xs[2])
+                    by = np.uint64(by1 + i2 * ys[2])
+                    for i3 in range(d3):
+                        j = (np.uint64(x[bx + i3 * x3]) << np.uint64(8)) | np.uint64(y[by + i3 * y3])
+                        if pass_ == 0:
+                            if bad[j]:
+                                return 1
+                        else:
+                            out[k + i3] = table[j]
+                    k += d3
+    return 0
+
+
+gather2_checked = kernel(_gather2_checked)
+
+
+def _gather3(x, y, z, first, second, tpos, dims, xs, ys, zs, out):
+    """Two pair tables in a row: ``t = first[(x << 8) | y]``, then ``second[(t << 8) | z]`` (``tpos``
+    0) or ``second[(z << 8) | t]`` (``tpos`` 1), over the four (collapsed) dimensions ``dims`` of the
+    output, each input walked with its element strides (0 along a broadcast dimension); the codes
+    as uint8 (flat)."""
+    k = np.uint64(0)
+    d3 = np.uint64(dims[3])
+    x3, y3, z3 = np.uint64(xs[3]), np.uint64(ys[3]), np.uint64(zs[3])
+    e8 = np.uint64(8)
+    for i0 in range(dims[0]):
+        for i1 in range(dims[1]):
+            bx1 = i0 * xs[0] + i1 * xs[1]
+            by1 = i0 * ys[0] + i1 * ys[1]
+            bz1 = i0 * zs[0] + i1 * zs[1]
+            for i2 in range(dims[2]):
+                bx = np.uint64(bx1 + i2 * xs[2])
+                by = np.uint64(by1 + i2 * ys[2])
+                bz = np.uint64(bz1 + i2 * zs[2])
+                for i3 in range(d3):
+                    t = np.uint64(np.uint8(first[(np.uint64(x[bx + i3 * x3]) << e8) | np.uint64(y[by + i3 * y3])]))
+                    c = np.uint64(z[bz + i3 * z3])
+                    out[k + i3] = second[(t << e8) | c] if tpos == 0 else second[(c << e8) | t]
+                k += d3
+
+
+gather3 = kernel(_gather3)

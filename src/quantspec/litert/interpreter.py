@@ -166,6 +166,22 @@ class _Graph:
                        self.release[k], -1)
                       for k, (op, kernel, prepared) in enumerate(self.prepared)]
         self.planned: list | None = None          # the steps with their run plans (made on first use)
+        # the run loop of the fast path (:meth:`_run_program`), made from the planned steps once a run
+        # has checked the plans' outputs; never for a graph whose operators keep state or run other
+        # subgraphs (the program may run a graph a second time, on the loop above, when it finds a
+        # tensor whose shape or type differs from the model's), nor for one holding a tensor of a
+        # type without a numpy one
+        self.program: list | None = None
+        self.blas = True        # whether a run of the program may call BLAS (see Interpreter.run)
+        self.program_ops: list[int] = []
+        self.fold = not interp.preserve_all_tensors       # tables folded into one (see _make_program)
+        self.programmable = not any(op.name in CONTROL_FLOW or op.name in STATEFUL for op in sg.operators) \
+            and all(t.dtype is not None for t in sg.tensors)
+        # the program's tensor slots before a run: the constants in place, one slot more at the end,
+        # always None, for the absent optional inputs (tensor index -1)
+        self.template: list = [None] * (len(sg.tensors) + 1)
+        for i, data in self.constants.items():
+            self.template[i] = data
 
     def plan_steps(self) -> list:
         """The steps with each operator's run plan in place of its kernel where it has one
@@ -185,9 +201,134 @@ class _Graph:
             self.planned = steps
         return self.planned
 
-    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
+    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], Any]:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
-        output arrays (not copied) and the arrays of the tensors still held."""
+        output arrays (not copied) and the arrays of the tensors still held (a dict by tensor index,
+        or a list indexed by it whose entry is None for a tensor not held)."""
+        if self.program is not None:
+            if PLANS and jit.enabled():
+                done = self._run_program(inputs, keep_all)
+                if done is not None:
+                    return done
+        elif self.programmable and self.planned is not None and PLANS and jit.enabled():
+            self.program = self._make_program()
+            done = self._run_program(inputs, keep_all)
+            if done is not None:
+                return done
+        return self._run_steps(inputs, keep_all)
+
+    def _make_program(self) -> list:
+        """The planned steps as the fast run loop takes them, one tuple per operator: the function to
+        call, its prepared record, its input tensors, and either the one output tensor of a plan whose
+        output a run has seen with the model's shape and type (known: a plan computes the same shapes
+        on every run) and None, or -1 and the outputs' indices, shapes and numpy types to check; and
+        the tensors to release after it."""
+        from . import plans
+
+        program: list = []
+        kernels: list = []
+        names: list = []
+        where: list = []                            # per entry, the operator it runs (errors name it)
+        producer: dict[int, int] = {}               # tensor -> the program entry that writes it
+        readers: dict[int, int] = {}
+        for op in self.sg.operators:
+            for i in set(op.inputs):
+                readers[i] = readers.get(i, 0) + 1
+        ends = set(self.sg.outputs)
+        for k, op, kernel, prepared, op_inputs, op_outputs, release, known in self.planned:
+            if known >= 0:
+                # a table after a table, the tensor between them read by nothing else: one table
+                # (plans.fold; not where every tensor is kept)
+                t = op_inputs[0] if len(op_inputs) == 1 else -1
+                j = producer.get(t)
+                if j is not None and self.fold and readers.get(t) == 1 and t not in ends:
+                    fused = plans.fold(kernels[j], kernel)
+                    if fused is not None:
+                        _, _, inputs_j, _, _, release_j = program[j]
+                        program[j] = (fused.compute, None, inputs_j, known, None,
+                                      tuple(i for i in (*release_j, *release) if i != t))
+                        kernels[j] = fused
+                        producer[known] = j
+                        if getattr(fused, "second", None) is not None:
+                            where[j] = k            # only the folded operator can fail: errors name it
+                        continue
+                # a pair table whose input is the output of a pair table read by nothing else: one
+                # pass over the three inputs, here (plans.chain; the first's entry is dropped)
+                if len(op_inputs) == 2 and op_inputs[0] != op_inputs[1] and self.fold:
+                    for tpos in (0, 1):
+                        t, z = op_inputs[tpos], op_inputs[1 - tpos]
+                        j = producer.get(t)
+                        if j is None or readers.get(t) != 1 or t in ends or z < 0:
+                            continue
+                        _, _, inputs_j, _, _, release_j = program[j]
+                        # the first's inputs must still be held here: none released in between
+                        if any(i in entry[5] for entry in program[j + 1:] if entry is not None for i in inputs_j):
+                            continue
+                        shapes = [tuple(self.specs[i].shape) for i in (*inputs_j, z)]
+                        fused = plans.chain(kernels[j], kernel, tpos, shapes)
+                        if fused is None:
+                            continue
+                        program[j] = None
+                        del producer[t]
+                        kernel, prepared = fused, None
+                        op_inputs = (*inputs_j, z)
+                        release = tuple(i for i in (*release_j, *release) if i != t)
+                        break
+                producer[known] = len(program)
+                program.append((kernel.compute, prepared, op_inputs, known, None, tuple(release)))
+            else:
+                program.append((kernel.compute, prepared, op_inputs, -1, op_outputs, tuple(release)))
+            kernels.append(kernel)
+            names.append(op.name)
+            where.append(k)
+        kept = [n for n, entry in enumerate(program) if entry is not None]
+        self.blas = not all(isinstance(kernels[n], plans.NO_BLAS) or names[n] in MOVES for n in kept)
+        self.program_ops = [where[n] for n in kept]
+        return [program[n] for n in kept]
+
+    def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
+        """The fast run loop: the program's operators one after the other on a list of tensor slots,
+        no check where the program knows the output.  None where an operator's output differs from
+        the model's shape or type (the program is dropped; the caller runs the graph on the loop that
+        prepares operators again for such tensors)."""
+        slots = self.template.copy()
+        for i, x in zip(self.sg.inputs, inputs):
+            slots[i] = x
+        k = 0
+        try:
+            for compute, prepared, op_inputs, out, checks, release in self.program:
+                outs = compute(prepared, [slots[i] for i in op_inputs])
+                if checks is None:
+                    slots[out] = outs[0]
+                else:
+                    if len(outs) != len(checks):
+                        self.program = None
+                        self.programmable = False
+                        self.blas = True
+                        return None
+                    for (i, shape, dtype), y in zip(checks, outs):
+                        if type(y) is not np.ndarray or y.shape != shape or y.dtype != dtype:
+                            self.program = None
+                            self.programmable = False
+                            self.blas = True
+                            return None
+                        slots[i] = y
+                if release and not keep_all:
+                    for i in release:
+                        slots[i] = None
+                k += 1
+        except QuantSpecError as e:
+            op = self.sg.operators[self.program_ops[k]]
+            raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
+        except (MemoryError, ValueError) as e:
+            op = self.sg.operators[self.program_ops[k]]
+            _too_big(e, op, [None if i < 0 else self.specs[i] for i in (*op.inputs, *op.outputs)])
+            raise
+        return [slots[i] for i in self.sg.outputs], slots
+
+    def _run_steps(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
+        """The run loop of the reference path, and of the fast path until a run has checked the plans'
+        outputs or where an operator's input differs from the model's shape or type."""
         sg = self.sg
         arrays: dict[int, Any] = dict(self.constants)
         arrays[-1] = None                             # an absent optional input
@@ -258,6 +399,9 @@ class _Graph:
         return hit
 
 
+#: operators whose reference kernels only move or copy data (no BLAS call)
+MOVES = frozenset({"CONCATENATION", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "GATHER", "PAD", "PADV2",
+                   "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "SHAPE"})
 #: operators that run other subgraphs (their kernels get ``options["quantspec_subgraph"]``, a
 #: function from a subgraph index to its prepared graph)
 CONTROL_FLOW = frozenset({"WHILE", "IF", "CALL_ONCE"})
@@ -465,6 +609,14 @@ class Interpreter:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
         if not jit.enabled():
             return self._run(inputs)
+        if not self._main.blas:
+            # a graph whose program calls no BLAS (tables, reductions, data movement): the thresholds
+            # alone (blas_on_caller's two calls into the BLAS library cost a few microseconds)
+            before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
+            try:
+                return self._run(inputs)
+            finally:
+                core.restore_thresholds(before)
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
         # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
         # below SERIAL_IN_MODELS elements (blas_on_caller, serial_below and reference_below, without
@@ -524,7 +676,8 @@ class Interpreter:
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
                 or not 0 <= index < len(sg.tensors):
             raise InvalidArgumentError("index", f"must be a tensor index in [0, {len(sg.tensors)})", index)
-        a = self._last.get(int(index))
+        last = self._last
+        a = last[int(index)] if type(last) is list else last.get(int(index))
         if a is None:
             if sg.tensors[index].data is not None:
                 return np.array(sg.tensors[index].data, copy=True)

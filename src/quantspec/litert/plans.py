@@ -26,6 +26,18 @@ tensors' shapes, and keeps everything that depends on those alone:
   gathered without the per-call checks.
 - **MEAN, SUM** over adjacent axes, **SOFTMAX** (int8): one numba pass each.
 - **RESHAPE, SQUEEZE**: a view (the interpreter never writes into an array it has handed on).
+- **GATHER** (no batch dimensions): one numba pass that checks the positions and copies;
+  **TRANSPOSE** (constant permutation): the copy of the permuted view.
+- **PAD, PADV2** (constant paddings and pad value): a copy of the pad-filled output made once, the
+  input written into it; **RESIZE_BILINEAR** (int8, constant size): one numba pass.
+
+On the interpreter's fast loop, tables in a row become one where the tensor between them is read by
+nothing else (and not every tensor is kept): a unary table after a pair or unary table is their
+composed table (:func:`fold`; where the second marks codes LiteRT fails on, as RSQRT does, the
+composition carries the marks and an input that reaches one runs both plans, so the second raises),
+and a pair table whose input is a pair table's output is one pass over the three inputs
+(:func:`chain`).  Each is the same bytes by construction: the second table indexed by the first's
+entries.
 
 A plan is used only for the shapes and types it was made for (an operator whose input a run finds
 with another shape takes its kernel), and only on the fast path: ``QUANTSPEC_FAST=0`` runs every
@@ -64,14 +76,27 @@ def _own(a, dtype=None) -> np.ndarray:
     return np.array(a, dtype=dtype, order="C", copy=True)
 
 
+def _bind(name: str, args: tuple):
+    """The compiled entry point of the plan kernel ``name`` for exactly the types of ``args``
+    (:func:`quantspec._core.fast._entry`: no type checks at each call), for a plan whose later calls
+    pass arguments of the same numba types: its own arrays, and the operator's inputs as flat
+    (``reshape(-1)``: C-contiguous) arrays of one-byte codes, whose type can differ only by the
+    writeable flag, which compiled code that reads them does not depend on."""
+    from .._core.fast import _entry
+
+    return _entry(getattr(_k(), name), args)
+
+
 class Plan:
     """The interface the interpreter calls: ``compute(unused, arrays) -> outputs``, like a kernel
-    whose prepared record is the plan itself."""
+    whose prepared record is the plan itself.  ``entry``: the compiled entry point of its numba kernel
+    once bound (:func:`_bind`), for plans whose inputs are one-byte codes."""
 
-    __slots__ = ("kernel", "prepared")
+    __slots__ = ("kernel", "prepared", "entry")
 
     def __init__(self, kernel, prepared):
         self.kernel, self.prepared = kernel, prepared
+        self.entry = None
 
     def reference(self, arrays):
         """The reference kernel's compute (cases the plan defers)."""
@@ -135,7 +160,7 @@ def _gemm(a: np.ndarray, w: np.ndarray, chunks, g32: np.ndarray, g64: np.ndarray
 class _Requant:
     """The per-channel arrays and constants of an epilogue."""
 
-    __slots__ = ("corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "dtype")
+    __slots__ = ("corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "dtype", "entry")
 
     def __init__(self, channels, corr, kind, zo, lo, hi, dtype, multiplier=None, shift=None, eff=None):
         from . import _plankernels as K
@@ -151,11 +176,18 @@ class _Requant:
         self.eff = _own(np.broadcast_to(np.asarray(0.0 if eff is None else eff, np.float64),
                                                         (channels,)))
         self.kind, self.zo, self.lo, self.hi, self.dtype = int(kind), int(zo), int(lo), int(hi), np.dtype(dtype)
+        self.entry = None
 
     def run(self, g: np.ndarray, split: bool, rows: int, channels: int) -> np.ndarray:
+        """The epilogue over ``g``, an accumulator the plan made itself (its type, contiguity and
+        alignment the same on every call: the entry point is bound once)."""
         out = np.empty((rows, channels), self.dtype)
-        _k().epilogue(g.reshape(-1), split, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo, self.lo,
-                      self.hi, out.reshape(-1))
+        args = (g.reshape(-1), split, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo, self.lo,
+                self.hi, out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("epilogue", args)
+        entry(*args)
         return out
 
 
@@ -266,6 +298,42 @@ class FullyConnectedPlan(Plan):
         return [out.reshape(self.shape)]
 
 
+#: an int8 FULLY_CONNECTED of at most this many multiply-adds runs as one numba pass
+#: (:class:`SmallFullyConnectedPlan`); a larger one, the float32 GEMM
+SMALL_FC = 1 << 16
+
+
+class SmallFullyConnectedPlan(Plan):
+    """int8 FULLY_CONNECTED of a small layer (a transformer's 16 x 32 x 32): the exact integer sums and
+    the requantization in one numba call (:func:`~._plankernels.fc8`), where the float32 conversion,
+    the BLAS call and the epilogue cost more than the arithmetic."""
+
+    __slots__ = ("w", "corr", "eff", "zo", "lo", "hi", "size", "shape", "scratch")
+
+    def __init__(self, kernel, p, corr):
+        super().__init__(kernel, p)
+        self.w = _own(p.weights, np.float32).reshape(-1)          # (depth, units)
+        self.scratch = _Scratch([((p.units,), np.float32)])
+        self.corr = _own(np.broadcast_to(np.asarray(corr, np.int64), (p.units,)))
+        self.eff = _own(np.broadcast_to(np.asarray(p.effective_scale, np.float64), (p.units,)))
+        self.zo, self.lo, self.hi = int(p.output_zero_point), int(p.act_min), int(p.act_max)
+        self.size = p.rows * p.units
+        self.shape = tuple(p.output_shape)
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        bufs, owned = self.scratch.take()
+        try:
+            args = (arrays[0].reshape(-1), self.w, self.corr, self.eff, self.zo, self.lo, self.hi, bufs[0], out)
+            entry = self.entry
+            if entry is None:
+                entry = self.entry = _bind("fc8", args)
+            entry(*args)
+        finally:
+            self.scratch.give(owned)
+        return [out.reshape(self.shape)]
+
+
 def _fc_plan(kernel, p, ins, outs):
     from . import _plankernels as K
 
@@ -281,6 +349,8 @@ def _fc_plan(kernel, p, ins, outs):
         return None
     bias = np.zeros(p.units, np.int64) if p.bias is None else p.bias.astype(np.int64)
     corr = bias - np.int64(p.input_zero_point) * p.weight_sums
+    if not split and len(chunks) == 1 and p.rows * p.depth * p.units <= SMALL_FC and ins[0].dtype.name == "int8":
+        return SmallFullyConnectedPlan(kernel, p, corr)
     int32_acc = p.bias_int32 or not p.wide
     kind = K.DOUBLE32 if int32_acc else K.DOUBLE64
     requant = _Requant(p.units, corr, kind, p.output_zero_point, p.act_min, p.act_max,
@@ -292,28 +362,33 @@ class BatchMatMulPlan(Plan):
     """BATCH_MATMUL (quantized int8 output): both operands offset by their zero points in float32,
     one batched GEMM (exact: depth within one chunk), the epilogue."""
 
-    __slots__ = ("zl", "zr", "requant", "cols")
+    __slots__ = ("zl", "zr", "requant", "cols", "rows", "scratch")
 
     def __init__(self, kernel, p, requant):
         super().__init__(kernel, p)
         self.zl, self.zr = np.float32(p.zero_points[0]), np.float32(p.zero_points[1])
         self.requant = requant
         self.cols = p.output_shape[-1]
+        self.rows = math.prod(p.output_shape) // self.cols
+        # the operands offset in float32 and the product, kept between runs
+        self.scratch = _Scratch([(tuple(p.shapes[0]), np.float32), (tuple(p.shapes[1]), np.float32),
+                                 (tuple(p.output_shape), np.float32)])
 
     def compute(self, unused, arrays):
         p = self.prepared
-        a = arrays[0].astype(np.float32)
-        b = arrays[1].astype(np.float32)
-        if self.zl:
-            np.subtract(a, self.zl, out=a)
-        if self.zr:
-            np.subtract(b, self.zr, out=b)
-        if p.adj_x:
-            a = np.swapaxes(a, -1, -2)
-        if p.adj_y:
-            b = np.swapaxes(b, -1, -2)
-        g = np.matmul(a, b).reshape(-1, self.cols)
-        out = self.requant.run(g, False, g.shape[0], self.cols)
+        bufs, owned = self.scratch.take()
+        try:
+            a, b, g = bufs
+            np.subtract(arrays[0], self.zl, out=a)          # exact: integers of at most 2^8 in float32
+            np.subtract(arrays[1], self.zr, out=b)
+            if p.adj_x:
+                a = np.swapaxes(a, -1, -2)
+            if p.adj_y:
+                b = np.swapaxes(b, -1, -2)
+            np.matmul(a, b, out=g)
+            out = self.requant.run(g, False, self.rows, self.cols)
+        finally:
+            self.scratch.give(owned)
         return [out.reshape(p.output_shape)]
 
 
@@ -425,16 +500,31 @@ class UnaryTablePlan(Plan):
 
     def __init__(self, kernel, p, table, unsigned, invalid):
         super().__init__(kernel, p)
-        self.table, self.unsigned, self.invalid = table, unsigned, invalid
+        self.table, self.unsigned, self.invalid = table, np.dtype(unsigned), invalid
 
     def compute(self, unused, arrays):
         x = arrays[0]
-        if self.invalid is None:
-            return [np.take(self.table, x.view(self.unsigned))]
+        if self.unsigned.itemsize != 1:
+            if self.invalid is None:
+                return [np.take(self.table, x.view(self.unsigned))]
+            out = np.empty(x.shape, self.table.dtype)
+            if _k().lut(x.reshape(-1).view(self.unsigned), self.table, self.invalid, out.reshape(-1)):
+                return self.reference(arrays)               # raises as LiteRT fails
+            return [out]
+        # one-byte codes: the kernel through its entry point (no invalid codes: an empty mask)
         out = np.empty(x.shape, self.table.dtype)
-        if _k().lut(x.reshape(-1).view(self.unsigned), self.table, self.invalid, out.reshape(-1)):
-            return self.reference(arrays)               # raises as LiteRT fails
+        args = (x.reshape(-1).view(np.uint8), self.table, _NONE_INVALID if self.invalid is None else self.invalid,
+                out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("lut", args)
+        if entry(*args):
+            return self.reference(arrays)                   # raises as LiteRT fails
         return [out]
+
+
+#: the ``invalid`` mask of a table without invalid codes
+_NONE_INVALID = np.zeros(0, np.bool_)
 
 
 def _unary_plan(kernel, p, ins, outs):
@@ -502,8 +592,12 @@ class PairTablePlan(Plan):
             x, y = np.broadcast_arrays(arrays[0].view(np.uint8), arrays[1].view(np.uint8))
             return [np.take(self.table, (x.astype(np.intp) << 8) | y).reshape(self.shape)]
         out = np.empty(self.size, np.int8)
-        _k().gather2(arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8), self.table,
-                     self.dims, self.xs, self.ys, out)
+        args = (arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8), self.table, self.dims,
+                self.xs, self.ys, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("gather2", args)
+        entry(*args)
         return [out.reshape(self.shape)]
 
 
@@ -708,8 +802,14 @@ class MeanPlan(Plan):
         if self.uread:
             x = x.view(np.uint8)
         out = np.empty(self.outer * self.inner, self.dtype)
-        _k().mean(x, self.outer, self.red, self.inner, self.n, self.zin, self.m, self.e, self.zo, self.lo, self.hi,
-                  out)
+        args = (x, self.outer, self.red, self.inner, self.n, self.zin, self.m, self.e, self.zo, self.lo, self.hi, out)
+        if x.itemsize != 1:
+            _k().mean(*args)
+        else:
+            entry = self.entry
+            if entry is None:
+                entry = self.entry = _bind("mean", args)
+            entry(*args)
         return [out.reshape(self.shape)]
 
 
@@ -756,7 +856,11 @@ class SoftmaxPlan(Plan):
         x = arrays[0]
         out = np.empty(self.shape, np.int8)
         p = self.prepared
-        if _k().softmax8(x.reshape(-1), self.rows, self.cols, p.exps, p.terms, self.diff_min, out.reshape(-1)):
+        args = (x.reshape(-1), self.rows, self.cols, p.exps, p.terms, self.diff_min, out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("softmax8", args)
+        if entry(*args):
             return self.reference(arrays)
         return [out]
 
@@ -789,7 +893,121 @@ def _reshape_plan(kernel, p, ins, outs):
     return plan
 
 
+class PadPlan(Plan):
+    """PAD / PADV2 with constant paddings and pad value: a copy of the output filled with the pad
+    value, the input written into its inner block."""
+
+    __slots__ = ("filled", "inner")
+
+    def compute(self, unused, arrays):
+        out = self.filled.copy()
+        out[self.inner] = arrays[0]
+        return [out]
+
+
+def _pad_plan(kernel, p, ins, outs):
+    x = ins[0]
+    if p.paddings is None or p.pad_value is None or x is None or len(x.shape) != p.paddings.shape[0]:
+        return None
+    shape = tuple(int(d) + int(a) + int(b) for d, (a, b) in zip(x.shape, p.paddings))
+    if math.prod(shape) > (1 << 22):
+        return None                 # a large output: the kernel (no copy of it kept)
+    plan = PadPlan(kernel, p)
+    plan.filled = np.full(shape, p.pad_value, np.dtype(x.dtype.dtype))
+    plan.filled.setflags(write=False)
+    plan.inner = tuple(slice(int(a), int(a) + int(d)) for d, (a, _) in zip(x.shape, p.paddings))
+    return plan
+
+
+class ResizeBilinearPlan(Plan):
+    """int8 RESIZE_BILINEAR with a constant size: one pass (:func:`~._plankernels.resize8`) over the
+    rows, columns and weights the kernel prepared."""
+
+    __slots__ = ("dims", "axes", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        (y0, y1, wy0, wy1), (x0, x1, wx0, wx1) = self.axes
+        args = (arrays[0].reshape(-1), self.dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("resize8", args)
+        entry(*args)
+        return [out.reshape(self.shape)]
+
+
+def _resize_plan(kernel, p, ins, outs):
+    if p.plan is None or ins[0] is None or ins[0].dtype.name != "int8":
+        return None
+    oh, ow, ya, xa = p.plan
+    n, h, w, c = p.input_shape
+    if n * oh * ow * c == 0:
+        return None
+    plan = ResizeBilinearPlan(kernel, p)
+    plan.dims = np.array([n, h, w, c], np.int64)
+    plan.axes = tuple(tuple(_own(a, np.int64) for a in axis) for axis in (ya, xa))
+    plan.size = n * oh * ow * c
+    plan.shape = (n, oh, ow, c)
+    return plan
+
+
+class GatherPlan(Plan):
+    """GATHER without batch dimensions: one pass that checks the positions and copies the slices."""
+
+    __slots__ = ("geometry", "dtype", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, self.dtype)
+        x = arrays[0]
+        if x is None:
+            x = self.prepared.consts[0]
+        pos = arrays[1] if arrays[1] is not None else self.prepared.consts[1]
+        outer, size, inner = self.geometry
+        if _k().gather(np.asarray(x).reshape(-1), np.asarray(pos).reshape(-1), outer, size, inner, out):
+            return self.reference(arrays)               # a position out of range: the kernel raises
+        return [out.reshape(self.shape)]
+
+
+def _gather_plan(kernel, p, ins, outs):
+    x, pos = ins[0], ins[1]
+    if p.batch_dims != 0 or x is None or pos is None or pos.dtype.name not in ("int16", "int32", "int64"):
+        return None
+    xs, ps = tuple(x.shape), tuple(pos.shape)
+    axis = p.axis
+    shape = (*xs[:axis], *ps, *xs[axis + 1:])
+    if math.prod(shape) == 0 or xs[axis] == 0:
+        return None
+    plan = GatherPlan(kernel, p)
+    plan.geometry = (math.prod(xs[:axis]), xs[axis], math.prod(xs[axis + 1:]))
+    plan.dtype = np.dtype(x.dtype.dtype)
+    plan.size = math.prod(shape)
+    plan.shape = shape
+    return plan
+
+
+class TransposePlan(Plan):
+    """TRANSPOSE with a constant permutation: numpy's copy of the permuted view."""
+
+    __slots__ = ("perm",)
+
+    def compute(self, unused, arrays):
+        return [np.ascontiguousarray(arrays[0].transpose(self.perm))]
+
+
+def _transpose_plan(kernel, p, ins, outs):
+    if p.perm is None or ins[0] is None or len(p.perm) != len(ins[0].shape):
+        return None
+    plan = TransposePlan(kernel, p)
+    plan.perm = tuple(int(a) for a in p.perm)
+    return plan
+
+
 _BUILDERS: dict[str, Callable] = {
+    "GATHER": _gather_plan,
+    "TRANSPOSE": _transpose_plan,
+    "PAD": _pad_plan,
+    "PADV2": _pad_plan,
+    "RESIZE_BILINEAR": _resize_plan,
     "CONV_2D": _conv_plan,
     "FULLY_CONNECTED": _fc_plan,
     "BATCH_MATMUL": _batch_matmul_plan,
@@ -812,6 +1030,148 @@ UNARY_TABLES = frozenset({"HARD_SWISH", "GELU", "RSQRT", "RELU", "RELU6", "RELU_
                           "LEAKY_RELU", "LOGISTIC", "TANH"})
 #: binary int8 operators computed from a table of every pair of codes
 PAIR_TABLES = frozenset({"ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "PRELU"})
+
+
+def _byte_table(plan, invalid_ok: bool = False) -> bool:
+    """A table plan indexed by one-byte codes that never defers to its kernel (or, ``invalid_ok``,
+    defers only where its input holds a code its ``invalid`` marks)."""
+    return type(plan) is UnaryTablePlan and (invalid_ok or plan.invalid is None) \
+        and plan.unsigned.itemsize == 1 and plan.table.size == 256
+
+
+class FoldedPairPlan(PairTablePlan):
+    """A pair table followed by a unary table with invalid codes (RSQRT of a layer norm): the composed
+    table, and the composed marks checked first; where an input pair reaches a marked code, the two
+    plans run one after the other, and the second raises as its kernel does."""
+
+    __slots__ = ("bad", "first", "second")
+
+    def compute(self, unused, arrays):
+        if self.dims is not None:
+            out = np.empty(self.size, np.int8)
+            args = (arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8), self.table,
+                    self.bad, self.dims, self.xs, self.ys, out)
+            entry = self.entry
+            if entry is None:
+                entry = self.entry = _bind("gather2_checked", args)
+            if not entry(*args):
+                return [out.reshape(self.shape)]
+        return self.second.compute(None, self.first.compute(None, arrays))
+
+
+class FoldedUnaryPlan(UnaryTablePlan):
+    """A unary table followed by one with invalid codes, composed; as :class:`FoldedPairPlan` where an
+    input reaches a marked code."""
+
+    __slots__ = ("first", "second")
+
+    def reference(self, arrays):
+        return self.second.compute(None, self.first.compute(None, arrays))
+
+
+def _walk_n(shapes, out_shape):
+    """(dims, [strides per input]) of the output walked as at most four dimensions, each input's
+    element strides 0 along its broadcast dimensions; None beyond four."""
+    rank = len(out_shape)
+    full = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+
+    def strides(shape):
+        st, acc = [], 1
+        for d in reversed(shape):
+            st.append(acc)
+            acc *= d
+        return list(reversed(st))
+
+    st = [strides(s) for s in full]
+    dims = []
+    for i, d in enumerate(out_shape):
+        if d == 1:
+            continue
+        dims.append([d] + [st[j][i] if full[j][i] != 1 else 0 for j in range(len(shapes))])
+    merged: list[list[int]] = []
+    for row in dims:
+        if merged and all(merged[-1][j + 1] == row[j + 1] * row[0] for j in range(len(shapes))):
+            merged[-1] = [merged[-1][0] * row[0]] + row[1:]
+            continue
+        merged.append(row)
+    if len(merged) > 4:
+        return None
+    merged = [[1] + [0] * len(shapes)] * (4 - len(merged)) + merged
+    return (np.array([m[0] for m in merged], np.int64),
+            [np.array([m[j + 1] for m in merged], np.int64) for j in range(len(shapes))])
+
+
+class PairChainPlan(Plan):
+    """Two pair tables in a row, the first's output read only by the second: one pass over the three
+    inputs (:func:`~._plankernels.gather3`), the intermediate code never stored."""
+
+    __slots__ = ("first", "second", "tpos", "dims", "xs", "ys", "zs", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        args = (arrays[0].reshape(-1).view(np.uint8), arrays[1].reshape(-1).view(np.uint8),
+                arrays[2].reshape(-1).view(np.uint8), self.first, self.second, self.tpos, self.dims, self.xs,
+                self.ys, self.zs, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = _bind("gather3", args)
+        entry(*args)
+        return [out.reshape(self.shape)]
+
+
+def chain(first: Plan, second: Plan, tpos: int, shapes) -> Plan | None:
+    """One plan for the pair table ``second`` whose input ``tpos`` (0 or 1) is the output of the pair
+    table ``first`` (the same bytes: the second table indexed by the first's entry, element by
+    element); ``shapes``: the shapes of the first's two inputs and of the second's other input.  None
+    where they do not chain (a table that is not a plain pair table, an intermediate the second
+    broadcasts, more than four dimensions)."""
+    if type(first) is not PairTablePlan or type(second) is not PairTablePlan or first.dims is None \
+            or second.dims is None or tuple(first.shape) != tuple(second.shape):
+        return None
+    walk = _walk_n(shapes, tuple(second.shape))
+    if walk is None:
+        return None
+    plan = PairChainPlan(second.kernel, second.prepared)
+    plan.first, plan.second, plan.tpos = first.table, second.table, int(tpos)
+    plan.dims, (plan.xs, plan.ys, plan.zs) = walk
+    plan.size, plan.shape = second.size, tuple(second.shape)
+    return plan
+
+
+def fold(first: Plan, second: Plan) -> Plan | None:
+    """One plan for ``second`` applied to the output of ``first``, where both are tables: a unary
+    table (``second``, indexed by one-byte codes) after a pair table or after another unary table of
+    one-byte codes is the table of the composition, ``second.table[first.table]``, entry by entry
+    (the same bytes by construction).  Where ``second`` marks codes on which LiteRT fails (RSQRT of a
+    negative value), the composition carries the marks of the entries that reach them, and an input
+    that reaches one runs both plans (the second raises).  None where they do not compose.  The
+    interpreter folds an operator into the one before it only where nothing else reads the tensor
+    between them."""
+    if not _byte_table(second, invalid_ok=True):
+        return None
+    marks = second.invalid
+    if type(first) is PairTablePlan and second.table.dtype == np.int8:
+        index = first.table.view(np.uint8)
+        table = np.ascontiguousarray(second.table[index])
+        table.setflags(write=False)
+        walk = None if first.dims is None else (first.dims, first.xs, first.ys)
+        if marks is None:
+            return PairTablePlan(first.kernel, first.prepared, table, walk, first.shape)
+        plan = FoldedPairPlan(first.kernel, first.prepared, table, walk, first.shape)
+        plan.bad = np.ascontiguousarray(np.asarray(marks, np.bool_)[index])
+        plan.first, plan.second = first, second
+        return plan
+    if _byte_table(first) and first.table.dtype.itemsize == 1:
+        index = first.table.view(np.uint8)
+        table = np.ascontiguousarray(second.table[index])
+        table.setflags(write=False)
+        if marks is None:
+            return UnaryTablePlan(first.kernel, first.prepared, table, np.uint8, None)
+        plan = FoldedUnaryPlan(first.kernel, first.prepared, table, np.uint8,
+                               np.ascontiguousarray(np.asarray(marks)[index]))
+        plan.first, plan.second = first, second
+        return plan
+    return None
 
 
 def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
@@ -856,6 +1216,9 @@ _RECORDS = {
     "AVERAGE_POOL_2D": ("pooling:PoolPrepared",), "MAX_POOL_2D": ("pooling:PoolPrepared",),
     "QUANTIZE": ("quantize:RequantizeParams", "quantize:FloatQuantizeParams"),
     "DEQUANTIZE": ("quantize:DequantizeParams",),
+    "PAD": ("movement:PadPrepared",), "PADV2": ("movement:PadPrepared",),
+    "GATHER": ("movement:GatherPrepared",), "TRANSPOSE": ("movement:TransposePrepared",),
+    "RESIZE_BILINEAR": ("resize:ResizePrepared",),
     **{name: ("unary:CodeTable", "activations:LutParams") for name in UNARY_TABLES},
 }
 
@@ -868,3 +1231,10 @@ def _record_types(names: tuple[str, ...]) -> tuple[type, ...]:
         module, cls = name.split(":")
         out.append(getattr(importlib.import_module(f"quantspec.litert.kernels.{module}"), cls))
     return tuple(out)
+
+
+#: plans that call no BLAS (numba kernels and numpy copies): a model whose program holds only these
+#: (and data movement) runs without the interpreter's BLAS thread setting
+NO_BLAS = (PairTablePlan, PairChainPlan, UnaryTablePlan, BinaryPlan, MeanPlan, SoftmaxPlan, ReshapePlan, PadPlan, ResizeBilinearPlan,
+           GatherPlan, TransposePlan, PoolPlan, SmallFullyConnectedPlan, FloatQuantizePlan, DepthwisePlan,
+           WideDepthwisePlan)
