@@ -16,19 +16,26 @@
   the range not counted), added to ``counts``.
 - :func:`histogram_edges`: ``np.histogram(x, bins=edges)`` for arbitrary increasing float32 edges:
   bin ``i`` holds ``edges[i] <= x < edges[i + 1]``, the last bin also ``x == edges[-1]``.
+- :func:`histogram_uniform_parts` / :func:`histogram_edges_parts`: the same counts (of ``x`` or of
+  ``|x|``), the same arithmetic value by value, on quantspec's thread pool: each thread claims blocks
+  of values (``quantspec._core.fast.launch``) and counts them into its own row of ``parts``; the
+  caller sums the rows in integers, so the counts do not depend on which thread counted what.
+- :func:`keep_min_max`: a batch copied into the kept data, fused with its minimum, maximum and
+  number of non-NaN values (:func:`nan_min_max`) and the minimum and maximum of its absolute values.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import function, inline, kernel
+from .._core.nbprim import claim, finished, function, inline, kernel
 
 #: values per block of :func:`histogram_uniform`'s two passes
 HIST_BLOCK = 512
 
-__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "histogram_uniform", "histogram_edges", "abs_into",
-           "pairwise_sum", "entropy_prepare", "entropy_finish"]
+__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "keep_min_max", "histogram_uniform", "histogram_edges",
+           "abs_into", "histogram_uniform_parts", "histogram_edges_parts", "pairwise_sum", "entropy_prepare",
+           "entropy_finish"]
 
 
 @kernel
@@ -165,6 +172,122 @@ def histogram_edges(x, edges, counts):
             else:
                 lo = mid
         counts[lo] += 1
+
+
+@kernel
+def keep_min_max(x, out, offset):
+    """``out[offset:offset + x.size] = x``; returns (min, max, number of non-NaN values, min |x|,
+    max |x|), the extremes over the non-NaN values (inf / -inf where there are none)."""
+    mn = np.float32(np.inf)
+    mx = np.float32(-np.inf)
+    amn = np.float32(np.inf)
+    amx = np.float32(-np.inf)
+    count = 0
+    for i in range(x.size):
+        v = x[i]
+        out[offset + i] = v
+        a = abs(v)
+        count += 1 if v == v else 0
+        mn = v if v < mn else mn
+        mx = v if v > mx else mx
+        amn = a if a < amn else amn
+        amx = a if a > amx else amx
+    return mn, mx, count, amn, amx
+
+
+@inline
+def _index_block(x, s, m, absolute, first, last, denom, scale, idx):
+    """numpy's bin index of the values ``x[s:s + m]`` (or of their absolute values) into
+    ``idx[:m]``, -1 for NaN and values outside the range (no branch: the division vectorises)."""
+    if absolute:
+        for j in range(m):
+            v = abs(x[s + j])
+            t = ((v - first) / denom) * scale
+            inside = (v >= first) & (v <= last)
+            idx[j] = np.int64(t if inside else np.float32(-1.0))
+    else:
+        for j in range(m):
+            v = x[s + j]
+            t = ((v - first) / denom) * scale
+            inside = (v >= first) & (v <= last)
+            idx[j] = np.int64(t if inside else np.float32(-1.0))
+
+
+@kernel
+def histogram_uniform_parts(x, absolute, first, last, edges, parts, slots, claims, step):
+    """:func:`histogram_uniform` of ``x`` (``absolute``: of ``|x|``) over the blocks of HIST_BLOCK
+    values this thread claims, into ``parts[slot]`` (``slot`` claimed from ``slots``; a thread that
+    finds no row left claims no work).  The index corrections in unsigned integers (no negative
+    index to wrap: ``edges[0]`` is ``first``, so a value in the range never moves below bin 0)."""
+    slot = claim(slots, 1)
+    if slot >= parts.shape[0]:
+        return finished(claims, 0)
+    counts = parts[slot]
+    nb = edges.size - 1
+    unb = np.uint64(nb)
+    one = np.uint64(1)
+    denom = np.float32(last - first)
+    scale = np.float32(nb)
+    n = x.size
+    work = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    idx = np.empty(HIST_BLOCK, np.int64)
+    while True:
+        w0 = claim(claims, step)
+        if w0 >= work:
+            break
+        w1 = min(w0 + step, work)
+        for s in range(w0 * HIST_BLOCK, min(w1 * HIST_BLOCK, n), HIST_BLOCK):
+            m = min(s + HIST_BLOCK, n) - s
+            _index_block(x, s, m, absolute, first, last, denom, scale, idx)
+            for j in range(m):
+                signed = idx[j]
+                if signed < 0:
+                    continue
+                k = np.uint64(signed)
+                v = abs(x[s + j]) if absolute else x[s + j]
+                if k == unb:
+                    k -= one
+                if v < edges[k]:
+                    k -= one
+                if v >= edges[k + one] and k != unb - one:
+                    k += one
+                counts[k] += 1
+        finished(claims, w1 - w0)
+    return finished(claims, 0)
+
+
+@kernel
+def histogram_edges_parts(x, absolute, edges, parts, slots, claims, step):
+    """:func:`histogram_edges` of ``x`` (``absolute``: of ``|x|``) over the blocks of HIST_BLOCK
+    values this thread claims, into ``parts[slot]`` (as :func:`histogram_uniform_parts`)."""
+    slot = claim(slots, 1)
+    if slot >= parts.shape[0]:
+        return finished(claims, 0)
+    nb = edges.size - 1
+    first = edges[0]
+    last = edges[nb]
+    n = x.size
+    work = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    while True:
+        w0 = claim(claims, step)
+        if w0 >= work:
+            break
+        w1 = min(w0 + step, work)
+        for i in range(w0 * HIST_BLOCK, min(w1 * HIST_BLOCK, n)):
+            v = abs(x[i]) if absolute else x[i]
+            if not (v >= first and v <= last):
+                continue
+            lo = 0
+            hi = nb
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if v < edges[mid]:
+                    hi = mid
+                else:
+                    lo = mid
+            parts[slot, lo] += 1
+        finished(claims, w1 - w0)
+    return finished(claims, 0)
 
 
 @kernel
