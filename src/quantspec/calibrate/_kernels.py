@@ -20,20 +20,20 @@
   ``|x|``), the same arithmetic value by value, on quantspec's thread pool: each thread claims blocks
   of values (``quantspec._core.fast.launch``) and counts them into its own row of ``parts``; the
   caller sums the rows in integers, so the counts do not depend on which thread counted what.
-- :func:`keep_min_max`: a batch copied into the kept data, fused with its minimum, maximum and
-  number of non-NaN values (:func:`nan_min_max`) and the minimum and maximum of its absolute values.
+- :func:`min_max_abs`: a batch's minimum, maximum and number of non-NaN values (:func:`nan_min_max`)
+  and the minimum and maximum of its absolute values, in one pass compared as integers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import claim, finished, function, inline, kernel
+from .._core.nbprim import claim, f32_from_bits, finished, function, inline, kernel
 
 #: values per block of :func:`histogram_uniform`'s two passes
 HIST_BLOCK = 512
 
-__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "keep_min_max", "histogram_uniform", "histogram_edges",
+__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "min_max_abs", "histogram_uniform", "histogram_edges",
            "abs_into", "histogram_uniform_parts", "histogram_edges_parts", "pairwise_sum", "entropy_prepare",
            "entropy_finish"]
 
@@ -175,24 +175,37 @@ def histogram_edges(x, edges, counts):
 
 
 @kernel
-def keep_min_max(x, out, offset):
-    """``out[offset:offset + x.size] = x``; returns (min, max, number of non-NaN values, min |x|,
-    max |x|), the extremes over the non-NaN values (inf / -inf where there are none)."""
-    mn = np.float32(np.inf)
-    mx = np.float32(-np.inf)
-    amn = np.float32(np.inf)
-    amx = np.float32(-np.inf)
-    count = 0
-    for i in range(x.size):
-        v = x[i]
-        out[offset + i] = v
-        a = abs(v)
-        count += 1 if v == v else 0
-        mn = v if v < mn else mn
-        mx = v if v > mx else mx
-        amn = a if a < amn else amn
-        amx = a if a > amx else amx
-    return mn, mx, count, amn, amx
+def min_max_abs(x):
+    """(min, max, number of non-NaN values, min |x|,
+    max |x|), the extremes over the non-NaN values (inf / -inf where there are none).  Compared as
+    integers (the bits, the negative ones' magnitude bits flipped: the float order, with -0.0 below
+    0.0), which vectorises where float comparisons with NaN in mind do not; so a zero minimum or
+    maximum may have either sign (the observer takes a zero's sign from numpy)."""
+    bits = x.view(np.int32)
+    n = bits.size
+    magnitude = np.int32(0x7FFFFFFF)
+    inf_bits = np.int32(0x7F800000)
+    lo = magnitude
+    hi = np.int32(-0x80000000)
+    alo = magnitude
+    ahi = np.int32(0)
+    nans = 0
+    for i in range(n):
+        u = bits[i]
+        a = u & magnitude
+        nan = a > inf_bits
+        key = u ^ ((u >> np.int32(31)) & magnitude)
+        nans += np.int64(nan)
+        lo = min(lo, magnitude if nan else key)
+        hi = max(hi, np.int32(-0x80000000) if nan else key)
+        alo = min(alo, magnitude if nan else a)
+        ahi = max(ahi, np.int32(0) if nan else a)
+    count = n - nans
+    if count == 0:
+        return np.float32(np.inf), np.float32(-np.inf), count, np.float32(np.inf), np.float32(-np.inf)
+    lo = lo ^ ((lo >> np.int32(31)) & magnitude)
+    hi = hi ^ ((hi >> np.int32(31)) & magnitude)
+    return f32_from_bits(lo), f32_from_bits(hi), count, f32_from_bits(alo), f32_from_bits(ahi)
 
 
 @inline

@@ -98,7 +98,9 @@ class HistogramObserver:
             grown = np.empty(max(need, 2 * self._buffer.size), np.float32)
             grown[: self._pending_size] = self._buffer[: self._pending_size]
             self._buffer = grown
-        lo, hi, count, amin, amax = _kernels().keep_min_max(x, self._buffer, self._pending_size)
+        kept = self._buffer[self._pending_size: need]
+        kept[...] = x
+        lo, hi, count, amin, amax = _kernels().min_max_abs(kept)
         self._pending_size = need
         self._batch_size = x.size
         self._pending_count += int(count)
