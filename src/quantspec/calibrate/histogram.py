@@ -14,10 +14,15 @@ at a time from all the batches of that call (``HistogramCollector``):
   ``np.arange(last + width, max + width, width)`` and bin on the extended edges.
 
 The observers here keep the same histogram, bin for bin: the data of a call are kept until
-:meth:`HistogramObserver.flush` (as onnxruntime keeps the outputs of its inference runs), their
-minimum and maximum taken while they arrive, and the binning is one fused pass per batch whose
-arithmetic is numpy's own (:mod:`quantspec.calibrate._kernels`); the bin edges are computed with
-the same numpy calls on the same float32 scalars.  From the histogram, :mod:`.algorithms` finds the
+:meth:`HistogramObserver.flush` (as onnxruntime keeps the outputs of its inference runs), copied one
+after another into one buffer that grows by doubling, their extremes (and those of their absolute
+values) taken in one pass while they arrive; the binning is one fused pass over the call's values
+(of ``|x|`` for the absolute histogram, with no temporary array) whose arithmetic is numpy's own
+(:mod:`quantspec.calibrate._kernels`), on quantspec's thread pool from
+``quantspec._core.fast.SERIAL_BELOW`` values: each thread counts the blocks of values it claims into
+its own row of counts and the rows are summed in integers, so the histogram is the same on any
+number of threads.  The bin edges are computed with the same numpy calls on the same float32
+scalars.  From the histogram, :mod:`.algorithms` finds the
 range (entropy, percentile) or the statistics (distribution) as onnxruntime does.
 """
 
