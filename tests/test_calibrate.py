@@ -257,3 +257,146 @@ def test_entropy_fast_path_equals_the_reference_path():
         want = A.entropy_threshold_reference(h, edges, lo, hi, nq)
         got = A.entropy_threshold(h, edges, lo, hi, nq)
         assert _same(got[0], want[0]) and _same(got[1], want[1])
+
+
+# -- the parallel histogram ------------------------------------------------------------------------------------
+def _big_batches(kind: str, rng, count: int, size: int) -> list[np.ndarray]:
+    out = []
+    for i in range(count):
+        if kind == "normal":
+            b = rng.normal(0.3, 1.5, size)
+            b[rng.integers(size, size=4)] *= 20
+        elif kind == "constant":
+            b = np.full(size, -2.25)
+        elif kind == "negative":
+            b = -np.abs(rng.normal(0, 2, size)) - 0.1
+        elif kind == "nan":
+            b = rng.normal(0, 2, size)
+            b[rng.integers(size, size=7 + i)] = np.nan
+        elif kind == "heavy":
+            b = rng.standard_cauchy(size)
+        else:   # growing
+            b = rng.normal(0, (i + 1) ** 3, size)
+        out.append(np.asarray(b, np.float32))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["normal", "constant", "negative", "nan", "heavy", "growing"])
+def test_parallel_histograms_equal_onnxruntime_and_the_serial_path(tmp_path, monkeypatch, kind):
+    """Calls of 2 x 320 Ki values (counted on the pool's threads, three of them even on fewer cores)
+    through the Percentile (both histograms) and Distribution observers: the same ranges, histograms
+    and statistics as onnxruntime's, and as the observers counting on one thread."""
+    require_fast()
+    from quantspec._core import fast
+
+    monkeypatch.setenv("QUANTSPEC_NUM_THREADS", "3")
+    rng = np.random.default_rng([SEED, 7, KINDS.index(kind) if kind in KINDS else 99])
+    groups = [_big_batches(kind, rng, 2, 320 * 1024) for _ in range(2 if kind in ("growing", "heavy") else 1)]
+    assert sum(b.size for b in groups[0]) >= fast.SERIAL_BELOW
+    from quantspec.calibrate import histogram as H
+
+    assert H._parts(sum(b.size for b in groups[0])) == 3
+    for method, make, extra in (("Percentile", C.PercentileObserver, {}),
+                                ("Percentile", C.PercentileObserver, {"symmetric": False}),
+                                ("Distribution", C.DistributionObserver, {})):
+        try:
+            want = _ort_calibrate(tmp_path, method, groups, extra)
+            ort_error = None
+        except Exception as e:   # NaN in the symmetric percentile histogram: onnxruntime fails
+            ort_error = e
+        results = []
+        for serial in (False, True):
+            with monkeypatch.context() as m:
+                if serial:
+                    m.setattr(fast, "SERIAL_BELOW", 1 << 62)
+                obs = make(**extra)
+                if ort_error is not None:
+                    with pytest.raises(InvalidArgumentError):
+                        for group in groups:
+                            for b in group:
+                                obs.update(b)
+                            obs.flush()
+                        obs.range()
+                    continue
+                for group in groups:
+                    for b in group:
+                        obs.update(b)
+                    obs.flush()
+                results.append(obs.range())
+        if ort_error is not None:
+            assert method == "Percentile" and kind == "nan" and not extra, ort_error
+            continue
+        lo, hi = want.range_value
+        for got in results:
+            assert _same(got.lowest, lo) and _same(got.highest, hi), (method, extra, want.range_value, got.range_value)
+            if method == "Percentile":
+                assert _same(got.hist[0], want.hist) and _same(got.hist[1], want.bins)
+            else:
+                edges = want.hist_edges if hasattr(want, "hist_edges") else want.bins
+                assert _same(got.hist, want.hist) and _same(got.hist_edges, edges)
+                assert _same(got.avg, want.avg) and _same(got.std, want.std)
+        assert _same(results[0].hist, results[1].hist) and _same(results[0].hist_edges, results[1].hist_edges)
+
+
+def _corpus(rng, n: int, kind: int) -> np.ndarray:
+    x = rng.normal(0, 3, n).astype(np.float32)
+    if kind == 1:      # specials everywhere
+        special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38], np.float32)
+        x[rng.integers(n, size=max(1, n // 7))] = rng.choice(special, max(1, n // 7))
+    elif kind == 2:    # all NaN
+        x[:] = np.nan
+    elif kind == 3:    # heavy tails, negative only
+        x = -np.abs(rng.standard_cauchy(n)).astype(np.float32)
+    elif kind == 4:    # zeros of both signs and denormals
+        x = rng.choice(np.array([0.0, -0.0, 1e-40, -1e-40, 1e-45], np.float32), n)
+    return x
+
+
+def test_parallel_counts_equal_the_serial_kernels_and_numpy(monkeypatch):
+    """The pool's histogram kernels (forced onto 1 to 4 threads at any size) against the one-thread
+    kernels and np.histogram, on values at and beside every edge, outside the range, NaN, inf, of
+    odd sizes; and the fused extremes pass against nan_min_max / numpy."""
+    require_fast()
+    from quantspec._core import fast, jit
+    from quantspec.calibrate import histogram as H
+
+    k = jit.load("quantspec.calibrate._kernels")
+    rng = np.random.default_rng([SEED, 11])
+    monkeypatch.setattr(fast, "SERIAL_BELOW", 1)
+    for t in range(24):
+        monkeypatch.setenv("QUANTSPEC_NUM_THREADS", str(1 + t % 4))
+        n = int(rng.choice([1, 7, 511, 512, 513, 4097, 100_003]))
+        kind = t % 5
+        x = _corpus(rng, n, kind)
+        bins = int(rng.choice([1, 3, 128, 2048, 5000]))
+        first, last = np.float32(rng.choice([-4.0, -0.5, 0.0])), np.float32(rng.choice([0.25, 1.0, 7.5]))
+        edges = np.linspace(first, last, bins + 1, dtype=np.float32)
+        # values on every edge and one ulp either side
+        on = rng.choice(edges, n // 3 + 1)
+        x[: on.size // 3] = on[: on.size // 3]
+        x[on.size // 3: 2 * (on.size // 3)] = np.nextafter(on[: on.size // 3], np.float32(np.inf))
+        for absolute in (False, True):
+            v = np.abs(x) if absolute else x
+            want = np.zeros(bins, np.int64)
+            k.histogram_uniform(v, first, last, edges, want)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                assert _same(want, np.histogram(v, bins, range=(first, last))[0])
+            assert _same(H._count_uniform(x, absolute, first, last, edges), want), (t, absolute)
+            uneven = np.concatenate([edges, edges[-1] + np.cumsum(rng.random(5) + 0.1)]).astype(np.float32)
+            want = np.zeros(uneven.size - 1, np.int64)
+            k.histogram_edges(v, uneven, want)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                assert _same(want, np.histogram(v, bins=uneven)[0])
+            assert _same(H._count_edges(x, absolute, uneven), want), (t, absolute)
+    for n in (0, 1, 15, 16, 17, 1000, 65_537):
+        for kind in range(5):
+            x = _corpus(rng, n, kind) if n else np.zeros(0, np.float32)
+            mn, mx, count, amn, amx = k.min_max_abs(x)
+            m2, x2, c2 = k.nan_min_max(x)
+            assert mn == m2 and mx == x2 and count == c2, (n, kind)
+            a = np.abs(x)
+            a = a[~np.isnan(a)]
+            assert amn == (a.min() if a.size else np.inf) and amx == (a.max() if a.size else -np.inf), (n, kind)
+            assert (np.float32(amn).tobytes() == (a.min() if a.size else np.float32(np.inf)).tobytes())

@@ -16,19 +16,26 @@
   the range not counted), added to ``counts``.
 - :func:`histogram_edges`: ``np.histogram(x, bins=edges)`` for arbitrary increasing float32 edges:
   bin ``i`` holds ``edges[i] <= x < edges[i + 1]``, the last bin also ``x == edges[-1]``.
+- :func:`histogram_uniform_parts` / :func:`histogram_edges_parts`: the same counts (of ``x`` or of
+  ``|x|``), the same arithmetic value by value, on quantspec's thread pool: each thread claims blocks
+  of values (``quantspec._core.fast.launch``) and counts them into its own row of ``parts``; the
+  caller sums the rows in integers, so the counts do not depend on which thread counted what.
+- :func:`min_max_abs`: a batch's minimum, maximum and number of non-NaN values (:func:`nan_min_max`)
+  and the minimum and maximum of its absolute values, in one pass compared as integers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import function, inline, kernel
+from .._core.nbprim import claim, f32_from_bits, finished, function, inline, kernel
 
 #: values per block of :func:`histogram_uniform`'s two passes
 HIST_BLOCK = 512
 
-__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "histogram_uniform", "histogram_edges", "abs_into",
-           "pairwise_sum", "entropy_prepare", "entropy_finish"]
+__all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "min_max_abs", "histogram_uniform", "histogram_edges",
+           "abs_into", "histogram_uniform_parts", "histogram_edges_parts", "pairwise_sum", "entropy_prepare",
+           "entropy_finish"]
 
 
 @kernel
@@ -165,6 +172,135 @@ def histogram_edges(x, edges, counts):
             else:
                 lo = mid
         counts[lo] += 1
+
+
+@kernel
+def min_max_abs(x):
+    """(min, max, number of non-NaN values, min |x|,
+    max |x|), the extremes over the non-NaN values (inf / -inf where there are none).  Compared as
+    integers (the bits, the negative ones' magnitude bits flipped: the float order, with -0.0 below
+    0.0), which vectorises where float comparisons with NaN in mind do not; so a zero minimum or
+    maximum may have either sign (the observer takes a zero's sign from numpy)."""
+    bits = x.view(np.int32)
+    n = bits.size
+    magnitude = np.int32(0x7FFFFFFF)
+    inf_bits = np.int32(0x7F800000)
+    lo = magnitude
+    hi = np.int32(-0x80000000)
+    alo = magnitude
+    ahi = np.int32(0)
+    nans = 0
+    for i in range(n):
+        u = bits[i]
+        a = u & magnitude
+        nan = a > inf_bits
+        key = u ^ ((u >> np.int32(31)) & magnitude)
+        nans += np.int64(nan)
+        lo = min(lo, magnitude if nan else key)
+        hi = max(hi, np.int32(-0x80000000) if nan else key)
+        alo = min(alo, magnitude if nan else a)
+        ahi = max(ahi, np.int32(0) if nan else a)
+    count = n - nans
+    if count == 0:
+        return np.float32(np.inf), np.float32(-np.inf), count, np.float32(np.inf), np.float32(-np.inf)
+    lo = lo ^ ((lo >> np.int32(31)) & magnitude)
+    hi = hi ^ ((hi >> np.int32(31)) & magnitude)
+    return f32_from_bits(lo), f32_from_bits(hi), count, f32_from_bits(alo), f32_from_bits(ahi)
+
+
+@inline
+def _index_block(x, s, m, absolute, first, last, denom, scale, idx):
+    """numpy's bin index of the values ``x[s:s + m]`` (or of their absolute values) into
+    ``idx[:m]``, -1 for NaN and values outside the range (no branch: the division vectorises)."""
+    if absolute:
+        for j in range(m):
+            v = abs(x[s + j])
+            t = ((v - first) / denom) * scale
+            inside = (v >= first) & (v <= last)
+            idx[j] = np.int64(t if inside else np.float32(-1.0))
+    else:
+        for j in range(m):
+            v = x[s + j]
+            t = ((v - first) / denom) * scale
+            inside = (v >= first) & (v <= last)
+            idx[j] = np.int64(t if inside else np.float32(-1.0))
+
+
+@kernel
+def histogram_uniform_parts(x, absolute, first, last, edges, parts, slots, claims, step):
+    """:func:`histogram_uniform` of ``x`` (``absolute``: of ``|x|``) over the blocks of HIST_BLOCK
+    values this thread claims, into ``parts[slot]`` (``slot`` claimed from ``slots``; a thread that
+    finds no row left claims no work).  The index corrections in unsigned integers (no negative
+    index to wrap: ``edges[0]`` is ``first``, so a value in the range never moves below bin 0)."""
+    slot = claim(slots, 1)
+    if slot >= parts.shape[0]:
+        return finished(claims, 0)
+    counts = parts[slot]
+    nb = edges.size - 1
+    unb = np.uint64(nb)
+    one = np.uint64(1)
+    denom = np.float32(last - first)
+    scale = np.float32(nb)
+    n = x.size
+    work = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    idx = np.empty(HIST_BLOCK, np.int64)
+    while True:
+        w0 = claim(claims, step)
+        if w0 >= work:
+            break
+        w1 = min(w0 + step, work)
+        for s in range(w0 * HIST_BLOCK, min(w1 * HIST_BLOCK, n), HIST_BLOCK):
+            m = min(s + HIST_BLOCK, n) - s
+            _index_block(x, s, m, absolute, first, last, denom, scale, idx)
+            for j in range(m):
+                signed = idx[j]
+                if signed < 0:
+                    continue
+                k = np.uint64(signed)
+                v = abs(x[s + j]) if absolute else x[s + j]
+                if k == unb:
+                    k -= one
+                if v < edges[k]:
+                    k -= one
+                if v >= edges[k + one] and k != unb - one:
+                    k += one
+                counts[k] += 1
+        finished(claims, w1 - w0)
+    return finished(claims, 0)
+
+
+@kernel
+def histogram_edges_parts(x, absolute, edges, parts, slots, claims, step):
+    """:func:`histogram_edges` of ``x`` (``absolute``: of ``|x|``) over the blocks of HIST_BLOCK
+    values this thread claims, into ``parts[slot]`` (as :func:`histogram_uniform_parts`)."""
+    slot = claim(slots, 1)
+    if slot >= parts.shape[0]:
+        return finished(claims, 0)
+    nb = edges.size - 1
+    first = edges[0]
+    last = edges[nb]
+    n = x.size
+    work = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    while True:
+        w0 = claim(claims, step)
+        if w0 >= work:
+            break
+        w1 = min(w0 + step, work)
+        for i in range(w0 * HIST_BLOCK, min(w1 * HIST_BLOCK, n)):
+            v = abs(x[i]) if absolute else x[i]
+            if not (v >= first and v <= last):
+                continue
+            lo = 0
+            hi = nb
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if v < edges[mid]:
+                    hi = mid
+                else:
+                    lo = mid
+            parts[slot, lo] += 1
+        finished(claims, w1 - w0)
+    return finished(claims, 0)
 
 
 @kernel

@@ -14,10 +14,15 @@ at a time from all the batches of that call (``HistogramCollector``):
   ``np.arange(last + width, max + width, width)`` and bin on the extended edges.
 
 The observers here keep the same histogram, bin for bin: the data of a call are kept until
-:meth:`HistogramObserver.flush` (as onnxruntime keeps the outputs of its inference runs), their
-minimum and maximum taken while they arrive, and the binning is one fused pass per batch whose
-arithmetic is numpy's own (:mod:`quantspec.calibrate._kernels`); the bin edges are computed with
-the same numpy calls on the same float32 scalars.  From the histogram, :mod:`.algorithms` finds the
+:meth:`HistogramObserver.flush` (as onnxruntime keeps the outputs of its inference runs), copied one
+after another into one buffer that grows by doubling, their extremes (and those of their absolute
+values) taken in one pass while they arrive; the binning is one fused pass over the call's values
+(of ``|x|`` for the absolute histogram, with no temporary array) whose arithmetic is numpy's own
+(:mod:`quantspec.calibrate._kernels`), on quantspec's thread pool from
+``quantspec._core.fast.SERIAL_BELOW`` values: each thread counts the blocks of values it claims into
+its own row of counts and the rows are summed in integers, so the histogram is the same on any
+number of threads.  The bin edges are computed with the same numpy calls on the same float32
+scalars.  From the histogram, :mod:`.algorithms` finds the
 range (entropy, percentile) or the statistics (distribution) as onnxruntime does.
 """
 
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import jit
+from .._core import fast, jit, pool
 from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
 from . import algorithms
 from .minmax import _quiet, as_batch
@@ -68,11 +73,20 @@ class HistogramObserver:
         if scenario not in ("same", "p3"):
             raise InvalidArgumentError("scenario", "must be 'same' or 'p3'", scenario)
         self.scenario = scenario
-        self._pending: list[np.ndarray] = []
+        self._buffer = np.empty(0, np.float32)   # the call's batches, one after another
+        self._pending_size = 0                    # values kept in the buffer
+        self._batch_size = -1
+        self._reset_pending()
+        self._hist = None          # (hist int64, edges float32, min, max[, threshold])
+
+    def _reset_pending(self) -> None:
+        self._pending_size = 0
+        self._batch_size = -1
         self._pending_lo = np.float32(np.inf)
         self._pending_hi = np.float32(-np.inf)
+        self._pending_amin = np.float32(np.inf)     # over the non-NaN |x|
+        self._pending_amax = np.float32(-np.inf)
         self._pending_count = 0
-        self._hist = None          # (hist int64, edges float32, min, max[, threshold])
 
     @property
     def _absolute(self) -> bool:
@@ -81,38 +95,49 @@ class HistogramObserver:
     def update(self, batch) -> HistogramObserver:
         """One batch: the tensor's values in one inference (kept until :meth:`flush`)."""
         x = as_batch(batch)
-        if self._pending and x.size != self._pending[0].size:
-            raise ShapeError("batch", f"must have the size of the call's first batch ({self._pending[0].size} values): "
+        if self._batch_size >= 0 and x.size != self._batch_size:
+            raise ShapeError("batch", f"must have the size of the call's first batch ({self._batch_size} values): "
                              "onnxruntime stacks a call's batches into one array", x.size)
-        x = x.copy() if not x.flags.owndata or x.base is not None else x
-        self._pending.append(x)
-        lo, hi, count = _kernels().nan_min_max(x)
+        need = self._pending_size + x.size
+        if need > self._buffer.size:              # grown by doubling: a call's batches copied once each
+            grown = np.empty(max(need, 2 * self._buffer.size), np.float32)
+            grown[: self._pending_size] = self._buffer[: self._pending_size]
+            self._buffer = grown
+        kept = self._buffer[self._pending_size: need]
+        kept[...] = x
+        lo, hi, count, amin, amax = _kernels().min_max_abs(kept)
+        self._pending_size = need
+        self._batch_size = x.size
         self._pending_count += int(count)
         if lo < self._pending_lo:
             self._pending_lo = np.float32(lo)
         if hi > self._pending_hi:
             self._pending_hi = np.float32(hi)
+        if amin < self._pending_amin:
+            self._pending_amin = np.float32(amin)
+        if amax > self._pending_amax:
+            self._pending_amax = np.float32(amax)
         return self
 
     def flush(self) -> HistogramObserver:
         """End of a ``collect_data`` call: the kept batches go into the histogram."""
-        if not self._pending:
+        if self._batch_size < 0:
             return self
-        data = self._pending
+        data = self._buffer[: self._pending_size]
         lo, hi = self._call_min_max(data)
         if self._absolute:
             self._add_absolute(data, lo, hi)
         else:
             self._add_values(data, lo, hi)
-        self._pending = []
-        self._pending_lo, self._pending_hi, self._pending_count = np.float32(np.inf), np.float32(-np.inf), 0
+        self._reset_pending()
+        if self._buffer.size > _KEEP_BUFFER:      # a large call's buffer is not held between calls
+            self._buffer = np.empty(0, np.float32)
         return self
 
-    def _call_min_max(self, data: list[np.ndarray]):
+    def _call_min_max(self, data: np.ndarray):
         """``np.nanmin`` / ``np.nanmax`` of the call's stacked data: the fused pass's values, except
         that a zero result takes numpy's sign (which depends on where the zeros are)."""
-        total = sum(d.size for d in data)
-        if total == 0:
+        if data.size == 0:
             z = np.zeros((), np.float32)
             return z, z
         if self._pending_count == 0:          # all NaN: numpy's nanmin is NaN (with a warning)
@@ -120,9 +145,8 @@ class HistogramObserver:
             return nan, nan
         lo, hi = np.float32(self._pending_lo), np.float32(self._pending_hi)
         if lo == 0 or hi == 0:
-            flat = np.concatenate(data)
             with _quiet():
-                return np.nanmin(flat), np.nanmax(flat)
+                return np.nanmin(data), np.nanmax(data)
         return lo, hi
 
     # -- the values' histogram (collect_value / merge_histogram) ------------------------------------
@@ -157,23 +181,12 @@ class HistogramObserver:
         if np.any(edges[:-1] >= edges[1:]):
             raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
                                        f"data range. Cannot create {bins} finite-sized bins.')", bins)
-        counts = np.zeros(bins, np.int64)
-        k = _kernels()
-        f, l = np.float32(first), np.float32(last)
-        for x in data:
-            k.histogram_uniform(x, f, l, edges, counts)
-        return counts, edges
+        return _count_uniform(data, False, first, last, edges), edges
 
     # -- the absolute values' histogram (collect_absolute_value) -------------------------------------
     def _add_absolute(self, data, min_value, max_value):
-        k = _kernels()
-        absolute = []
-        amin, amax, nan = np.float32(np.inf), np.float32(-np.inf), False      # over the non-NaN |x|
-        for x in data:
-            a = np.empty_like(x)
-            lo, hi, has_nan = k.abs_into(x, a)
-            absolute.append(a)
-            amin, amax, nan = min(amin, np.float32(lo)), max(amax, np.float32(hi)), nan or has_nan
+        amin, amax = self._pending_amin, self._pending_amax          # over the non-NaN |x|
+        nan = self._pending_count < data.size
         if self._hist is None:
             if nan:                   # numpy's min / max of the stacked values propagate NaN
                 amin = amax = np.float32(np.nan)
@@ -185,10 +198,7 @@ class HistogramObserver:
             first, last = _outer_edges(amin, amax)
             edges = np.linspace(first, last, self.num_bins + 1, endpoint=True,
                                 dtype=np.result_type(first, last, np.float32)).astype(np.float32)
-            counts = np.zeros(self.num_bins, np.int64)
-            f, l = np.float32(first), np.float32(last)
-            for a in absolute:
-                k.histogram_uniform(a, f, l, edges, counts)
+            counts = _count_uniform(data, True, first, last, edges)
             self._hist = (counts, edges, min_value, max_value)
             return
         old_hist, old_edges, old_min, old_max = self._hist
@@ -198,9 +208,7 @@ class HistogramObserver:
             extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
             old_edges = np.hstack((old_edges, extra))
         edges = old_edges.astype(np.float32)
-        counts = np.zeros(edges.size - 1, np.int64)
-        for a in absolute:
-            k.histogram_edges(a, edges, counts)
+        counts = _count_edges(data, True, edges)
         counts[: len(old_hist)] += old_hist
         self._hist = (counts, edges, min(old_min, min_value), max(old_max, max_value))
 
@@ -234,6 +242,38 @@ class HistogramObserver:
         from .params import onnx_params
 
         return onnx_params(self.range(), quant_type, **options)
+
+
+#: a buffer of kept batches larger than this (float32 values) is released after its call's flush
+_KEEP_BUFFER = 1 << 24
+
+
+def _parts(n: int) -> int:
+    """Threads that count ``n`` values (as :func:`quantspec._core.fast.launch` chooses them)."""
+    work = -(-n // _kernels().HIST_BLOCK)
+    return min(pool.threads(), work) if fast.parallel(n) else 1
+
+
+def _count_uniform(x: np.ndarray, absolute: bool, first, last, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(x or |x|, edges.size - 1, range=(first, last))``'s counts (int64), the values
+    counted on the pool's threads, each into its own rows, the rows summed in integers."""
+    k = _kernels()
+    rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
+    if x.size:
+        fast.launch(k.histogram_uniform_parts, (x, bool(absolute), np.float32(first), np.float32(last), edges, rows,
+                                                np.zeros(2, np.int64)), -(-x.size // k.HIST_BLOCK), x.size)
+    return rows.sum(axis=0)
+
+
+def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(x or |x|, bins=edges)``'s counts (int64) for increasing float32 ``edges``, on
+    the pool's threads as :func:`_count_uniform`."""
+    k = _kernels()
+    rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
+    if x.size:
+        fast.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),
+                    -(-x.size // k.HIST_BLOCK), x.size)
+    return rows.sum(axis=0)
 
 
 def _outer_edges(first, last):
