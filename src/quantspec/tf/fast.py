@@ -14,7 +14,10 @@ the C++ ``std::min``/``std::max`` argument order, ``std::round`` (half away from
 
 Covered: QuantizeV2 for every mode, round mode and type, per-tensor and per-axis, Eigen and oneDNN
 kernels (except oneDNN's rank-0 MIN_FIRST path, a single element); Dequantize for every mode and type,
-float32 or bfloat16.  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._core.jit`).
+float32 or bfloat16; FakeQuantWithMinMaxArgs / Vars / VarsPerChannel (the plan of
+:mod:`quantspec.tf.fake_quant`: per-slice nudged range, scale, inverse scale, zero point and the
+``min == max == 0`` flag along the last axis; reference path
+:func:`quantspec.tf.fake_quant.compute_fake_quant`).  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._core.jit`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 
-__all__ = ["path_quantize", "path_dequantize", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize"]
+__all__ = ["path_quantize", "path_dequantize", "path_fake_quant", "quantize", "dequantize", "fake_quant",
+           "prepare_quantize", "prepare_dequantize", "prepare_fake_quant"]
 
 # -- the records that select the element function (their class) and carry its constants -----------
 # QuantizeV2: how the float value is computed from x (``rounds``: MIN_COMBINED with a signed T rounds
@@ -48,6 +52,11 @@ DqMinCombined = namedtuple("DqMinCombined", "half")
 DqMinFirst = namedtuple("DqMinFirst", "tag")
 DqScaled = namedtuple("DqScaled", "wrap")
 Codes = namedtuple("Codes", "mask half")
+# FakeQuant: the value in steps is the shifted input times inv_scale (Args, VarsPerChannel) or divided
+# by scale (Vars); ``zero``: some slice has min == max == 0, whose outputs are all 0.
+FqMultiply = namedtuple("FqMultiply", "tag")
+FqDivide = namedtuple("FqDivide", "tag")
+FqZero = namedtuple("FqZero", "any")
 
 
 def _kernels():
@@ -61,6 +70,11 @@ def path_quantize(plan) -> str:
 
 def path_dequantize(plan) -> str:
     """``"fast"`` if Dequantize with this plan runs on the fused kernels, else ``"reference"``."""
+    return "fast" if jit.enabled() else "reference"
+
+
+def path_fake_quant(plan) -> str:
+    """``"fast"`` if FakeQuant with this plan runs on the fused kernels, else ``"reference"``."""
     return "fast" if jit.enabled() else "reference"
 
 
@@ -111,6 +125,20 @@ def prepare_dequantize(plan, shape: tuple[int, ...], cached: bool = False):
     return _prepared(shape, plan.axis, (plan.scale, plan.bias), (mode, decode), cached)
 
 
+def prepare_fake_quant(plan, shape: tuple[int, ...], cached: bool = False):
+    """What :func:`fake_quant` needs for an input of ``shape`` (slices along the last axis) that
+    depends only on the plan (``cached``: as for :func:`prepare_quantize`)."""
+    depth = plan.scale.shape[0]
+    axis = None if depth == 1 else len(shape) - 1
+    f32 = np.float32
+    params = (plan.nudged_min, plan.nudged_max, plan.scale, plan.inv_scale, plan.quant_zero,
+              plan.zero.astype(f32))
+    if axis is None:
+        params = tuple(np.ascontiguousarray(p, f32).reshape(1) for p in params)
+    op = (FqDivide(0) if plan.divide else FqMultiply(0), FqZero(int(bool(plan.zero.any()))))
+    return _prepared(shape, axis, params, op, cached)
+
+
 def _run(x, y, prepared):
     lay, params, op, memo = prepared
     core.run(x, y, params, lay, op, memo=memo)
@@ -152,6 +180,22 @@ def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None, prepared=None
         _run(codes, product, prepared)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
+    if fresh:
+        np.copyto(result, dest)
+    return result
+
+
+def fake_quant(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np.ndarray:
+    """FakeQuant of float32 ``x`` (the last axis holds the plan's slices) under a FakeQuant plan;
+    same result as :func:`quantspec.tf.fake_quant.compute_fake_quant`.  ``prepared``:
+    ``prepare_fake_quant(plan, x.shape)``, if at hand."""
+    result = out if out is not None else np.empty(x.shape, np.float32)
+    if result.size == 0:
+        return result
+    _kernels()
+    prepared = prepare_fake_quant(plan, x.shape) if prepared is None else prepared
+    dest, fresh = core.destination(result, x)
+    _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1), prepared)
     if fresh:
         np.copyto(result, dest)
     return result
