@@ -191,3 +191,100 @@ def test_every_float32_input(mn, mx, num_bits, narrow, variant):
             got = fast.fake_quant(x, plan)
             bad = np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))
             assert bad.size == 0, f"{bad.size} inputs differ, e.g. bit patterns {x[bad[:5]].view(np.uint32)!r}"
+
+
+# -- QuantizeAndDequantize ---------------------------------------------------------------------------
+from quantspec.tf import qdq as Q  # noqa: E402
+
+QDQ_RANGES = [(-6.0, 6.0), (-1.3, 2.7), (0.5, 2.7), (-2.7, -0.5), (0.0, 1.0), (-1.0, 0.0), (0.0, 0.0),
+              (-1e-3, 7e-4), (-3e38, 3e38), (-1e-38, 1e-38), (1e-40, 2e-40), (-np.inf, np.inf), (2.0, 2.0)]
+
+
+def _qdq_inputs(lo, hi, inv, rng):
+    t = np.finfo(f32).smallest_subnormal
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, t, -t, np.finfo(f32).tiny, np.finfo(f32).max,
+                        -np.finfo(f32).max, 0.5, -0.5, 1.5, -2.5, 1e30, -1e30], f32)
+    xs = [special, np.array([0x7FC00001, 0xFFC12345, 0x7F800001], np.uint32).view(f32)]
+    with np.errstate(all="ignore"):
+        if np.isfinite(inv) and inv > 0:
+            k = np.arange(-70, 70, dtype=f32)
+            ties = (k + f32(0.5)) * inv
+            xs += [ties, np.nextafter(ties, f32(np.inf)), np.nextafter(ties, f32(-np.inf)), k * inv]
+        p = np.array([lo, hi], f32)
+        xs += [p, np.nextafter(p, f32(np.inf)), np.nextafter(p, f32(-np.inf))]
+        a, b = (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) and lo < hi else (-10.0, 10.0)
+        xs.append(rng.uniform(a - 0.1 * (b - a), b + 0.1 * (b - a), 600).astype(f32))
+    xs.append(rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype(np.uint32).view(f32))
+    return np.concatenate(xs)
+
+
+def _same_qdq(x, plan, label):
+    assert fast.path_qdq(plan) == "fast", label
+    want, got = Q.compute_qdq(x, plan), fast.qdq(x, plan)
+    assert want.tobytes() == got.tobytes(), (label, np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))[:5])
+
+
+@pytest.mark.parametrize("signed", [True, False])
+@pytest.mark.parametrize("round_mode", ["HALF_TO_EVEN", "HALF_UP"])
+@pytest.mark.parametrize("narrow", [False, True])
+def test_qdq_range_given(signed, round_mode, narrow):
+    rng = np.random.default_rng(3)
+    for num_bits in (1, 2, 3, 7, 8, 11, 16, 24, 31) if signed else (1, 2, 8, 16, 31, 32):
+        for mn, mx in QDQ_RANGES:
+            x = np.zeros(1, f32)
+            plan = Q.prepare_qdq(x, f32(mn), f32(mx), version=4, signed_input=signed, num_bits=num_bits,
+                                 range_given=True, round_mode=round_mode, narrow_range=narrow)
+            if fast.path_qdq(plan) != "fast":
+                assert np.isnan(plan.inv).any()
+                continue
+            xs = _qdq_inputs(plan.lo[0], plan.hi[0], plan.inv[0], rng)
+            _same_qdq(xs, plan, (signed, num_bits, narrow, mn, mx))
+
+
+@pytest.mark.parametrize("round_mode", ["HALF_TO_EVEN", "HALF_UP"])
+@pytest.mark.parametrize("shape, axis", [((101,), None), ((7, 3), 1), ((5, 17), 0), ((2, 3, 5), 1), ((4, 1, 31), -1)])
+@pytest.mark.parametrize("given", [True, False])
+def test_qdq_per_axis_and_data_range(round_mode, shape, axis, given):
+    """Per-axis (odd sizes, any axis) and ranges found in the data; a NaN in a slice can make its
+    inverse scale NaN, which the reference path alone computes."""
+    rng = np.random.default_rng(11)
+    channels = 1 if axis is None else shape[axis]
+    for trial in range(6):
+        x = rng.normal(0, 10.0 ** rng.integers(-3, 4), shape).astype(f32)
+        if trial >= 3:
+            x.reshape(-1)[rng.integers(0, x.size, 3)] = np.array([np.inf, -0.0, 1e-40], f32)
+        mn = np.array([QDQ_RANGES[(trial + c) % len(QDQ_RANGES)][0] for c in range(channels)], f32)
+        mx = np.array([QDQ_RANGES[(trial + c) % len(QDQ_RANGES)][1] for c in range(channels)], f32)
+        if axis is None:
+            mn, mx = mn[0], mx[0]
+        plan = Q.prepare_qdq(x, mn, mx, version=3, num_bits=(4, 8, 13)[trial % 3], range_given=given,
+                             round_mode=round_mode, narrow_range=bool(trial % 2), axis=axis)
+        if fast.path_qdq(plan) == "fast":
+            _same_qdq(x, plan, (shape, axis, trial))
+        else:
+            assert np.isnan(plan.inv).any()
+
+
+def test_qdq_parallel_and_public(small_parallel, monkeypatch):
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 3, (20_011, 5)).astype(f32)
+    for axis, given in ((None, True), (1, True), (0, False), (None, False)):
+        n = 1 if axis is None else x.shape[axis]
+        mn, mx = (f32(-2.0), f32(3.0)) if axis is None else (np.full(n, -2, f32), np.full(n, 3, f32))
+        plan = Q.prepare_qdq(x, mn, mx, version=2, range_given=given, axis=axis, round_mode="HALF_UP")
+        _same_qdq(x, plan, (axis, given))
+    called = []
+    real = fast.qdq
+    monkeypatch.setattr(fast, "qdq", lambda *a, **k: called.append(1) or real(*a, **k))
+    y = qtf.quantize_and_dequantize_v4(x, f32(-2), f32(3), range_given=True)
+    assert called and y.tobytes() == Q.compute_qdq(x, Q.prepare_qdq(x, f32(-2), f32(3), version=4,
+                                                                     range_given=True)).tobytes()
+    op = qtf.QuantizeAndDequantizeOp(-2.0, 3.0, range_given=True)
+    assert op.fast
+    out = np.empty(x.size, f32)
+    assert op.run(x.reshape(-1), out).tobytes() == y.reshape(-1).tobytes()
+    monkeypatch.setenv("QUANTSPEC_FAST", "0")
+    assert not op.fast
+    n = len(called)
+    assert qtf.quantize_and_dequantize_v4(x, f32(-2), f32(3), range_given=True).tobytes() == y.tobytes()
+    assert len(called) == n
