@@ -1,4 +1,4 @@
-"""The fast path of TensorFlow FakeQuant gives the reference path's bytes.
+"""The fast path of TensorFlow FakeQuant and QuantizeAndDequantize gives the reference path's bytes.
 
 The fused kernel (:func:`quantspec.tf.fast.fake_quant`) and the readable numpy path
 (:func:`quantspec.tf.fake_quant.compute_fake_quant`) run on the same plan — Args (multiply by the
@@ -8,9 +8,12 @@ subnormal, huge and non-finite ranges, on inputs with ±0, ±inf, NaN payloads, 
 huge values, the nudged range's edges and every grid tie with its float32 neighbours; per-channel
 with odd channel counts and ranks.  The bytes must be identical.  The TensorFlow conformance tests
 (``test_tf_conformance.py``) call the public functions, which take this path when numba is present.
+QuantizeAndDequantize (float32) likewise (:func:`quantspec.tf.qdq.compute_qdq` against
+:func:`quantspec.tf.fast.qdq`): signed and unsigned, every round mode, given and data ranges,
+per-axis along any axis.
 
-``QUANTSPEC_FAKE_QUANT_EXHAUSTIVE=1`` also compares the two paths on all 2^32 float32 bit patterns
-for a few parameter sets (minutes: the numpy path is the slow side).
+``QUANTSPEC_SIMULATED_EXHAUSTIVE=1`` also compares the two paths on all 2^32 float32 bit patterns
+for a few parameter sets (minutes each: the numpy path is the slow side).
 """
 
 from __future__ import annotations
@@ -173,24 +176,32 @@ EXHAUSTIVE = [  # (min, max, num_bits, narrow, variant)
 ]
 
 
-@pytest.mark.skipif(os.environ.get("QUANTSPEC_FAKE_QUANT_EXHAUSTIVE", "") != "1",
-                    reason="all 2^32 inputs: set QUANTSPEC_FAKE_QUANT_EXHAUSTIVE=1 (minutes)")
+EXHAUSTIVE_ON = pytest.mark.skipif(os.environ.get("QUANTSPEC_SIMULATED_EXHAUSTIVE", "") != "1",
+                                   reason="all 2^32 inputs: set QUANTSPEC_SIMULATED_EXHAUSTIVE=1 (minutes)")
+
+
+def _every_input(reference, fast_path):
+    """``fast_path(x) == reference(x)`` bit for bit for every float32 bit pattern ``x``."""
+    chunk = 1 << 22
+
+    def ref(start):      # numpy releases the GIL: two chunks of the slow side at once
+        x = np.arange(start, start + chunk, dtype=np.uint64).astype(np.uint32).view(f32)
+        return x, reference(x)
+
+    with ThreadPoolExecutor(2) as ex:
+        for x, want in ex.map(ref, range(0, 1 << 32, chunk)):
+            got = fast_path(x)
+            bad = np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))
+            assert bad.size == 0, f"{bad.size} inputs differ, e.g. bit patterns {x[bad[:5]].view(np.uint32)!r}"
+
+
+@EXHAUSTIVE_ON
 @pytest.mark.parametrize("mn, mx, num_bits, narrow, variant", EXHAUSTIVE)
 def test_every_float32_input(mn, mx, num_bits, narrow, variant):
     divide, zero_special = VARIANTS[variant]
     plan = F._plan(np.array([mn], f32), np.array([mx], f32), num_bits, narrow, divide=divide,
                    zero_special=zero_special)
-    chunk = 1 << 22
-
-    def reference(start):      # numpy releases the GIL: two chunks of the slow side at once
-        x = np.arange(start, start + chunk, dtype=np.uint64).astype(np.uint32).view(f32)
-        return x, F.compute_fake_quant(x, plan)
-
-    with ThreadPoolExecutor(2) as ex:
-        for x, want in ex.map(reference, range(0, 1 << 32, chunk)):
-            got = fast.fake_quant(x, plan)
-            bad = np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))
-            assert bad.size == 0, f"{bad.size} inputs differ, e.g. bit patterns {x[bad[:5]].view(np.uint32)!r}"
+    _every_input(lambda x: F.compute_fake_quant(x, plan), lambda x: fast.fake_quant(x, plan))
 
 
 # -- QuantizeAndDequantize ---------------------------------------------------------------------------
@@ -288,3 +299,11 @@ def test_qdq_parallel_and_public(small_parallel, monkeypatch):
     n = len(called)
     assert qtf.quantize_and_dequantize_v4(x, f32(-2), f32(3), range_given=True).tobytes() == y.tobytes()
     assert len(called) == n
+
+
+@EXHAUSTIVE_ON
+@pytest.mark.parametrize("round_mode", ["HALF_TO_EVEN", "HALF_UP"])
+def test_qdq_every_float32_input(round_mode):
+    plan = Q.prepare_qdq(np.zeros(1, f32), f32(-1.3), f32(2.7), version=4, num_bits=8, range_given=True,
+                         round_mode=round_mode)
+    _every_input(lambda x: Q.compute_qdq(x, plan), lambda x: fast.qdq(x, plan))
