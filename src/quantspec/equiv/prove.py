@@ -15,9 +15,9 @@ array of codes).  ``subrange=(start, stop)`` restricts an enumerated domain to t
 ``start <= bits < stop``.  Per-axis records are compared channel by channel (a per-tensor record
 against every channel of a per-axis one).
 
-FakeQuant runs on the TensorFlow spec's fused kernels, on quantspec's thread pool, as the quantize and
-dequantize operators do; QuantizeAndDequantize (and FakeQuant with the fast path switched off) runs
-on numpy, its chunk split between two threads.  Timings: docs/translate.md and ``quantspec bench``.
+Simulated quantizers (FakeQuant, QuantizeAndDequantize) run on the TensorFlow spec's fused kernels, on
+quantspec's thread pool, as the quantize and dequantize operators do (the record's ``fast``); where the
+fast path is off or does not cover them, on numpy, their chunk split between two threads.  Timings: docs/translate.md and ``quantspec bench``.
 """
 
 from __future__ import annotations
