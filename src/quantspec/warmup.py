@@ -115,6 +115,13 @@ def _tf_jobs() -> Iterator[Callable[[], object]]:
                                                           ("float32", "bfloat16"), ranges):
         yield lambda T=T, mode=mode, dtype=dtype, lo=lo, hi=hi, axis=axis: qtf.dequantize(
             np.zeros(_SHAPE, qtf.quantize_op.spec.tf_type(T).dtype), lo, hi, T, mode=mode, dtype=dtype, axis=axis)
+    last = np.full(_SHAPE[2], -3, np.float32), np.full(_SHAPE[2], 3, np.float32)
+    yield lambda: qtf.fake_quant_with_min_max_args(_x(), min=-3.0, max=3.0)
+    yield lambda: qtf.fake_quant_with_min_max_vars(_x(), np.float32(-3), np.float32(3))
+    yield lambda: qtf.fake_quant_with_min_max_vars_per_channel(_x(), *last)
+    for rmode, given, (lo, hi, axis) in itertools.product(("HALF_TO_EVEN", "HALF_UP"), (True, False), ranges):
+        yield lambda rmode=rmode, given=given, lo=lo, hi=hi, axis=axis: qtf.quantize_and_dequantize_v4(
+            _x(), lo, hi, range_given=given, round_mode=rmode, axis=axis)
 
 
 def _litert_jobs() -> Iterator[Callable[[], object]]:

@@ -89,6 +89,10 @@ def _ov_take(prm, i):
         return lambda prm, i: (prm[0][i], prm[1][i], prm[2][i])
     if n == 4:
         return lambda prm, i: (prm[0][i], prm[1][i], prm[2][i], prm[3][i])
+    if n == 5:
+        return lambda prm, i: (prm[0][i], prm[1][i], prm[2][i], prm[3][i], prm[4][i])
+    if n == 6:
+        return lambda prm, i: (prm[0][i], prm[1][i], prm[2][i], prm[3][i], prm[4][i], prm[5][i])
 
 
 def _inline(func):

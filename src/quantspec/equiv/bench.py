@@ -1,6 +1,7 @@
 """The ``equiv`` section of ``quantspec bench``: how long the exhaustive comparison of an int8
-per-tensor pair takes (LiteRT QUANTIZE against ONNX QuantizeLinear, and TensorFlow QuantizeV2 against
-ONNX), against the 60 s target for every float32 input.
+per-tensor pair takes (LiteRT QUANTIZE against ONNX QuantizeLinear, TensorFlow QuantizeV2 against
+ONNX, TensorFlow FakeQuant against LiteRT and against ONNX), against the 60 s target for every float32
+input.
 
 The full run enumerates all 2^32 float32 inputs once per pair; ``--quick`` (or ``--size N``)
 enumerates the first N bit patterns above 1.0 and extrapolates to 2^32 (the rate varies little with
@@ -19,6 +20,10 @@ PAIRS = [
     ("tf QuantizeV2 SCALED qint8 vs onnx int8",
      "tf:QuantizeV2 mode=SCALED round_mode=HALF_TO_EVEN T=qint8 min=-6 max=6",
      "onnx:QuantizeLinear scale=0.047244094 zero_point=0 output_dtype=int8"),
+    ("tf FakeQuant args vs litert QUANTIZE int8", "tf:FakeQuant variant=args min=-6 max=6",
+     "litert:QUANTIZE scale=0.047058824 zero_point=0"),
+    ("tf FakeQuant vars vs onnx QuantizeLinear uint8", "tf:FakeQuant variant=vars min=-1.3 max=2.7",
+     "onnx:QuantizeLinear opset=13 scale=0.015686275 zero_point=83 output_dtype=uint8"),
 ]
 TARGET_S = 60.0
 

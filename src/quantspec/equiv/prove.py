@@ -15,8 +15,9 @@ array of codes).  ``subrange=(start, stop)`` restricts an enumerated domain to t
 ``start <= bits < stop``.  Per-axis records are compared channel by channel (a per-tensor record
 against every channel of a per-axis one).
 
-Simulated quantizers (FakeQuant, QuantizeAndDequantize) run on numpy; their chunk is split between
-two threads.  Timings: docs/translate.md and ``quantspec bench``.
+Simulated quantizers (FakeQuant, QuantizeAndDequantize) run on the TensorFlow spec's fused kernels, on
+quantspec's thread pool, as the quantize and dequantize operators do (the record's ``fast``); where the
+fast path is off or does not cover them, on numpy, their chunk split between two threads.  Timings: docs/translate.md and ``quantspec bench``.
 """
 
 from __future__ import annotations
@@ -81,9 +82,9 @@ _POOL = None
 
 
 def run_record(op, x: np.ndarray, out: np.ndarray) -> None:
-    """``op.run(x, out)``; a simulated quantizer (numpy, which releases the GIL) on two threads."""
+    """``op.run(x, out)``; a simulated quantizer on numpy (which releases the GIL) on two threads."""
     n = x.size
-    if op.kind != "fake" or n < (1 << 16):
+    if op.kind != "fake" or n < (1 << 16) or getattr(op, "fast", False):
         op.run(x, out)
         return
     h = n // 2

@@ -3,9 +3,12 @@
 Imported only through :func:`quantspec._core.jit.load`.  Each function is inlined into the generic
 kernel :data:`quantspec._core.fastmap.plain`; the classes of the two ``op`` records select it:
 ``(precast, cast)`` for QuantizeV2 (parameters ``(lo, hi, scale, bias)`` of the element's slice),
-``(mode, codes)`` for Dequantize (parameters ``(scale, bias)``).  Each line is one operation of
+``(mode, codes)`` for Dequantize (parameters ``(scale, bias)``), ``(step, zero)`` for FakeQuant
+(parameters ``(nudged_min, nudged_max, scale, inv_scale, quant_zero, zero)``), ``(clamp, round)``
+for QuantizeAndDequantize (parameters ``(lo, hi, scale, inv)``).  Each line is one operation of
 :func:`quantspec.tf.quantize_op.precast` / :func:`~quantspec.tf.quantize_op.cast` or
-:func:`quantspec.tf.dequantize_op.compute_dequantize`, in float32, flushed to zero.
+:func:`quantspec.tf.dequantize_op.compute_dequantize` or
+:func:`quantspec.tf.fake_quant.compute_fake_quant` or :func:`quantspec.tf.qdq.compute_qdq`, in float32, flushed to zero.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from .._core import fastmap
 from .._core import nbprim
 from .._core.nbprim import HARDWARE_FTZ, cvtt_int32, cvtt_int64_low32, iand, inline, isub, ixor, round_half_away
 from .fast import (CastInt32, CastOneDnn, CastWide, Codes, DqMinCombined, DqMinFirst, DqScaled, EigenMinCombined,
-                   EigenMinFirst, EigenScaled, OneDnn)
+                   EigenMinFirst, EigenScaled, FqDivide, FqMultiply, FqZero, OneDnn, QdqClamp,
+                   QdqRound)
 
 __all__: list[str] = []
 
@@ -141,3 +145,40 @@ def _dq_scaled(u, prm, mode, codes):
 fastmap.register((DqMinCombined, Codes), _dq_min_combined, flush_to_zero=True)
 fastmap.register((DqMinFirst, Codes), _dq_min_first, flush_to_zero=True)
 fastmap.register((DqScaled, Codes), _dq_scaled, flush_to_zero=True)
+
+
+# -- FakeQuant --------------------------------------------------------------------------------------
+@inline
+def _fake_quant(x, prm, divide, e1):
+    """compute_fake_quant: clamp to the nudged range, shift, to steps (times inv_scale, or divided by
+    scale), floor(v - quant_zero + 0.5) * scale; 0 for a min == max == 0 slice."""
+    nmin, nmax, scale, inv, qz, zero = prm
+    shifted = ftz(_clamp(ftz(x), nmin, nmax) - nmin)
+    v = ftz(shifted / scale) if divide else ftz(shifted * inv)
+    y = ftz(np.float32(np.floor(ftz(ftz(v - qz) + np.float32(0.5)))) * scale)
+    if e1.any and zero != np.float32(0):
+        return np.float32(0)
+    return y
+
+
+fastmap.register((FqMultiply, FqZero), inline(lambda x, prm, e0, e1: _fake_quant(x, prm, False, e1)),
+                 flush_to_zero=True)
+fastmap.register((FqDivide, FqZero), inline(lambda x, prm, e0, e1: _fake_quant(x, prm, True, e1)),
+                 flush_to_zero=True)
+
+
+# -- QuantizeAndDequantize --------------------------------------------------------------------------
+@inline
+def _qdq(x, prm, c, r):
+    """compute_qdq: R(clamp(x, lo, hi) * scale) * inv, the clamp only for a given range; R is rint, or
+    floor(v + 0.5) (HALF_UP)."""
+    lo, hi, scale, inv = prm
+    x = ftz(x)
+    if c.clamp:
+        x = _clamp(x, lo, hi)
+    v = ftz(x * scale)
+    v = np.rint(v) if r.even else np.float32(np.floor(ftz(v + np.float32(0.5))))
+    return ftz(v * inv)
+
+
+fastmap.register((QdqClamp, QdqRound), _qdq, flush_to_zero=True)

@@ -9,6 +9,9 @@ where Args and VarsPerChannel multiply by ``inv_scale`` = (quant_max - quant_min
 computed on its own (not 1 / scale), while Vars **divides** by ``scale``: the two differ in the last
 bit for some inputs (at 16 bits visibly).  Vars and VarsPerChannel return 0 for a slice with
 min == max == 0 and do not check min < max.  All arithmetic is float32 with flush-to-zero.
+
+:func:`compute_fake_quant` is the readable reference path; :func:`run_plan` runs the fused kernel of
+:mod:`quantspec.tf.fast` instead when the fast path is on (the same bytes, for every float32 input).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ import numpy as np
 from .._core.arrays import check_fits
 from .._core.rounding import half_away_from_zero
 from ..errors import RangeError, ShapeError
-from . import _args, spec
+from . import _args, fast, spec
 from ._fp import clamp, cvtt_int32, fadd, fdiv, fmul, fsub, ftz
 
-__all__ = ["FakeQuantPlan", "nudge", "compute_fake_quant", "fake_quant_with_min_max_args",
+__all__ = ["FakeQuantPlan", "nudge", "compute_fake_quant", "run_plan", "fake_quant_with_min_max_args",
            "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_per_channel"]
 
 f32 = np.float32
@@ -80,6 +83,20 @@ def compute_fake_quant(x: np.ndarray, plan: FakeQuantPlan) -> np.ndarray:
     return y.reshape(x.shape)
 
 
+def run_plan(x: np.ndarray, plan: FakeQuantPlan, out: np.ndarray | None = None) -> np.ndarray:
+    """``x`` through the fake quantizer of ``plan``: the fused kernel when the fast path is on
+    (:func:`quantspec.tf.fast.path_fake_quant`), else :func:`compute_fake_quant`.  ``out``: a float32
+    array of ``x``'s shape that receives the result."""
+    if fast.path_fake_quant(plan) == "fast":
+        check_fits(x.shape, 4)
+        return fast.fake_quant(x, plan, out=out)
+    y = compute_fake_quant(x, plan)
+    if out is None:
+        return y
+    out[...] = y
+    return out
+
+
 def _num_bits(num_bits) -> int:
     nb = _args.integer(num_bits, "num_bits")
     lo, hi = spec.FAKE_QUANT_BITS
@@ -119,7 +136,7 @@ def fake_quant_with_min_max_args(x, *, min=-6.0, max=6.0, num_bits=8, narrow_ran
         raise RangeError("min", f"must be smaller than max{flushed} (TensorFlow: 'min has to be smaller than max'; "
                          "NaN is refused too)", (mn.item(), mx.item()))
     plan = _plan(mn.reshape(1), mx.reshape(1), nb, narrow, divide=False, zero_special=False)
-    return compute_fake_quant(x, plan)
+    return run_plan(x, plan)
 
 
 def fake_quant_with_min_max_vars(x, min, max, *, num_bits=8, narrow_range=False):
@@ -130,7 +147,7 @@ def fake_quant_with_min_max_vars(x, min, max, *, num_bits=8, narrow_range=False)
     narrow = _args.flag(narrow_range, "narrow_range")
     mn, mx = _scalar_range(min, max, "must be rank 0 (TensorFlow: '`{name}` must be rank 0')")
     plan = _plan(mn.reshape(1), mx.reshape(1), nb, narrow, divide=True, zero_special=True)
-    return compute_fake_quant(x, plan)
+    return run_plan(x, plan)
 
 
 def fake_quant_with_min_max_vars_per_channel(x, min, max, *, num_bits=8, narrow_range=False):
@@ -152,4 +169,4 @@ def fake_quant_with_min_max_vars_per_channel(x, min, max, *, num_bits=8, narrow_
             raise ShapeError(name, f"must have one value per channel of the last axis: {depth} (TensorFlow: "
                              f"'{name} has incorrect size')", a.shape)
     plan = _plan(mn, mx, nb, narrow, divide=False, zero_special=True)
-    return compute_fake_quant(x, plan)
+    return run_plan(x, plan)

@@ -14,7 +14,13 @@ the C++ ``std::min``/``std::max`` argument order, ``std::round`` (half away from
 
 Covered: QuantizeV2 for every mode, round mode and type, per-tensor and per-axis, Eigen and oneDNN
 kernels (except oneDNN's rank-0 MIN_FIRST path, a single element); Dequantize for every mode and type,
-float32 or bfloat16.  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._core.jit`).
+float32 or bfloat16; FakeQuantWithMinMaxArgs / Vars / VarsPerChannel (the plan of
+:mod:`quantspec.tf.fake_quant`: per-slice nudged range, scale, inverse scale, zero point and the
+``min == max == 0`` flag along the last axis; reference path
+:func:`quantspec.tf.fake_quant.compute_fake_quant`); QuantizeAndDequantizeV2 / V3 / V4 on float32
+(both round modes, range given or from the data, per-tensor and per-axis) except where a slice's
+inverse scale is NaN (the reference path then reproduces which NaN payload x86 keeps; reference path
+:func:`quantspec.tf.qdq.compute_qdq`).  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._core.jit`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 
-__all__ = ["path_quantize", "path_dequantize", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize"]
+__all__ = ["path_quantize", "path_dequantize", "path_fake_quant", "path_qdq", "quantize", "dequantize", "fake_quant",
+           "qdq", "prepare_quantize", "prepare_dequantize", "prepare_fake_quant", "prepare_qdq"]
 
 # -- the records that select the element function (their class) and carry its constants -----------
 # QuantizeV2: how the float value is computed from x (``rounds``: MIN_COMBINED with a signed T rounds
@@ -48,6 +55,15 @@ DqMinCombined = namedtuple("DqMinCombined", "half")
 DqMinFirst = namedtuple("DqMinFirst", "tag")
 DqScaled = namedtuple("DqScaled", "wrap")
 Codes = namedtuple("Codes", "mask half")
+# FakeQuant: the value in steps is the shifted input times inv_scale (Args, VarsPerChannel) or divided
+# by scale (Vars); ``zero``: some slice has min == max == 0, whose outputs are all 0.
+FqMultiply = namedtuple("FqMultiply", "tag")
+FqDivide = namedtuple("FqDivide", "tag")
+FqZero = namedtuple("FqZero", "any")
+# QuantizeAndDequantize: ``clamp`` to [lo, hi] when the range was given; ``even``: round half to even,
+# else HALF_UP (floor(v + 0.5)).
+QdqClamp = namedtuple("QdqClamp", "clamp")
+QdqRound = namedtuple("QdqRound", "even")
 
 
 def _kernels():
@@ -62,6 +78,18 @@ def path_quantize(plan) -> str:
 def path_dequantize(plan) -> str:
     """``"fast"`` if Dequantize with this plan runs on the fused kernels, else ``"reference"``."""
     return "fast" if jit.enabled() else "reference"
+
+
+def path_fake_quant(plan) -> str:
+    """``"fast"`` if FakeQuant with this plan runs on the fused kernels, else ``"reference"``."""
+    return "fast" if jit.enabled() else "reference"
+
+
+def path_qdq(plan) -> str:
+    """``"fast"`` if QuantizeAndDequantize with this plan runs on the fused kernels (float32, no NaN
+    inverse scale), else ``"reference"``."""
+    ok = plan.scale.dtype == np.dtype(np.float32) and not np.isnan(plan.inv).any()
+    return "fast" if ok and jit.enabled() else "reference"
 
 
 def _op(plan):
@@ -111,6 +139,27 @@ def prepare_dequantize(plan, shape: tuple[int, ...], cached: bool = False):
     return _prepared(shape, plan.axis, (plan.scale, plan.bias), (mode, decode), cached)
 
 
+def prepare_fake_quant(plan, shape: tuple[int, ...], cached: bool = False):
+    """What :func:`fake_quant` needs for an input of ``shape`` (slices along the last axis) that
+    depends only on the plan (``cached``: as for :func:`prepare_quantize`)."""
+    depth = plan.scale.shape[0]
+    axis = None if depth == 1 else len(shape) - 1
+    f32 = np.float32
+    params = (plan.nudged_min, plan.nudged_max, plan.scale, plan.inv_scale, plan.quant_zero,
+              plan.zero.astype(f32))
+    if axis is None:
+        params = tuple(np.ascontiguousarray(p, f32).reshape(1) for p in params)
+    op = (FqDivide(0) if plan.divide else FqMultiply(0), FqZero(int(bool(plan.zero.any()))))
+    return _prepared(shape, axis, params, op, cached)
+
+
+def prepare_qdq(plan, shape: tuple[int, ...], cached: bool = False):
+    """What :func:`qdq` needs for an input of ``shape`` that depends only on the plan (``cached``: as
+    for :func:`prepare_quantize`)."""
+    op = (QdqClamp(int(plan.clamp)), QdqRound(int(plan.round_mode == "HALF_TO_EVEN")))
+    return _prepared(shape, plan.axis, (plan.lo, plan.hi, plan.scale, plan.inv), op, cached)
+
+
 def _run(x, y, prepared):
     lay, params, op, memo = prepared
     core.run(x, y, params, lay, op, memo=memo)
@@ -152,6 +201,37 @@ def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None, prepared=None
         _run(codes, product, prepared)
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(dest.reshape(-1), product, casting="unsafe")
+    if fresh:
+        np.copyto(result, dest)
+    return result
+
+
+def fake_quant(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np.ndarray:
+    """FakeQuant of float32 ``x`` (the last axis holds the plan's slices) under a FakeQuant plan;
+    same result as :func:`quantspec.tf.fake_quant.compute_fake_quant`.  ``prepared``:
+    ``prepare_fake_quant(plan, x.shape)``, if at hand."""
+    result = out if out is not None else np.empty(x.shape, np.float32)
+    if result.size == 0:
+        return result
+    _kernels()
+    prepared = prepare_fake_quant(plan, x.shape) if prepared is None else prepared
+    dest, fresh = core.destination(result, x)
+    _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1), prepared)
+    if fresh:
+        np.copyto(result, dest)
+    return result
+
+
+def qdq(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np.ndarray:
+    """QuantizeAndDequantize of float32 ``x`` under a plan that :func:`path_qdq` takes; same result as
+    :func:`quantspec.tf.qdq.compute_qdq`.  ``prepared``: ``prepare_qdq(plan, x.shape)``, if at hand."""
+    result = out if out is not None else np.empty(x.shape, np.float32)
+    if result.size == 0:
+        return result
+    _kernels()
+    prepared = prepare_qdq(plan, x.shape) if prepared is None else prepared
+    dest, fresh = core.destination(result, x)
+    _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1), prepared)
     if fresh:
         np.copyto(result, dest)
     return result

@@ -29,6 +29,10 @@ from .._core.oprecord import QuantizerRecord, f32_values, flat_input
 from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
 from . import _args, spec
 from .dequantize_op import dequantize, output_dtype, prepare_dequantize
+from .fast import path_fake_quant as fast_path_fake_quant
+from .fast import path_qdq as fast_path_qdq
+from .qdq import run_plan as run_qdq
+from .fake_quant import run_plan as run_fake_quant
 from .fake_quant import (_plan as _fake_plan, fake_quant_with_min_max_args, fake_quant_with_min_max_vars,
                          fake_quant_with_min_max_vars_per_channel)
 from .qdq import prepare_qdq, quantize_and_dequantize_v2, quantize_and_dequantize_v3, quantize_and_dequantize_v4
@@ -322,7 +326,16 @@ class FakeQuantOp(QuantizerRecord):
         c = self._check_channel(c)
         return FakeQuantOp((self.min[c],), (self.max[c],), self.num_bits, self.narrow_range, "per_channel")
 
+    @property
+    def fast(self) -> bool:
+        """Whether :meth:`run` takes the fused kernels (multithreaded on large inputs), not numpy."""
+        return fast_path_fake_quant(self._plan) == "fast"
+
     def run(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        f32_ = np.dtype(np.float32)
+        if (self._plan.scale.shape[0] == 1 and x.dtype == f32_ and out.dtype == f32_ and x.shape == out.shape
+                and type(x) is np.ndarray):
+            return run_fake_quant(x, self._plan, out=out)   # one slice: the plan as it is, into out
         y = self(flat_input(x, -1 if self.variant == "per_channel" else None, last=True))
         out[...] = y.reshape(-1)
         return out
@@ -447,7 +460,17 @@ class QuantizeAndDequantizeOp(QuantizerRecord):
                                        self.signed_input, self.num_bits, self.range_given, self.round_mode,
                                        self.narrow_range, self.axis)
 
+    @property
+    def fast(self) -> bool:
+        """Whether :meth:`run` takes the fused kernels (multithreaded on large inputs), not numpy:
+        a given range whose inverse scale is not NaN (float32 inputs)."""
+        return bool(self.range_given) and fast_path_qdq(self._plan) == "fast"
+
     def run(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        f32_ = np.dtype(np.float32)
+        if (self.axis is None and self.range_given and x.dtype == f32_ and out.dtype == f32_
+                and x.shape == out.shape and type(x) is np.ndarray):
+            return run_qdq(x, self._plan, out=out)          # the given range's plan as it is, into out
         out[...] = self(flat_input(x, self.axis)).reshape(-1)
         return out
 

@@ -7,7 +7,8 @@ Every operation is in the input's own type (float or double), with flush-to-zero
 Prepare, then compute: :func:`prepare_qdq` finds the range of each slice (the given one, or the
 data's min and max) and the kernel's ``scale`` / ``inverse_scale`` (``ComputeQuantizationRange``);
 :func:`compute_qdq` is ``R(clamp(x, min, max) * scale) * inverse_scale`` — without the clamp when
-the range was not given.
+the range was not given; :func:`run_plan` runs the fused kernel of :mod:`quantspec.tf.fast` instead
+where the fast path covers the plan (the same bytes).
 
 TensorFlow 2.21 regression: V2 and V4 with ``range_given=True`` and an axis fail with "input_min must
 be a scalar."; quantspec computes the intended per-axis result, which is what V3 computes.
@@ -22,11 +23,11 @@ import numpy as np
 from .._core.arrays import check_fits
 from .._core.rounding import half_to_even
 from ..errors import RangeError, ShapeError
-from . import _args, _eigen, spec
+from . import _args, _eigen, fast, spec
 from ._fp import clamp, fadd, fdiv, fmul, ftz
 from .quantize_op import slices
 
-__all__ = ["QDQPlan", "prepare_qdq", "compute_qdq", "quantize_and_dequantize_v2",
+__all__ = ["QDQPlan", "prepare_qdq", "compute_qdq", "run_plan", "quantize_and_dequantize_v2",
            "quantize_and_dequantize_v3", "quantize_and_dequantize_v4"]
 
 
@@ -141,6 +142,18 @@ def compute_qdq(x: np.ndarray, plan: QDQPlan) -> np.ndarray:
     return y.reshape(x.shape)
 
 
+def run_plan(x: np.ndarray, plan: QDQPlan, out: np.ndarray | None = None) -> np.ndarray:
+    """``x`` through ``plan``: the fused kernel where :func:`quantspec.tf.fast.path_qdq` takes it, else
+    :func:`compute_qdq`.  ``out``: an array of ``x``'s shape and dtype that receives the result."""
+    if x.dtype == np.dtype(np.float32) and fast.path_qdq(plan) == "fast":
+        return fast.qdq(x, plan, out=out)
+    y = compute_qdq(x, plan)
+    if out is None:
+        return y
+    out[...] = y
+    return out
+
+
 def _keeps_v(plan: QDQPlan, shape: tuple[int, int, int]) -> np.ndarray | None:
     """Where TensorFlow's kernel keeps the payload of ``v`` in ``v * inv`` when both are NaN ([outer, 1,
     inner], for every slice), or None where it keeps ``inv``'s everywhere.  The scalar loops keep
@@ -191,7 +204,7 @@ def _qdq(version, x, input_min, input_max, **kw) -> np.ndarray:
         raise ShapeError("x", f"must have at least one dimension for {op} (TensorFlow 2.21 refuses a scalar: "
                          "'Axis requested is larger than input dimensions. Axis: -1 Input Dimensions: 0')", x.shape)
     plan = prepare_qdq(x, input_min, input_max, version=version, **kw)
-    return compute_qdq(x, plan)
+    return run_plan(x, plan)
 
 
 def quantize_and_dequantize_v2(x, input_min=None, input_max=None, *, signed_input=True, num_bits=8,
