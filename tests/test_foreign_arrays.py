@@ -12,6 +12,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from refs import require
+
 import quantspec.litert as L
 import quantspec.onnx as qo
 import quantspec.tf as qtf
@@ -80,10 +82,12 @@ def test_plain_values_pass_through():
     assert from_foreign(object) is object
 
 
-torch = pytest.importorskip("torch")
+@pytest.fixture(scope="module")
+def torch():
+    return require("torch")      # a test dependency: a failure in CI when missing, not a skip
 
 
-def test_torch_float32_and_bfloat16_without_a_copy():
+def test_torch_float32_and_bfloat16_without_a_copy(torch):
     t = torch.linspace(-3, 3, 4096).reshape(64, 64)
     a = from_foreign(t)
     assert a.dtype == np.float32 and _address(a) == t.data_ptr()
@@ -100,7 +104,7 @@ def test_torch_float32_and_bfloat16_without_a_copy():
         assert from_foreign(f8).dtype == mine
 
 
-def test_torch_tensors_through_every_spec():
+def test_torch_tensors_through_every_spec(torch):
     t = torch.randn(3, 50, generator=torch.Generator().manual_seed(3)) * 4
     x = t.numpy()
     for tensor, array in ((t, x), (t.to(torch.bfloat16), from_foreign(t.to(torch.bfloat16)).copy())):
@@ -114,7 +118,7 @@ def test_torch_tensors_through_every_spec():
     assert L.quantize(t, p).tobytes() == L.quantize(x, p).tobytes()
 
 
-def test_torch_input_to_the_interpreter():
+def test_torch_input_to_the_interpreter(torch):
     interp = L.Interpreter(L.example_model("mlp_softmax.tflite"))
     (inp,) = interp.inputs
     x = np.random.default_rng(2).integers(-128, 128, inp.shape, dtype=np.int8)
