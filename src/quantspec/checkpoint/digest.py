@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import threading
 
 import numpy as np
 
@@ -84,18 +83,10 @@ def xxh64_py(data, seed: int = 0) -> int:
     return h ^ (h >> 32)
 
 
-_KERNEL = None
-_KERNEL_LOCK = threading.Lock()
-
-
 def _kernel():
-    """The numba kernel, imported once (worker threads must not see its module half-imported)."""
-    global _KERNEL
-    if _KERNEL is None:
-        with _KERNEL_LOCK:
-            if _KERNEL is None:
-                _KERNEL = jit.load("quantspec.checkpoint._xxh64").xxh64
-    return _KERNEL
+    """The numba kernel (:func:`quantspec._core.jit.load` imports its module once; a thread that asks while
+    another imports it waits for the import to finish)."""
+    return jit.load("quantspec.checkpoint._xxh64").xxh64
 
 
 def xxh64(data, seed: int = 0) -> int:

@@ -195,18 +195,10 @@ def _check_finite(e: Entry, task: Task, bad: float) -> None:
                          detail="nothing was written; fix or keep the tensor (a recipe rule with scheme 'keep')")
 
 
-_KERNELS = None
-_KERNELS_LOCK = threading.Lock()
-
-
 def _kernels():
-    """The kernel module, imported once (worker threads must not see it half-imported)."""
-    global _KERNELS
-    if _KERNELS is None:
-        with _KERNELS_LOCK:
-            if _KERNELS is None:
-                _KERNELS = jit.load("quantspec.checkpoint._kernels")
-    return _KERNELS
+    """The kernel module (:func:`quantspec._core.jit.load` imports its module once; a thread that asks while
+    another imports it waits for the import to finish)."""
+    return jit.load("quantspec.checkpoint._kernels")
 
 
 def _minmax(raw: np.ndarray, dtype: str, rows: int, cols: int) -> np.ndarray:

@@ -52,6 +52,16 @@ KEEP = "keep"
 QUANTIZABLE = ("float", "float16", "bfloat16")
 
 
+def onnx_attributes(granularity: str, block: int) -> dict[str, int]:
+    """The attributes of ONNX QuantizeLinear / DequantizeLinear for parameters of this granularity
+    ("tensor"; "channel": one per row; otherwise blocks of ``block`` along a row)."""
+    if granularity == "tensor":
+        return {}
+    if granularity == "channel":
+        return {"axis": 0}
+    return {"axis": 1, "block_size": block}
+
+
 @dataclass(frozen=True)
 class Scheme:
     """One scheme: everything the converter, the manifest and the docs say about it."""
@@ -76,11 +86,7 @@ class Scheme:
 
     def attributes(self) -> dict[str, int]:
         """The attributes of ONNX QuantizeLinear / DequantizeLinear for the stored parameters."""
-        if self.granularity == "tensor":
-            return {}
-        if self.granularity == "channel":
-            return {"axis": 0}
-        return {"axis": 1, "block_size": self.block}
+        return onnx_attributes(self.granularity, self.block)
 
     def takes(self, dtype: str, shape: tuple[int, ...]) -> str | None:
         """None if this scheme quantizes a tensor of this type and shape, else why not."""

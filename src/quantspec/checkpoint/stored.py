@@ -26,6 +26,7 @@ from .._core.packing import unpack_codes
 from ..dtypes import qtype
 from ..errors import TensorFileError
 from . import sources
+from .schemes import onnx_attributes
 
 __all__ = ["Part", "Stored", "ST_DTYPES", "ITEMSIZE"]
 
@@ -100,11 +101,7 @@ class Stored:
         return 0 if self.granularity == "tensor" else 1 if self.granularity == "channel" else -(-self.cols // self.block)
 
     def attributes(self) -> dict[str, int]:
-        if self.granularity == "tensor":
-            return {}
-        if self.granularity == "channel":
-            return {"axis": 0}
-        return {"axis": 1, "block_size": self.block}
+        return onnx_attributes(self.granularity, self.block)
 
     def row_step(self) -> int:
         """The fewest rows after which every stored part starts on a byte (or word) boundary."""

@@ -29,20 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._clitools import EXIT_FINDINGS, EXIT_OK, read_input_files
+from .._clitools import parse as _parse
+from .._clitools import seed as _seed
 from .._core import jit
 from .._core.slabs import Job, cutter, rows_of
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError
-
-EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]):
-    """argparse exits on --help and on usage errors; turn that into a return value."""
-    try:
-        return parser.parse_args(list(argv)), None
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_BAD_INPUT)
-        return None, code
 
 
 # ------------------------------------------------------------------------------------------------
@@ -76,8 +68,6 @@ def check_main(argv: Sequence[str]) -> int:
 # ------------------------------------------------------------------------------------------------
 
 def _load_inputs(interp, files: list[str], seed: int | None) -> list[np.ndarray]:
-    from .._core.tensorio import read_tensors
-
     inputs = interp.inputs
     if seed is not None:
         if files:
@@ -101,17 +91,7 @@ def _load_inputs(interp, files: list[str], seed: int | None) -> list[np.ndarray]
                                    ".safetensors holding the inputs by name); or use --random SEED",
                                    detail="inputs: " + ", ".join(f"{t.name!r} {t.type_name.lower()}{list(t.shape)}"
                                                                  for t in inputs))
-    arrays: list[np.ndarray] = []
-    named: dict[str, np.ndarray] = {}
-    for f in files:
-        tensors = read_tensors(f)
-        if Path(f).suffix.lower() == ".npy":
-            arrays.extend(tensors.values())
-        else:
-            named.update(tensors)
-    if arrays and named:
-        raise InvalidArgumentError("--input", "give either .npy files (one per input, in order) or .npz/.safetensors "
-                                   "files (inputs by name), not both")
+    arrays, named = read_input_files(files)
     if named:
         names = {t.name for t in inputs}
         for sd in interp.model.signature_defs:
@@ -193,17 +173,6 @@ def run_litert_reference(model_path: str, inputs: list[np.ndarray], resolver: st
     except Exception as e:  # LiteRT reports what it refuses as ValueError / RuntimeError
         reason = " ".join(str(e).split()) or type(e).__name__
         raise ModelError("--compare-litert", "LiteRT refused the model", detail=f"LiteRT says: {reason}") from None
-
-
-def _seed(text: str) -> int:
-    """The value of --random: a seed numpy's generators take, a non-negative integer."""
-    try:
-        seed = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {text!r})") from None
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {seed})")
-    return seed
 
 
 def run_main(argv: Sequence[str]) -> int:

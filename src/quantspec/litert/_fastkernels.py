@@ -52,6 +52,14 @@ def _rdbpot(x, e):
 
 
 @shared
+def _double(acc, eff):
+    """``static_cast<int32_t>(round(double(acc) * eff))``; out of int32 (x86 cvttsd2si): INT32_MIN."""
+    v = round_half_away(np.float64(acc) * eff)
+    inside = (v >= -_TWO31) & (v < _TWO31)
+    return np.int64(min(max(v, -_TWO31), _TWO31 - 1.0)) if inside else np.int64(_I32_MIN)
+
+
+@shared
 def _mbqm(x, m, s):
     """MultiplyByQuantizedMultiplier (double rounding); the left shift is an int32 product (wraps)."""
     left = s if s > 0 else np.int64(0)
@@ -116,10 +124,7 @@ def _requantize(acc, prm, e, unused):
 @inline
 def _requantize_double(acc, prm, e, unused):
     """REF FULLY_CONNECTED: int32(round(double(acc) * eff[c])) (x86: out of range -> INT32_MIN)."""
-    v = round_half_away(np.float64(acc) * prm[0])
-    inside = (v >= -_TWO31) & (v < _TWO31)
-    i = np.int64(min(max(v, -_TWO31), _TWO31 - 1.0)) if inside else np.int64(_I32_MIN)
-    return np.int32(_clamp(_wrap32(i + e.zero_point), e.lo, e.hi))
+    return np.int32(_clamp(_wrap32(_double(acc, prm[0]) + e.zero_point), e.lo, e.hi))
 
 
 fastmap.register((Quantize, None), _quantize)

@@ -12,31 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.nbprim import claim, finished, inline, kernel
+from ._fastkernels import _rdbpot, _srdhm, _wrap32
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]
 
-_I32_MIN = -2147483648
-_I32_MAX = 2147483647
-
-
-@inline
-def _wrap32(v):
-    return np.int64(np.int32(v))
-
-
-@inline
-def _srdhm(a, b):
-    ab = a * b
-    n = ab + (np.int64(1 << 30) if ab >= 0 else np.int64(1 - (1 << 30)))
-    q = (n + ((n >> 63) & np.int64((1 << 31) - 1))) >> 31
-    return np.int64(_I32_MAX) if (a == _I32_MIN) & (b == _I32_MIN) else q
-
-
-@inline
-def _rdbpot(x, e):
-    mask = (np.int64(1) << e) - 1
-    threshold = (mask >> 1) + (np.int64(1) if x < 0 else np.int64(0))
-    return (x >> e) + (np.int64(1) if (x & mask) > threshold else np.int64(0))
+#: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
+KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
 
 
 @inline

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import kernel, round_half_away, shared
-from ._fastkernels import _clamp, _mbqm, _rdbpot, _srdhm, _wrap32
+from .._core.nbprim import kernel, shared
+from ._fastkernels import _I32_MAX, _I32_MIN, _clamp, _double, _mbqm, _rdbpot, _srdhm, _wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
            "lut", "fc8", "resize8", "gather", "gather2_checked", "gather3", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
-
-_I32_MIN = -2147483648
-_I32_MAX = 2147483647
-_TWO31 = 2147483648.0
 
 #: the requantizations of :func:`epilogue`: the accumulator wrapped to int32 then gemmlowp's
 #: ``MultiplyByQuantizedMultiplier`` (CONV_2D, DEPTHWISE_CONV_2D, BATCH_MATMUL int8); the int64
@@ -36,14 +32,6 @@ def _mbqm64(acc, m16, total):
     """``MultiplyByQuantizedMultiplier(int64 x, M, shift)``: ``m16`` the multiplier reduced to 16 bits,
     ``total = 15 - shift``; one rounding, half up, then the int32 cast."""
     return _wrap32((acc * m16 + (np.int64(1) << (total - 1))) >> total)
-
-
-@shared
-def _double(acc, eff):
-    """``static_cast<int32_t>(round(double(acc) * eff))``; out of int32 (x86 cvttsd2si): INT32_MIN."""
-    v = round_half_away(np.float64(acc) * eff)
-    inside = (v >= -_TWO31) & (v < _TWO31)
-    return np.int64(min(max(v, -_TWO31), _TWO31 - 1.0)) if inside else np.int64(_I32_MIN)
 
 
 def _epilogue(g, split, corr, mult, shift, eff, kind, zo, lo, hi, out):

@@ -110,13 +110,7 @@ class _MeanOrSum(Kernel):
                             np.dtype(x.dtype.name))
 
     def compute(self, p: ReduceParams, arrays):
-        (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, p.dtype)])
-        axes = p.axes
-        if axes is None:
-            (a,) = c.check_arrays(p.op, arrays, [(1, p.axis_shape, np.dtype(np.int32))])
-            axes = _resolve_axes(p.op, a, x.ndim)
-        out_shape = _reduced_shape(x.shape, axes, p.keep_dims)
-        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        x, axes, out_shape, n = _reduction(p, arrays, p.dtype)
         if x.size == 0 or n == 0:
             return [np.zeros(out_shape, p.dtype)]
         lo, hi = (0, 255) if p.reference_sum else _BOUNDS[p.dtype.char]
@@ -131,6 +125,18 @@ class _MeanOrSum(Kernel):
         out = np.clip(wrap_int32(_mbqm(shifted, m, e) + p.output_zero_point), lo, hi)
         out = out.astype(np.uint8).view(np.int8) if p.reference_sum else out.astype(p.dtype)
         return [np.asarray(out).reshape(out_shape)]
+
+
+def _reduction(p: ReduceParams, arrays, dtype: np.dtype):
+    """The checked input (of type ``dtype``), the axes reduced (the prepared ones, or the axis input's),
+    the output's shape and the number of elements each output reduces."""
+    (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, dtype)])
+    axes = p.axes
+    if axes is None:
+        (a,) = c.check_arrays(p.op, arrays, [(1, p.axis_shape, np.dtype(np.int32))])
+        axes = _resolve_axes(p.op, a, x.ndim)
+    out_shape = _reduced_shape(x.shape, axes, p.keep_dims)
+    return x, axes, out_shape, int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
 
 
 @register

@@ -36,6 +36,35 @@ from .conv import _conv16_bias_type
 __all__ = ["TransposeConv"]
 
 
+def scatter_taps(p, x: np.ndarray, bound: int) -> np.ndarray:
+    """The exact sums ``Σ (x - z_in) · w`` of every input pixel scattered through the filter to its
+    output positions, int64 (not wrapped, no bias), shape ``[N, OH, OW, O]``: one exact GEMM per tap
+    (``bound``: the bound of ``|x - z_in|`` for :func:`.._gemm.matmul_exact`).  ``p``: a
+    :class:`TransposeConvParams` (``input_shape``, ``output_shape``, ``stride``, ``pad``,
+    ``input_zero_point``, ``filter`` as float32 ``[KH, KW, I, O]``)."""
+    n, h, w, ci = p.input_shape
+    _, oh, ow, oc = p.output_shape
+    kh, kw = p.filter.shape[:2]
+    sh, sw = p.stride
+    ph, pw = p.pad
+    a = (x.astype(np.float32) - np.float32(p.input_zero_point)).reshape(n * h * w, ci)
+    acc = np.zeros((n, oh, ow, oc), np.int64)
+    iy, ix = np.arange(h), np.arange(w)
+    for ky in range(kh):
+        oy = iy * sh - ph + ky
+        ry = (oy >= 0) & (oy < oh)
+        if not ry.any():
+            continue
+        for kx in range(kw):
+            ox = ix * sw - pw + kx
+            rx = (ox >= 0) & (ox < ow)
+            if not rx.any():
+                continue
+            part = matmul_exact(a, p.filter[ky, kx], bound, 128).reshape(n, h, w, oc)
+            acc[:, oy[ry][:, None], ox[rx][None, :], :] += part[:, ry][:, :, rx]
+    return acc
+
+
 @dataclass(frozen=True, eq=False)
 class TransposeConvParams:
     input_shape: tuple[int, ...]
@@ -154,27 +183,7 @@ class TransposeConv(Kernel):
         if x.dtype != p.dtype or tuple(x.shape) != p.input_shape:
             raise ShapeError(f"{self.name} input", f"must have the prepared shape {p.input_shape} and type {p.dtype}",
                              (tuple(x.shape), str(x.dtype)))
-        n, h, w, ci = p.input_shape
-        _, oh, ow, oc = p.output_shape
-        kh, kw = p.filter.shape[:2]
-        sh, sw = p.stride
-        ph, pw = p.pad
-        a = (x.astype(np.float32) - np.float32(p.input_zero_point)).reshape(n * h * w, ci)
-        bound_a = 1 << 15 if p.wide else 256
-        acc = np.zeros((n, oh, ow, oc), np.int64)
-        iy, ix = np.arange(h), np.arange(w)
-        for ky in range(kh):
-            oy = iy * sh - ph + ky
-            ry = (oy >= 0) & (oy < oh)
-            if not ry.any():
-                continue
-            for kx in range(kw):
-                ox = ix * sw - pw + kx
-                rx = (ox >= 0) & (ox < ow)
-                if not rx.any():
-                    continue
-                part = matmul_exact(a, p.filter[ky, kx], bound_a, 128).reshape(n, h, w, oc)
-                acc[:, oy[ry][:, None], ox[rx][None, :], :] += part[:, ry][:, :, rx]
+        acc = scatter_taps(p, x, 1 << 15 if p.wide else 256)
         if not p.wide or p.bias_int32:
             acc = wrap_int32(acc).astype(np.int64)
             if p.bias is not None:

@@ -22,18 +22,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..._clitools import EXIT_FINDINGS, EXIT_OK, read_input_files
+from ..._clitools import parse as _parse
+from ..._clitools import seed as _seed
 from ...errors import InvalidArgumentError
-
-EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]):
-    """argparse exits on --help and on usage errors; turn that into a return value."""
-    try:
-        return parser.parse_args(list(argv)), None
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_BAD_INPUT)
-        return None, code
 
 
 def is_onnx_file(path: str) -> bool:
@@ -78,31 +70,10 @@ def check_main(argv: Sequence[str]) -> int:
     return EXIT_OK if report.ok else EXIT_FINDINGS
 
 
-def _seed(text: str) -> int:
-    try:
-        seed = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {text!r})") from None
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer seed (got {seed})")
-    return seed
-
-
 def _read_inputs(files: list[str], names: list[str]):
     """The model's inputs from --input files: .npy files one per input in model order, or
     .npz / .safetensors files holding them by name."""
-    from ..._core.tensorio import read_tensors
-
-    arrays, named = [], {}
-    for f in files:
-        tensors = read_tensors(f)
-        if Path(f).suffix.lower() == ".npy":
-            arrays.extend(tensors.values())
-        else:
-            named.update(tensors)
-    if arrays and named:
-        raise InvalidArgumentError("--input", "give either .npy files (one per input, in order) or .npz/.safetensors "
-                                   "files (inputs by name), not both")
+    arrays, named = read_input_files(files)
     if arrays:
         if len(arrays) != len(names):
             raise InvalidArgumentError("--input", f"needs one .npy file per model input ({len(names)}: "

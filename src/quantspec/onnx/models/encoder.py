@@ -11,7 +11,6 @@ is derived here: the bytes are the checkpoint's, laid out as ONNX DequantizeLine
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,18 +64,10 @@ TILE = 64
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
-_KERNELS = None
-_KERNELS_LOCK = threading.Lock()
-
-
 def _kernels():
-    """The kernel module, imported once (worker threads must not see it half-imported)."""
-    global _KERNELS
-    if _KERNELS is None:
-        with _KERNELS_LOCK:
-            if _KERNELS is None:
-                _KERNELS = jit.load("quantspec.onnx.models._kernels")
-    return _KERNELS
+    """The kernel module (:func:`quantspec._core.jit.load` imports its module once; a thread that asks while
+    another imports it waits for the import to finish)."""
+    return jit.load("quantspec.onnx.models._kernels")
 
 
 def transpose_into(src: np.ndarray, dst: np.ndarray) -> None:

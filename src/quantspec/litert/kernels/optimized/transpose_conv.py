@@ -23,6 +23,7 @@ from ...fixedpoint import wrap_int32
 from .. import REGISTRY
 from .. import _common as c
 from ..base import Kernel
+from ..transpose_conv import scatter_taps
 from ._lanes import mbqm_half_up, mbqm_reference
 
 __all__ = ["TransposeConv", "transpose_conv_accumulators"]
@@ -33,29 +34,7 @@ def transpose_conv_accumulators(p: Any, x: np.ndarray) -> np.ndarray:
     plus the bias, as int64 holding int32 values (wrapped), shape ``[N, OH, OW, O]``.  ``p`` is the
     reference kernel's prepared record (``input_shape``, ``output_shape``, ``stride``, ``pad``,
     ``input_zero_point``, ``filter`` as float32 ``[KH, KW, I, O]``, ``bias``)."""
-    from ..._gemm import matmul_exact
-
-    n, h, w, ci = p.input_shape
-    _, oh, ow, oc = p.output_shape
-    kh, kw = p.filter.shape[:2]
-    sh, sw = p.stride
-    ph, pw = p.pad
-    a = (x.astype(np.float32) - np.float32(p.input_zero_point)).reshape(n * h * w, ci)
-    bound = 1 << 15 if x.dtype == np.int16 else 256
-    acc = np.zeros((n, oh, ow, oc), np.int64)
-    iy, ix = np.arange(h), np.arange(w)
-    for ky in range(kh):
-        oy = iy * sh - ph + ky
-        ry = (oy >= 0) & (oy < oh)
-        if not ry.any():
-            continue
-        for kx in range(kw):
-            ox = ix * sw - pw + kx
-            rx = (ox >= 0) & (ox < ow)
-            if not rx.any():
-                continue
-            part = matmul_exact(a, p.filter[ky, kx], bound, 128).reshape(n, h, w, oc)
-            acc[:, oy[ry][:, None], ox[rx][None, :], :] += part[:, ry][:, :, rx]
+    acc = scatter_taps(p, x, 1 << 15 if x.dtype == np.int16 else 256)
     acc = wrap_int32(acc).astype(np.int64)
     if p.bias is not None:
         acc = wrap_int32(acc + np.asarray(p.bias, np.int64)).astype(np.int64)

@@ -48,13 +48,7 @@ class _Reduce:
 
     def compute(self, q: XnnReduce, arrays):
         p = q.base
-        (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, _INT8)])
-        axes = p.axes
-        if axes is None:
-            (a,) = c.check_arrays(p.op, arrays, [(1, p.axis_shape, np.dtype(np.int32))])
-            axes = ref._resolve_axes(p.op, a, x.ndim)
-        out_shape = ref._reduced_shape(x.shape, axes, p.keep_dims)
-        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        x, axes, out_shape, n = ref._reduction(p, arrays, _INT8)
         if x.size == 0 or n == 0:
             return [np.zeros(out_shape, np.int8)]
         total = wrap_int32(x.astype(np.int64).sum(axis=axes) if axes else x.astype(np.int64))
