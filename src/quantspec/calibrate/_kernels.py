@@ -40,6 +40,10 @@ __all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "min_max_abs", "his
 
 @kernel
 def ort_min_max(x):
+    """(min, max) in onnxruntime's order (module docstring): two groups of four lanes over blocks of
+    eight, the groups merged, the tail of four, the lanes paired, then the rest one by one; each
+    comparison ``v < m`` keeps ``m`` on NaN and on equal values (the sign of a zero).  The sixteen
+    lanes are scalars, which the compiler keeps in registers."""
     n = x.size
     a1 = n // 4 * 4
     a2 = n // 8 * 8
@@ -51,39 +55,55 @@ def ort_min_max(x):
             mn = v if v < mn else mn
             mx = v if v > mx else mx
         return mn, mx
-    lo = np.empty(4, np.float32)
-    hi = np.empty(4, np.float32)
-    for j in range(4):
-        lo[j] = x[j]
-        hi[j] = x[j]
+    l0, l1, l2, l3 = x[0], x[1], x[2], x[3]
+    h0, h1, h2, h3 = l0, l1, l2, l3
     if a1 > 4:
-        lo2 = np.empty(4, np.float32)
-        hi2 = np.empty(4, np.float32)
-        for j in range(4):
-            lo2[j] = x[4 + j]
-            hi2[j] = x[4 + j]
-        for idx in range(8, a2, 8):
-            for j in range(4):
-                v = x[idx + j]
-                w = x[idx + 4 + j]
-                lo[j] = v if v < lo[j] else lo[j]
-                hi[j] = v if v > hi[j] else hi[j]
-                lo2[j] = w if w < lo2[j] else lo2[j]
-                hi2[j] = w if w > hi2[j] else hi2[j]
-        for j in range(4):
-            lo[j] = lo2[j] if lo2[j] < lo[j] else lo[j]
-            hi[j] = hi2[j] if hi2[j] > hi[j] else hi[j]
+        m0, m1, m2, m3 = x[4], x[5], x[6], x[7]
+        g0, g1, g2, g3 = m0, m1, m2, m3
+        for t in range(1, a2 // 8):
+            b = np.uint64(t) * np.uint64(8)
+            v0, v1, v2, v3 = x[b], x[b + np.uint64(1)], x[b + np.uint64(2)], x[b + np.uint64(3)]
+            w0, w1, w2, w3 = x[b + np.uint64(4)], x[b + np.uint64(5)], x[b + np.uint64(6)], x[b + np.uint64(7)]
+            l0 = v0 if v0 < l0 else l0
+            l1 = v1 if v1 < l1 else l1
+            l2 = v2 if v2 < l2 else l2
+            l3 = v3 if v3 < l3 else l3
+            h0 = v0 if v0 > h0 else h0
+            h1 = v1 if v1 > h1 else h1
+            h2 = v2 if v2 > h2 else h2
+            h3 = v3 if v3 > h3 else h3
+            m0 = w0 if w0 < m0 else m0
+            m1 = w1 if w1 < m1 else m1
+            m2 = w2 if w2 < m2 else m2
+            m3 = w3 if w3 < m3 else m3
+            g0 = w0 if w0 > g0 else g0
+            g1 = w1 if w1 > g1 else g1
+            g2 = w2 if w2 > g2 else g2
+            g3 = w3 if w3 > g3 else g3
+        l0 = m0 if m0 < l0 else l0
+        l1 = m1 if m1 < l1 else l1
+        l2 = m2 if m2 < l2 else l2
+        l3 = m3 if m3 < l3 else l3
+        h0 = g0 if g0 > h0 else h0
+        h1 = g1 if g1 > h1 else h1
+        h2 = g2 if g2 > h2 else h2
+        h3 = g3 if g3 > h3 else h3
         if a1 > a2:
-            for j in range(4):
-                v = x[a2 + j]
-                lo[j] = v if v < lo[j] else lo[j]
-                hi[j] = v if v > hi[j] else hi[j]
-    l0 = lo[2] if lo[2] < lo[0] else lo[0]
-    l1 = lo[3] if lo[3] < lo[1] else lo[1]
-    mn = l1 if l1 < l0 else l0
-    h0 = hi[2] if hi[2] > hi[0] else hi[0]
-    h1 = hi[3] if hi[3] > hi[1] else hi[1]
-    mx = h1 if h1 > h0 else h0
+            v0, v1, v2, v3 = x[a2], x[a2 + 1], x[a2 + 2], x[a2 + 3]
+            l0 = v0 if v0 < l0 else l0
+            l1 = v1 if v1 < l1 else l1
+            l2 = v2 if v2 < l2 else l2
+            l3 = v3 if v3 < l3 else l3
+            h0 = v0 if v0 > h0 else h0
+            h1 = v1 if v1 > h1 else h1
+            h2 = v2 if v2 > h2 else h2
+            h3 = v3 if v3 > h3 else h3
+    a = l2 if l2 < l0 else l0
+    c = l3 if l3 < l1 else l1
+    mn = c if c < a else a
+    a = h2 if h2 > h0 else h0
+    c = h3 if h3 > h1 else h1
+    mx = c if c > a else a
     for idx in range(a1, n):
         v = x[idx]
         mn = v if v < mn else mn
