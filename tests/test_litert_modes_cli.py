@@ -60,3 +60,4 @@ def test_interpreter_arguments():
             Interpreter(path, kernels="optimized", num_threads=bad)
     assert Interpreter(path).engines == ["reference"] * 3
     assert Interpreter(path, kernels="optimized").engines == ["optimized"] * 3
+    assert Interpreter(path, "xnnpack").engines == Interpreter(path, kernels="xnnpack").engines   # 2nd argument

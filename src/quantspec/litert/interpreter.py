@@ -473,8 +473,8 @@ class Interpreter:
     the list of output arrays in the subgraph's output order (:attr:`output_names` names them).
     """
 
-    def __init__(self, model: Any, *, sum_semantics: str = "correct", signature: str | None = None,
-                 preserve_all_tensors: bool = False, kernels: str = "reference", num_threads: int = 1):
+    def __init__(self, model: Any, kernels: str = "reference", *, sum_semantics: str = "correct",
+                 signature: str | None = None, preserve_all_tensors: bool = False, num_threads: int = 1):
         if sum_semantics not in SUM_SEMANTICS:
             raise InvalidArgumentError("sum_semantics", "must be one of " + ", ".join(map(repr, SUM_SEMANTICS)),
                                        sum_semantics)
