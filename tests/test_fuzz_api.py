@@ -45,6 +45,9 @@ def check(case: fuzz_api.Case, stats: dict[str, int] | None = None) -> None:
             want, refused = case.oracle(), None
         except AssertionError:
             raise
+        except fuzz_api.OracleCannot:
+            stats["oracle out of memory"] = stats.get("oracle out of memory", 0) + 1
+            return
         except Exception as e:  # noqa: BLE001 - the runtime refuses: an answer to compare
             want, refused = None, e
     if out.ok:
