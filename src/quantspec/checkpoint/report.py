@@ -30,6 +30,18 @@ def parse_stats(text: str) -> tuple[float, float, float]:
     return a, b, c
 
 
+def worst_rel_rms(tensors) -> float | None:
+    """The largest relative RMS error among ``tensors`` (reports of quantized tensors), or None."""
+    return max((t.rel_rms for t in tensors if t.rel_rms is not None), default=None)
+
+
+def error_cells(t) -> str:
+    """A report table's last cells for tensor report ``t``: its relative RMS and largest error, and
+    for a kept tensor the reason it was kept."""
+    err = "" if t.rel_rms is None else f"{t.rel_rms:>9.3g} {t.max_abs:>10.3g}"
+    return err + (f"  ({t.reason})" if t.scheme == "keep" and t.reason else "")
+
+
 @dataclass
 class TensorReport:
     """One source tensor: its scheme (``"keep"`` when kept as it was, with the ``reason``), the
@@ -93,7 +105,7 @@ class ConversionReport:
     def summary(self) -> str:
         """One line: what was done, how fast."""
         rate = self.bytes_in / self.seconds if self.seconds > 0 else 0.0
-        worst = max((t.rel_rms for t in self.quantized if t.rel_rms is not None), default=None)
+        worst = worst_rel_rms(self.quantized)
         text = (f"{len(self.quantized)} tensors quantized, {len(self.kept)} kept; {human(self.bytes_in)} -> "
                 f"{human(self.bytes_out)} in {len(self.shards)} shard{'s' if len(self.shards) != 1 else ''}, "
                 f"{self.seconds:.1f} s ({human(rate)}/s)")
@@ -107,9 +119,7 @@ class ConversionReport:
         """A line per tensor."""
         lines = [f"{'tensor':<56} {'scheme':<16} {'in':>10} {'out':>10} {'rel RMS':>9} {'max |err|':>10}"]
         for t in self.tensors:
-            err = "" if t.rel_rms is None else f"{t.rel_rms:>9.3g} {t.max_abs:>10.3g}"
-            note = f"  ({t.reason})" if t.scheme == "keep" and t.reason else ""
-            lines.append(f"{t.name:<56} {t.scheme:<16} {t.bytes_in:>10} {t.bytes_out:>10} {err}{note}")
+            lines.append(f"{t.name:<56} {t.scheme:<16} {t.bytes_in:>10} {t.bytes_out:>10} {error_cells(t)}")
         return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...checkpoint.report import human
+from ...checkpoint.report import error_cells, human, worst_rel_rms
 
 __all__ = ["WeightReport", "ModelConversionReport"]
 
@@ -81,7 +81,7 @@ class ModelConversionReport:
                 + ("s" if len(self.kept) != 1 else "") + " kept; opset "
                 + (f"{self.opset_from} -> {self.opset}" if self.opset != self.opset_from else f"{self.opset}")
                 + f"; initializers {human(self.bytes_in)} -> {human(self.bytes_out)}; {self.seconds:.1f} s")
-        worst = max((t.rel_rms for t in self.quantized if t.rel_rms is not None), default=None)
+        worst = worst_rel_rms(self.quantized)
         if worst is not None:
             text += f"; worst relative RMS error {worst:.3g}"
         return text
@@ -90,9 +90,8 @@ class ModelConversionReport:
         """A line per initializer."""
         lines = [f"{'initializer':<40} {'scheme':<16} {'use':<18} {'in':>10} {'out':>10} {'rel RMS':>9} {'max |err|':>10}"]
         for t in self.tensors:
-            err = "" if t.rel_rms is None else f"{t.rel_rms:>9.3g} {t.max_abs:>10.3g}"
-            note = f"  ({t.reason})" if t.scheme == "keep" and t.reason else ""
-            lines.append(f"{t.name:<40} {t.scheme:<16} {t.use:<18} {t.bytes_in:>10} {t.bytes_out:>10} {err}{note}")
+            lines.append(f"{t.name:<40} {t.scheme:<16} {t.use:<18} {t.bytes_in:>10} {t.bytes_out:>10} "
+                         f"{error_cells(t)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
