@@ -400,3 +400,31 @@ def test_parallel_counts_equal_the_serial_kernels_and_numpy(monkeypatch):
             a = a[~np.isnan(a)]
             assert amn == (a.min() if a.size else np.inf) and amx == (a.max() if a.size else -np.inf), (n, kind)
             assert (np.float32(amn).tobytes() == (a.min() if a.size else np.float32(np.inf)).tobytes())
+
+
+def test_min_max_shortcut_equals_the_lane_kernels():
+    """The observers take numpy's reductions where the result cannot depend on the order of the
+    comparisons (no NaN, no zero extreme) and the order-following kernels otherwise: both give the
+    kernels' bits on every corpus (specials, all NaN, signed zeros and denormals, odd sizes)."""
+    require_fast()
+    from quantspec._core import jit
+    from quantspec.calibrate import minmax as M
+
+    k = jit.load("quantspec.calibrate._kernels")
+    rng = np.random.default_rng([SEED, 12])
+    shortcut = 0
+    for n in (1, 3, 4, 7, 8, 9, 15, 16, 17, 1000, 65_537):
+        for kind in range(5):
+            for start in (np.float32(np.finfo(np.float32).max), np.float32(-0.0), np.float32(0.0), np.float32(-7)):
+                x = _corpus(rng, n, kind)
+                if kind == 0 and n > 8 and rng.random() < 0.5:
+                    x[rng.integers(n)] = np.float32(rng.choice([0.0, -0.0]))   # a zero that is not an extreme
+                shortcut += M._plain_min_max(x) is not None
+                want = k.ort_min_max(x)
+                got = M.ort_min_max(x)
+                assert all(np.float32(a).tobytes() == np.float32(b).tobytes() for a, b in zip(got, want)), (n, kind)
+                want = k.min_max_skip_nan(x, start, np.float32(np.finfo(np.float32).tiny))
+                got = M._min_max_skip_nan(x, start, np.float32(np.finfo(np.float32).tiny))
+                assert bool(got[2]) == bool(want[2]) and all(
+                    np.float32(a).tobytes() == np.float32(b).tobytes() for a, b in zip(got[:2], want[:2])), (n, kind)
+    assert shortcut > 40      # both paths were taken

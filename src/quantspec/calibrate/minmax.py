@@ -79,7 +79,7 @@ class MinMaxObserver:
         if x.size == 0:
             raise ShapeError("batch", "must hold at least one value (onnxruntime's ReduceMin has no value for an "
                              "empty tensor)", np.shape(batch))
-        mn, mx = _kernels().ort_min_max(x)
+        mn, mx = ort_min_max(x)
         self._mins.append(np.array([mn], np.float32))
         self._maxs.append(np.array([mx], np.float32))
         return self
@@ -122,6 +122,38 @@ class MinMaxObserver:
         from .params import onnx_params
 
         return onnx_params(self.range(), quant_type, **options)
+
+
+def _plain_min_max(x: np.ndarray):
+    """``(min, max)`` of ``x`` by numpy's vectorised reductions, or None where the order of the
+    comparisons could matter: a NaN anywhere (numpy's result is then NaN) or a zero extreme (``-0.0``
+    and ``+0.0`` compare equal, so which one a runtime keeps depends on its order).  Otherwise the
+    extreme values are unique bit patterns (two nonzero floats that compare equal have the same
+    bits), so any order of comparisons that keeps a value unless another is strictly smaller
+    (larger) ends with exactly these."""
+    mn, mx = x.min(), x.max()
+    if mn == mn and mx == mx and mn != 0 and mx != 0:
+        return mn, mx
+    return None
+
+
+def ort_min_max(x: np.ndarray):
+    """onnxruntime's ``ReduceMin`` / ``ReduceMax`` of a flat float32 array: numpy's reductions where
+    they give the same bits (:func:`_plain_min_max`), else the kernel that follows onnxruntime's
+    lane order (:func:`quantspec.calibrate._kernels.ort_min_max`)."""
+    plain = _plain_min_max(x)
+    return plain if plain is not None else _kernels().ort_min_max(x)
+
+
+def _min_max_skip_nan(x: np.ndarray, mn, mx):
+    """The TFLite calibrator's running ``(min, max, seen)`` over ``x`` (NaN skipped, a value replacing
+    the current one only when strictly smaller / larger): numpy's reductions where they give the same
+    bits, else the element-order kernel."""
+    plain = _plain_min_max(x)
+    if plain is not None:
+        lo, hi = plain
+        return (lo if lo < mn else mn), (hi if hi > mx else mx), True
+    return _kernels().min_max_skip_nan(x, mn, mx)
 
 
 def _python_min(a, b):
@@ -167,7 +199,7 @@ class TFLiteMinMaxObserver:
     def update(self, batch) -> TFLiteMinMaxObserver:
         x = as_batch(batch)
         if x.size:
-            mn, mx, seen = _kernels().min_max_skip_nan(x, self._min, self._max)
+            mn, mx, seen = _min_max_skip_nan(x, self._min, self._max)
             self._min, self._max = np.float32(mn), np.float32(mx)
             self._seen |= bool(seen)
         return self
