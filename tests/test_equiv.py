@@ -454,3 +454,16 @@ def test_tf2onnx_rules_are_what_tf2onnx_writes(kind, mn, mx, kw):
         return
     scale, zp, dtype = got
     assert conv.record == O.QuantizeLinearOp(scale, zp, dtype, opset=13)
+
+
+def test_signalling_nan_examples_raise_no_warning():
+    """A differing input that is a signalling NaN (bfloat16 0x7F81...: its cast to float64 sets the
+    invalid flag, which numpy turns into a RuntimeWarning) is reported without a warning."""
+    import warnings
+
+    require_fast()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tr = quantspec.translate("tf:FakeQuant variant=args min=-1.3 max=2.7", "onnx", inputs="bfloat16")
+    rep = tr.report
+    assert rep.nonfinite > 0 and rep.examples[0].bits == 0x7F81 and np.isnan(rep.examples[0].x)
