@@ -125,3 +125,31 @@ def test_warmup_lists_kernels_beside_dead_weak_references():
     del t
     assert isinstance(warmup._kernels(), set)
     assert proxies
+
+
+def test_warmup_covers_calibrate_checkpoint_and_equiv():
+    """``quantspec warmup`` also runs the calibration observers, a checkpoint conversion (and verify)
+    under every scheme, and translations between the specs: each of those jobs runs cleanly (no
+    quantspec error swallowed, no warning), and compiles its group's own kernels."""
+    import warnings
+
+    from quantspec import checkpoint, warmup
+    from quantspec._core import jit
+
+    if not jit.enabled():
+        pytest.skip("no fast path here")
+    assert warmup.GROUPS == ("onnx", "tf", "litert", "calibrate", "checkpoint", "equiv")
+    assert {spec for spec, _ in warmup.jobs()} == set(warmup.GROUPS)
+    ckpt = list(warmup._JOBS["checkpoint"]())
+    assert len(ckpt) == 3 * len(checkpoint.SCHEMES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for job in warmup._JOBS["calibrate"]():
+            job()
+        for job in warmup._JOBS["equiv"]():
+            job()
+        for s in range(len(checkpoint.SCHEMES)):       # each scheme from one of the three source types
+            ckpt[3 * s + s % 3]()
+    kernels = warmup._kernels()
+    for module in ("quantspec.calibrate._kernels", "quantspec.checkpoint._kernels", "quantspec.equiv._kernels"):
+        assert any(k.startswith(module) for k in kernels), module

@@ -10,7 +10,7 @@
     quantspec convert SRC DST --scheme NAME       # a checkpoint, or MODEL.onnx OUT.onnx
     quantspec bench [--quick]
     quantspec demo
-    quantspec warmup [--spec {onnx,tf,litert}]
+    quantspec warmup [--spec {onnx,tf,litert,calibrate,checkpoint,equiv}]
     quantspec example [DIR]
 
 ``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx

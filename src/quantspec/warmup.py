@@ -1,9 +1,11 @@
-"""``quantspec warmup [--spec onnx|tf|litert]``: compile every fast kernel ahead of time.
+"""``quantspec warmup [--spec onnx|tf|litert|calibrate|checkpoint|equiv]``: compile every fast kernel
+ahead of time.
 
 The fast path's kernels are compiled by numba the first time each combination of types is used
 (about 1 s each on a 2-core machine), then kept in the on-disk cache, so a first call can wait while
 a kernel compiles.  This command runs each spec's operations once for every type and layout the
-kernels cover, on small arrays, in each of the three forms a kernel takes: serial (small arrays),
+kernels cover, on small arrays (and the calibration observers, a small checkpoint conversion under
+every scheme and source type, and translations between the specs), in each of the three forms a kernel takes: serial (small arrays),
 parallel, and parallel with streaming stores (large outputs) — the size thresholds are lowered for
 the purpose, so that the signatures compiled are exactly those real calls use.  The work is split
 across processes, one per core; every process saves what it compiles to the shared cache.
@@ -24,9 +26,12 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["main", "warmup", "jobs", "SPECS"]
+__all__ = ["main", "warmup", "jobs", "SPECS", "GROUPS"]
 
 SPECS = ("onnx", "tf", "litert")
+#: the groups of kernels warmup compiles: each spec's operators, then the calibration observers, the
+#: checkpoint conversion kernels and the equivalence proofs
+GROUPS = SPECS + ("calibrate", "checkpoint", "equiv")
 
 
 # -- the three forms of every kernel ------------------------------------------------------------------
@@ -139,17 +144,76 @@ def _litert_jobs() -> Iterator[Callable[[], object]]:
     bench = os.path.join(os.path.dirname(__file__), "data", "bench_cnn.tflite")
     if os.path.exists(bench):
         paths.append(bench)
-    for path in paths:
-        def run(path=path):
-            interp = L.Interpreter(path)
+    for path, kernels in itertools.product(paths, ("reference", "optimized", "xnnpack")):
+        def run(path=path, kernels=kernels):
+            interp = L.Interpreter(path, kernels)
             interp.run([np.zeros(t.shape, t.dtype) for t in interp.inputs])
         yield run
 
 
-_JOBS = {"onnx": _onnx_jobs, "tf": _tf_jobs, "litert": _litert_jobs}
+def _calibrate_jobs() -> Iterator[Callable[[], object]]:
+    from . import calibrate as C
+
+    plain = _x().reshape(-1)
+    odd = plain.copy()
+    odd[::7] = np.nan
+    odd[1::5] = -0.0
+    batches = (plain, odd, np.abs(plain))
+    observers = [(C.MinMaxObserver, {}), (C.MinMaxObserver, {"moving_average": True}), (C.TFLiteMinMaxObserver, {}),
+                 (C.EntropyObserver, {}), (C.PercentileObserver, {}), (C.PercentileObserver, {"symmetric": False}),
+                 (C.DistributionObserver, {})]
+    for cls, options in observers:
+        def run(cls=cls, options=options):
+            obs = cls(**options)
+            for b in batches:
+                obs.update(b[~np.isnan(b)] if cls is C.PercentileObserver else b)
+                obs.flush() if hasattr(obs, "flush") else None
+            return obs.range()
+        yield run
 
 
-def jobs(specs=SPECS) -> list[tuple[str, int]]:
+def _checkpoint_jobs() -> Iterator[Callable[[], object]]:
+    import tempfile
+
+    import ml_dtypes
+
+    from . import checkpoint
+    from ._core.tensorio import write_tensors
+
+    for scheme, dtype in itertools.product(sorted(checkpoint.SCHEMES), (np.float32, np.float16, ml_dtypes.bfloat16)):
+        def run(scheme=scheme, dtype=dtype):
+            with tempfile.TemporaryDirectory(prefix="quantspec-warmup-") as d:
+                src = os.path.join(d, "model.safetensors")
+                write_tensors(src, {"w": _x(dtype, (64, 256)), "norm": _x(dtype, (256,))})
+                checkpoint.convert(src, os.path.join(d, "out"), scheme, progress=False)
+                checkpoint.verify(src, os.path.join(d, "out"), progress=False)
+        yield run
+
+
+def _equiv_jobs() -> Iterator[Callable[[], object]]:
+    from . import equiv
+
+    sources = ("tf:QuantizeV2 mode=MIN_COMBINED T=qint8 min=-6 max=6",
+               "tf:QuantizeV2 mode=SCALED round_mode=HALF_TO_EVEN T=qint8 min=-6 max=6",
+               "tf:FakeQuant variant=args min=-1.3 max=2.7",
+               "tf:QuantizeAndDequantize version=4 min=0 max=3 signed_input=false range_given=true",
+               "onnx:QuantizeLinear opset=13 scale=0.05 zero_point=-3 output_dtype=int8",
+               "litert:QUANTIZE scale=0.05 zero_point=-3",
+               "litert:DEQUANTIZE scale=0.05 zero_point=-3")
+    for source, to, inputs in itertools.product(sources, ("onnx", "litert", "tf"), ("float16", "bfloat16")):
+        if source.startswith(to + ":"):
+            continue
+        yield lambda source=source, to=to, inputs=inputs: equiv.translate(source, to, inputs=inputs)
+    a = equiv.specstring.parse(sources[0])
+    b = equiv.specstring.parse("onnx:QuantizeLinear scale=0.047058817 zero_point=-1 output_dtype=int8")
+    yield lambda: equiv.equivalent(a, b, "float32", subrange=(0x3F000000, 0x3F010000))
+
+
+_JOBS = {"onnx": _onnx_jobs, "tf": _tf_jobs, "litert": _litert_jobs, "calibrate": _calibrate_jobs,
+         "checkpoint": _checkpoint_jobs, "equiv": _equiv_jobs}
+
+
+def jobs(specs=GROUPS) -> list[tuple[str, int]]:
     """The (spec, index) of every job of ``specs``."""
     return [(spec, i) for spec in specs for i, _ in enumerate(_JOBS[spec]())]
 
@@ -186,7 +250,7 @@ def _worker(selected: list[tuple[str, int]]) -> set[str]:
     return _run(selected)
 
 
-def warmup(specs=SPECS, processes: int | None = None, out=sys.stderr) -> int:
+def warmup(specs=GROUPS, processes: int | None = None, out=sys.stderr) -> int:
     """Compile (or load from the cache) every kernel of ``specs``, in ``processes`` processes (one
     per core by default); the number of kernels."""
     from ._core import jit
@@ -219,12 +283,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="quantspec warmup",
         description="Compile every fast kernel ahead of time, once per machine (kernels are otherwise compiled "
         "on first use, about a second each, and cached). A few minutes on 2 cores the first time.")
-    parser.add_argument("--spec", action="append", choices=SPECS, help="only this spec's kernels (repeatable)")
+    parser.add_argument("--spec", action="append", choices=GROUPS,
+                        help="only this spec's kernels, or those of calibrate, checkpoint or equiv (repeatable)")
     parser.add_argument("--processes", type=int, default=None, help="processes to compile in (default: one per core)")
     args = parser.parse_args(argv)
     from ._core import jit
 
-    specs = tuple(args.spec or SPECS)
+    specs = tuple(args.spec or GROUPS)
     t0 = time.perf_counter()
     print(f"quantspec warmup: compiling the fast kernels of {', '.join(specs)} for this machine "
           f"({jit.KERNEL_SECONDS} each, a few minutes in all the first time)...", file=sys.stderr, flush=True)
