@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import ml_dtypes
 import numpy as np
 
-from .._core import jit
+from .._core import jit, pool
 from .._core.oprecord import QuantizerRecord
 from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
 from .report import ChannelReport, EquivalenceReport, Example
@@ -72,9 +72,11 @@ def decoder(op, offset: int = 0) -> tuple[int, float, int]:
 
 
 def _pool() -> ThreadPoolExecutor:
+    """The threads of :func:`run_record` (as many as quantspec's thread count when first used; more
+    parts than threads queue)."""
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(2, thread_name_prefix="quantspec-equiv")
+        _POOL = ThreadPoolExecutor(pool.threads(), thread_name_prefix="quantspec-equiv")
     return _POOL
 
 
@@ -82,13 +84,16 @@ _POOL = None
 
 
 def run_record(op, x: np.ndarray, out: np.ndarray) -> None:
-    """``op.run(x, out)``; a simulated quantizer on numpy (which releases the GIL) on two threads."""
+    """``op.run(x, out)``; a simulated quantizer on numpy (which releases the GIL) split over the
+    threads quantspec uses (``QUANTSPEC_NUM_THREADS``, else the cores), a part of at least 64 Ki
+    inputs each."""
     n = x.size
-    if op.kind != "fake" or n < (1 << 16) or getattr(op, "fast", False):
+    parts = min(pool.threads(), n >> 16)
+    if op.kind != "fake" or parts < 2 or getattr(op, "fast", False):
         op.run(x, out)
         return
-    h = n // 2
-    futures = [_pool().submit(op.run, x[:h], out[:h]), _pool().submit(op.run, x[h:], out[h:])]
+    cuts = [n * k // parts for k in range(parts + 1)]
+    futures = [_pool().submit(op.run, x[a:b], out[a:b]) for a, b in zip(cuts, cuts[1:])]
     for f in futures:
         f.result()
 
