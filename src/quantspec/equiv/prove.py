@@ -17,7 +17,8 @@ against every channel of a per-axis one).
 
 Simulated quantizers (FakeQuant, QuantizeAndDequantize) run on the TensorFlow spec's fused kernels, on
 quantspec's thread pool, as the quantize and dequantize operators do (the record's ``fast``); where the
-fast path is off or does not cover them, on numpy, their chunk split between two threads.  Timings: docs/translate.md and ``quantspec bench``.
+fast path is off or does not cover them, on numpy, their chunk split over quantspec's thread count.
+Timings: docs/translate.md and ``quantspec bench``.
 """
 
 from __future__ import annotations
