@@ -680,7 +680,7 @@ def _litert_oracle(op: str, x: np.ndarray, params, out_dtype: str):
     if op == "QUANTIZE":
         model = build("QUANTIZE", [T(x.shape, "float32", name="x")], [T(x.shape, out_dtype, scale, zp, qd, name="y")])
     else:
-        model = build("DEQUANTIZE", [T(x.shape, str(x.dtype), scale, zp, qd, name="q")],
+        model = build("DEQUANTIZE", [T(x.shape, x.dtype.newbyteorder("=").name, scale, zp, qd, name="q")],
                       [T(x.shape, "float32", name="y")])
     (y,) = run_ref(model, [_c(x)])
     return y
