@@ -720,3 +720,34 @@ def test_fuzz_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr
+
+
+def test_f6_reference_one_element_parameters_of_higher_rank_as_onnx_reference():
+    """compat="reference": a one-element scale or zero point of rank >= 2 is read by onnx.reference as
+    its first row, broadcast into the result: where that gives another shape than x (a 0-d x with a
+    (1, 1) zero point: a (1,) result), quantspec refuses; where the shape is x's, it computes
+    onnx.reference's values (found by a 20000-example fuzz run)."""
+    import ml_dtypes
+
+    import onnx_oracles
+    import quantspec.onnx as O
+    from quantspec.errors import ShapeError
+
+    for x_shape, p_shape in [((), (1, 1)), ((), (1, 1, 1)), ((3,), (1, 1)), ((3,), (1, 1, 1)), ((2, 3), (1, 1)),
+                             ((2, 3), (1, 1, 1, 1)), ((3,), (1,)), ((), (1,))]:
+        x = np.arange(int(np.prod(x_shape)), dtype=np.int8).reshape(x_shape)
+        scale = np.full(p_shape, 0.5, np.float32)
+        zp = np.full(p_shape, -2, np.int8)
+        want = onnx_oracles.reference("DequantizeLinear", 21, x, scale, zp)
+        if want.shape != x.shape:
+            with pytest.raises(ShapeError):
+                O.dequantize_linear(x, scale, zp, compat="reference")
+            with pytest.raises(ShapeError):
+                O.dequantize_linear(x, np.float32(0.5), zp, compat="reference")
+        else:
+            got = O.dequantize_linear(x, scale, zp, compat="reference")
+            assert got.shape == want.shape and got.tobytes() == want.tobytes(), (x_shape, p_shape)
+    x = np.array(0, ml_dtypes.int2)
+    with pytest.raises(ShapeError):       # the fuzzer's case
+        O.dequantize_linear(x, np.array(1.79, np.float32), np.array([[-2]], ml_dtypes.int2), axis=1,
+                            compat="reference")
