@@ -216,6 +216,13 @@ def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_
 
     def check(v: np.ndarray, name: str):
         if v.ndim == 0 or v.size == 1:
+            # onnx.reference reads a one-element parameter of rank >= 1 as its first row, of shape
+            # v.shape[1:], which numpy broadcasts with x: where that is not x's shape, its result has
+            # another shape than x (a 0-d x with a (1, 1) zero point gives a (1,) result)
+            if v.ndim >= 2 and np.broadcast_shapes(tuple(x_shape), v.shape[1:]) != tuple(x_shape):
+                raise ShapeError(name, f"must be a scalar or 1-D for an input of shape {tuple(x_shape)} (onnx.reference "
+                                 f"broadcasts its first row, of shape {v.shape[1:]}, into the result, which then "
+                                 "has another shape than the input)", v.shape)
             return "tensor", None
         if not block_size:
             if v.ndim != 1:
