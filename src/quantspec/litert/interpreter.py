@@ -37,6 +37,7 @@ from .._core.arrays import from_foreign
 from .._core import threads
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
+from .regions import Deopt
 
 __all__ = ["Interpreter", "SUM_SEMANTICS", "CONTROL_FLOW"]
 
@@ -86,6 +87,10 @@ PLANS = True
 #: smallest tensors (its input of a few thousand values, its output of ten) would each compile a
 #: kernel (about a second, once per machine) to save a few microseconds a run
 REFERENCE_IN_MODELS = 1 << 12
+#: on the fast path, runs of operators on one-byte codes run as fused regions
+#: (:mod:`quantspec.litert.regions`) where intermediate tensors need not be kept; False keeps one
+#: program entry per plan (the same bytes; for comparisons)
+REGIONS = True
 
 
 class _Graph:
@@ -283,8 +288,17 @@ class _Graph:
             where.append(k)
         kept = [n for n, entry in enumerate(program) if entry is not None]
         self.blas = not all(isinstance(kernels[n], plans.NO_BLAS) or names[n] in MOVES for n in kept)
-        self.program_ops = [where[n] for n in kept]
-        return [program[n] for n in kept]
+        program, kernels, where = [program[n] for n in kept], [kernels[n] for n in kept], [where[n] for n in kept]
+        if self.fold and REGIONS:
+            # runs of plans on one-byte codes: one compiled call each (regions; the same bytes)
+            from . import regions
+
+            program, kernels, where = regions.fuse(program, kernels, where, self.specs, self.template,
+                                                   set(self.sg.outputs))
+            self.blas = not all(isinstance(kernel, (*plans.NO_BLAS, regions.RegionPlan))
+                                or self.sg.operators[k].name in MOVES for kernel, k in zip(kernels, where))
+        self.program_ops = where
+        return program
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
         """The fast run loop: the program's operators one after the other on a list of tensor slots,
@@ -317,6 +331,10 @@ class _Graph:
                     for i in release:
                         slots[i] = None
                 k += 1
+        except Deopt:
+            # a fused region met a case one of its operators leaves to its kernel (which raises as
+            # LiteRT fails): this call runs operator by operator
+            return self._run_steps(inputs, keep_all)
         except QuantSpecError as e:
             op = self.sg.operators[self.program_ops[k]]
             raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
