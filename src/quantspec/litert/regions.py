@@ -34,12 +34,17 @@ import numpy as np
 from .._core import jit
 from . import plans as P
 
-__all__ = ["Deopt", "RegionPlan", "fuse", "MIN_STEPS", "MAX_ARENA"]
+__all__ = ["Deopt", "RegionPlan", "fuse", "MIN_STEPS", "MAX_ARENA", "MAX_TENSOR"]
 
 #: a region holds at least this many program entries (one alone gains nothing)
 MIN_STEPS = 2
 #: bytes of arena at most per region (a longer run of entries is cut into several regions)
 MAX_ARENA = 1 << 22
+#: an operator joins a region only where each tensor it reads or writes holds at most this many
+#: bytes: a larger one would be copied into the arena or out of it, which costs more than the call
+#: a region saves (measured: an EfficientNet's squeeze-and-excitation gates on 64x64 images ran
+#: slower in regions)
+MAX_TENSOR = 1 << 14
 _ALIGN = 16
 
 
@@ -395,7 +400,10 @@ def fuse(program: list, kernels: list, where: list, specs, template, model_outpu
     for entry, plan in zip(program, kernels):
         compute, prepared, op_inputs, out, checks, release = entry
         ok = checks is None and prepared is None and getattr(compute, "__self__", None) is plan
-        reads.append(_reads(plan, op_inputs, out, specs) if ok else None)
+        rd = _reads(plan, op_inputs, out, specs) if ok else None
+        if rd is not None and any(_size(specs[i].shape) > MAX_TENSOR for i in (*rd, out)):
+            rd = None
+        reads.append(rd)
     # the runs, cut where the arena would grow past MAX_ARENA
     runs: list[tuple[int, int]] = []
     start, used = None, 0
