@@ -206,12 +206,14 @@ class _Graph:
             self.planned = steps
         return self.planned
 
-    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], Any]:
+    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False, fast: bool | None = None
+            ) -> tuple[list[np.ndarray], Any]:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
         output arrays (not copied) and the arrays of the tensors still held (a dict by tensor index,
-        or a list indexed by it whose entry is None for a tensor not held)."""
+        or a list indexed by it whose entry is None for a tensor not held).  ``fast``: whether the
+        fast path is on, where the caller has just asked (:func:`quantspec._core.jit.enabled`)."""
         if self.program is not None:
-            if PLANS and jit.enabled():
+            if PLANS and (jit.enabled() if fast is None else fast):
                 done = self._run_program(inputs, keep_all)
                 if done is not None:
                     return done
@@ -626,13 +628,13 @@ class Interpreter:
     def run(self, inputs: Any) -> list[np.ndarray]:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
         if not jit.enabled():
-            return self._run(inputs)
+            return self._run(inputs, False)
         if not self._main.blas:
             # a graph whose program calls no BLAS (tables, reductions, data movement): the thresholds
             # alone (blas_on_caller's two calls into the BLAS library cost a few microseconds)
             before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
             try:
-                return self._run(inputs)
+                return self._run(inputs, True)
             finally:
                 core.restore_thresholds(before)
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
@@ -643,13 +645,13 @@ class Interpreter:
         try:
             before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
             try:
-                return self._run(inputs)
+                return self._run(inputs, True)
             finally:
                 core.restore_thresholds(before)
         finally:
             threads.leave(entered)
 
-    def _run(self, inputs: Any) -> list[np.ndarray]:
+    def _run(self, inputs: Any, fast: bool | None = None) -> list[np.ndarray]:
         sg = self.subgraph
         simple = self._simple
         if type(inputs) is list and len(inputs) == len(simple):
@@ -658,7 +660,7 @@ class Interpreter:
                 if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape:
                     break
             else:
-                return self._finish(inputs)
+                return self._finish(inputs, fast)
         inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
         checked = []
         for pos, (i, x) in enumerate(zip(sg.inputs, self._input_list(inputs))):
@@ -676,11 +678,11 @@ class Interpreter:
                 raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}",
                                  list(x.shape))
             checked.append(x)
-        return self._finish(checked)
+        return self._finish(checked, fast)
 
-    def _finish(self, checked: list[np.ndarray]) -> list[np.ndarray]:
+    def _finish(self, checked: list[np.ndarray], fast: bool | None = None) -> list[np.ndarray]:
         self._last = {}
-        outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors)
+        outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors, fast=fast)
         self._last = arrays
         return [np.array(y, copy=True) for y in outputs]
 

@@ -316,37 +316,49 @@ def _lower(plan, reads, out, where, pools: _Pools, specs):
 
 class RegionPlan:
     """One program entry for a run of plans: ``compute(unused, arrays)`` takes the arrays of the
-    tensors the region reads from outside (``inputs``) and returns fresh arrays of the tensors it
-    hands on (``outputs``: index, shape, numpy type)."""
+    tensors the region reads from outside (``ext``: their offset, size, shape and numpy type in the
+    arena) and returns fresh arrays of the tensors it hands on (``outs``, the same)."""
 
-    __slots__ = ("code", "consts", "blank", "arena", "lock", "ext", "outs", "entry", "plans", "ops")
+    __slots__ = ("code", "consts", "blank", "arena", "lock", "ext", "outs", "entry", "plans", "ops", "args",
+                 "ins", "outv")
 
     def __init__(self, code, consts, blank, ext, outs, plans, ops):
         self.code, self.consts, self.blank = code, consts, blank
         self.ext, self.outs = tuple(ext), tuple(outs)
-        self.arena = blank.copy()
         self.lock = threading.Lock()
         self.entry = None
         self.plans, self.ops = plans, ops
+        # the arena kept between runs, its argument tuple and its views (made once: a small region's
+        # call costs little more than these)
+        self.arena = blank.copy()
+        self.args, self.ins, self.outv = self._views(self.arena)
+
+    def _views(self, a8):
+        args = (self.code, a8, a8.view(np.uint8), *self.consts)
+        ins = tuple(a8[off:off + n].view(dtype).reshape(shape) for off, n, shape, dtype in self.ext)
+        outv = tuple(a8[off:off + n].view(dtype).reshape(shape) for off, n, shape, dtype in self.outs)
+        return args, ins, outv
 
     def compute(self, unused, arrays):
-        owned = self.lock.acquire(False)
-        a8 = self.arena if owned else self.blank.copy()
+        if not self.lock.acquire(False):
+            return self._run(self._views(self.blank.copy()), arrays)      # another thread holds the arena
         try:
-            for (off, n), x in zip(self.ext, arrays):
-                a8[off:off + n] = x.reshape(-1).view(np.int8)
-            args = (self.code, a8, a8.view(np.uint8), *self.consts)
-            entry = self.entry
-            if entry is None:
-                from .._core.fast import _entry
-
-                entry = self.entry = _entry(_k().region, args)
-            if entry(*args):
-                raise Deopt
-            return [a8[off:off + n].copy().view(dtype).reshape(shape) for off, n, shape, dtype in self.outs]
+            return self._run((self.args, self.ins, self.outv), arrays)
         finally:
-            if owned:
-                self.lock.release()
+            self.lock.release()
+
+    def _run(self, views, arrays):
+        args, ins, outv = views
+        for dst, x in zip(ins, arrays):
+            np.copyto(dst, x)               # the model's shape and type (the program's tensors have them)
+        entry = self.entry
+        if entry is None:
+            from .._core.fast import _entry
+
+            entry = self.entry = _entry(_k().region, args)
+        if entry(*args):
+            raise Deopt
+        return [v.copy() for v in outv]
 
 
 def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPlan:
@@ -386,7 +398,7 @@ def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPla
     code = np.array(rows, np.int64).reshape(len(rows), 16)
     produced = {entry[3] for entry in entries}
     outs = [(i, *where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in sorted(produced & needed_after)]
-    return RegionPlan(code, pools.arrays(), blank, [where[i] for i in ext],
+    return RegionPlan(code, pools.arrays(), blank, [(*where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in ext],
                       [(off, n, shape, dtype) for _, off, n, shape, dtype in outs], list(kernels),
                       (ext, [o[0] for o in outs]))
 
