@@ -377,6 +377,22 @@ def test_transpose():
     _both(model, [_codes(np.int8, (1, 16, 4, 8), r)], "TransposePlan")
 
 
+@pytest.mark.parametrize("dtype, axis", [("int8", 1), ("int8", -1), ("int16", 0), ("float", 2)])
+def test_concatenation(dtype, axis):
+    r = np.random.default_rng(44 + axis)
+    shapes = [(2, 3, 4), (2, 3, 4), (2, 3, 4)]
+    sizes = [1, 3, 2]
+    a = axis % 3
+    shapes = [tuple(n if d == a else s for d, s in enumerate(shape)) for shape, n in zip(shapes, sizes)]
+    out = tuple(sum(sizes) if d == a else s for d, s in enumerate(shapes[0]))
+    q = {"int8": (0.1, 2), "int16": (0.001, 0), "float": (None, 0)}[dtype]
+    model = build("CONCATENATION", [T(s, dtype, *q) for s in shapes], [T(out, dtype, *q)],
+                  {"axis": axis, "fused_activation_function": "NONE"})
+    feeds = [_codes(np.dtype(dtype), s, r) if dtype != "float" else r.normal(0, 1, s).astype(np.float32)
+             for s in shapes]
+    _both(model, feeds, "ConcatPlan")
+
+
 def test_reshape_is_a_view_and_outputs_are_fresh():
     r = np.random.default_rng(14)
     model = build("RESHAPE", [T((2, 6), "int8", 0.1, 0), T((2,), "int32", data=np.array([3, 4], np.int32))],
@@ -511,7 +527,7 @@ def test_a_chain_waits_for_no_input_released_in_between(monkeypatch):
         feeds = [_codes(np.int8, (4, 6), r), _codes(np.int8, (4, 1), r), _codes(np.int8, (4, 1), r)]
         assert interp.run(feeds)[0].tobytes() == run_ref(model, feeds)[0].tobytes()
     kinds = [type(e[0].__self__).__name__ for e in interp._main.program]
-    assert kinds == ["PairTablePlan", "PairTablePlan", "PairTablePlan", "PairTablePlan", "Concatenation"]
+    assert kinds == ["PairTablePlan", "PairTablePlan", "PairTablePlan", "PairTablePlan", "ConcatPlan"]
 
 
 def test_threads_running_one_interpreter_get_the_bytes_of_one():

@@ -152,15 +152,78 @@ def test_fully_connected_then_softmax(rows, depth, units):
     _check(model, feeds, 2)
 
 
+@pytest.mark.parametrize("axis, sizes", [(1, (2, 1, 3)), (0, (1, 1)), (2, (4, 2, 1, 3)), (-1, (5,))])
+def test_concatenations(axis, sizes):
+    """ADD -> CONCATENATION of the sum with inputs of the model (one block copy per input, at its
+    place along the axis) -> LOGISTIC."""
+    r = np.random.default_rng(sum(sizes) + axis)
+    base = (2, 3, 4)
+    a = axis % 3
+    shapes = [tuple(n if d == a else s for d, s in enumerate(base)) for n in sizes]
+    out = tuple(sum(sizes) if d == a else s for d, s in enumerate(base))
+    n = len(shapes)
+    tensors = [T(s, "int8", 0.1, 2) for s in shapes] + [T(shapes[0], "int8", 0.1, 2), T(shapes[0], "int8", 0.1, 2),
+                                                        T(out, "int8", 0.1, 2), T(out, "int8", 1 / 256, -128)]
+    ops = [("ADD", [0, n], [n + 1], ACT), ("CONCATENATION", [n + 1, *range(1, n)], [n + 2], {"axis": axis, **ACT}),
+           ("LOGISTIC", [n + 2], [n + 3], None)]
+    model = build_graph(tensors, ops, list(range(n + 1)), [n + 3])
+    feeds = [[*(_codes(s, r) for s in shapes), _codes(shapes[0], r)] for _ in range(2)]
+    _check(model, feeds, n + 2)
+
+
+@pytest.mark.parametrize("op", ["PAD", "PADV2"])
+def test_pads(op):
+    """TANH -> PAD / PADV2 (the pad-filled output copied, the input written inside) -> TRANSPOSE."""
+    r = np.random.default_rng(len(op))
+    shape = (1, 5, 4, 3)
+    pads = np.array([[0, 0], [2, 1], [0, 3], [1, 0]], np.int32)
+    out = (1, 8, 7, 4)
+    tensors = [T(shape, "int8", 0.1, -7), T(shape, "int8", 1 / 128, 0), T((4, 2), "int32", data=pads),
+               T(out, "int8", 1 / 128, 0), T((4,), "int32", data=np.array([0, 3, 1, 2], np.int32)),
+               T((1, 4, 8, 7), "int8", 1 / 128, 0)]
+    pad_inputs = [1, 2]
+    if op == "PADV2":
+        tensors.append(T((1,), "int8", 1 / 128, 0, data=np.array([100], np.int8)))
+        pad_inputs.append(6)
+    ops = [("TANH", [0], [1], None), (op, pad_inputs, [3], None), ("TRANSPOSE", [3, 4], [5], None)]
+    model = build_graph(tensors, ops, [0], [5])
+    _check(model, [[_codes(shape, r)] for _ in range(2)], 4)
+
+
+@pytest.mark.parametrize("size, align, half", [((9, 9), False, False), ((7, 5), True, False), ((3, 2), False, True)])
+def test_resize_bilinear(size, align, half):
+    """RESIZE_BILINEAR -> LOGISTIC."""
+    r = np.random.default_rng(size[0])
+    shape = (2, 6, 4, 3)
+    out = (2, *size, 3)
+    tensors = [T(shape, "int8", 0.1, 1), T((2,), "int32", data=np.array(size, np.int32)), T(out, "int8", 0.1, 1),
+               T(out, "int8", 1 / 256, -128)]
+    ops = [("RESIZE_BILINEAR", [0, 1], [2], {"align_corners": align, "half_pixel_centers": half}),
+           ("LOGISTIC", [2], [3], None)]
+    model = build_graph(tensors, ops, [0], [3], version=3)
+    _check(model, [[_codes(shape, r)] for _ in range(2)], 2)
+
+
+def test_bundled_mixed_model_runs_as_one_region():
+    """mixed.tflite (RESIZE_BILINEAR, PAD, LOGISTIC, QUANTIZE, TANH, QUANTIZE, CONCATENATION,
+    TRANSPOSE): one region, LiteRT's bytes."""
+    path = str(Path(L.__file__).resolve().parent.parent / "data" / "mixed.tflite")
+    model = open(path, "rb").read()
+    r = np.random.default_rng(9)
+    interp = _check(model, [[_codes((1, 6, 6, 4), r)] for _ in range(3)], 8)
+    assert len(interp._main.program) == 1
+
+
 def test_a_region_hands_on_several_tensors():
-    """ADD -> LOGISTIC (a model output) and -> TANH, whose output a CONCATENATION (no plan) reads with
-    the ADD's: the region copies out the three tensors read after it, fresh."""
+    """ADD -> LOGISTIC (a model output) and -> TANH (a model output), both the ADD's and the TANH's
+    outputs read by a MAXIMUM (no plan) after the region: the region copies out the three tensors
+    read after it, fresh."""
     r = np.random.default_rng(3)
     s = (1, 6, 5)
     tensors = [T(s, "int8", 0.05, 3), T(s, "int8", 0.05, -2), T(s, "int8", 0.08, 1), T(s, "int8", 1 / 256, -128),
-               T(s, "int8", 1 / 128, 0), T((2, 6, 5), "int8", 0.08, 1)]
+               T(s, "int8", 0.08, 1), T(s, "int8", 0.08, 1)]
     ops = [("ADD", [0, 1], [2], ACT), ("LOGISTIC", [2], [3], None), ("TANH", [2], [4], None),
-           ("CONCATENATION", [2, 2], [5], {"axis": 0, **ACT})]
+           ("MAXIMUM", [2, 4], [5], None)]
     model = build_graph(tensors, ops, [0, 1], [3, 5, 4])
     feeds = [[_codes(s, r), _codes(s, r)] for _ in range(3)]
     interp = _check(model, feeds, 3)

@@ -15,16 +15,16 @@ import numpy as np
 
 from .._core.nbprim import kernel
 from ._fastkernels import _clamp, _mbqm, _wrap32
-from ._plankernels import fc8, gather2, gather2_checked, gather3, lut, softmax8
+from ._plankernels import fc8, gather2, gather2_checked, gather3, lut, resize8, softmax8
 
-__all__ = ["region", "permute", "bmm8", "mean8", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC", "PERMUTE", "BMM",
-           "SOFTMAX"]
+__all__ = ["region", "permute", "scatter", "bmm8", "mean8", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
+           "PERMUTE", "BMM", "SOFTMAX", "SCATTER", "RESIZE"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_plankernels.py", "_fastkernels.py", "fast.py")
 
 #: the kinds of step (column 0 of a region's code)
-PAIR, PAIR_CHECKED, CHAIN, LUT, MEAN, FC, PERMUTE, BMM, SOFTMAX = range(9)
+PAIR, PAIR_CHECKED, CHAIN, LUT, MEAN, FC, PERMUTE, BMM, SOFTMAX, SCATTER, RESIZE = range(11)
 
 
 def _permute(x, dims, strides, out):
@@ -47,6 +47,30 @@ def _permute(x, dims, strides, out):
 
 
 permute = kernel(_permute)
+
+
+def _scatter(x, dims, strides, base, out):
+    """``x`` (flat, in order) written into ``out`` at ``base`` plus, per element, its index along
+    each of the four dimensions ``dims`` times that dimension's stride in ``out`` (a block of a
+    concatenation's output, the inside of a padded one, or a whole copy)."""
+    k = np.uint64(0)
+    d3 = np.uint64(dims[3])
+    s0, s1, s2, s3 = np.uint64(strides[0]), np.uint64(strides[1]), np.uint64(strides[2]), np.uint64(strides[3])
+    ub = np.uint64(base)
+    for i0 in range(np.uint64(dims[0])):
+        for i1 in range(np.uint64(dims[1])):
+            for i2 in range(np.uint64(dims[2])):
+                b = ub + i0 * s0 + i1 * s1 + i2 * s2
+                if s3 == 1:
+                    for i3 in range(d3):
+                        out[b + i3] = x[k + i3]
+                else:
+                    for i3 in range(d3):
+                        out[b + i3 * s3] = x[k + i3]
+                k += d3
+
+
+scatter = kernel(_scatter)
 
 
 def _bmm8(a, b, g, zl, zr, mult, shift, zo, lo, hi, out):
@@ -154,6 +178,15 @@ def _region(code, a8, u8, ip, t8, tb, f32, f64):
             q = p + 7 + gl
             bmm8(a8[x:x + xn], a8[y:y + yn], ip[p + 7:q], ip[p], ip[p + 1], ip[q:q + cols], ip[q + cols:q + 2 * cols],
                  ip[p + 2], ip[p + 3], ip[p + 4], out)
+        elif kind == SCATTER:
+            scatter(a8[x:x + xn], ip[p:p + 4], ip[p + 4:p + 8], ip[p + 8], a8[o:o + on])
+        elif kind == RESIZE:
+            oh, ow = ip[p + 4], ip[p + 5]
+            q = p + 6
+            r = q + 4 * oh
+            resize8(a8[x:x + xn], ip[p:p + 4], ip[q:q + oh], ip[q + oh:q + 2 * oh], ip[q + 2 * oh:q + 3 * oh],
+                    ip[q + 3 * oh:r], ip[r:r + ow], ip[r + ow:r + 2 * ow], ip[r + 2 * ow:r + 3 * ow],
+                    ip[r + 3 * ow:r + 4 * ow], out)
         elif kind == SOFTMAX:
             if softmax8(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 4:p + 4 + ip[p + 3]],
                         ip[p + 4 + ip[p + 3]:p + 4 + 2 * ip[p + 3]], ip[p + 2], out):

@@ -113,6 +113,16 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
             and np.dtype(p.output_dtype).itemsize == 1 and _bmm_geometry(p) is not None \
             and tuple(specs[ins[0]].shape) == tuple(p.shapes[0]) and tuple(specs[ins[1]].shape) == tuple(p.shapes[1])
         return ins[:2] if ok else None
+    if t is P.ConcatPlan:
+        ok = all(byte(i) for i in ins) and _concat_walks(plan, [specs[i].shape for i in ins],
+                                                          specs[out].shape) is not None
+        return ins if ok else None
+    if t is P.PadPlan:
+        ok = byte(ins[0]) and plan.filled.dtype.itemsize == 1 and _pad_walk(plan, specs[ins[0]].shape) is not None \
+            and tuple(plan.filled.shape) == tuple(specs[out].shape)
+        return ins[:1] if ok else None
+    if t is P.ResizeBilinearPlan:
+        return ins[:1] if byte(ins[0], True) and plan.size == _size(specs[out].shape) else None
     if t is P.SoftmaxPlan:
         p = plan.prepared
         ok = byte(ins[0], True) and isinstance(p.exps, np.ndarray) and isinstance(p.terms, np.ndarray) \
@@ -121,19 +131,22 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
     return None
 
 
-def _walk_permuted(shape, perm):
-    """(dims, strides) of a transposition's output walked as four dimensions, each with its element
-    stride in the input; None beyond four."""
-    shape = tuple(int(d) for d in shape)
-    if len(perm) != len(shape):
-        return None
+def _strides(shape) -> list[int]:
     st, acc = [0] * len(shape), 1
     for a in range(len(shape) - 1, -1, -1):
         st[a] = acc
         acc *= shape[a]
-    rows = [[shape[a], st[a]] for a in perm if shape[a] != 1]
+    return st
+
+
+def _four(rows):
+    """(dims, strides) of a walk given as [size, stride] per dimension, outermost first: dimensions
+    of size 1 dropped, a dimension merged into the one before it where their strides continue; None
+    beyond four dimensions."""
     merged: list[list[int]] = []
     for d, s in rows:
+        if d == 1:
+            continue
         if merged and merged[-1][1] == s * d:
             merged[-1] = [merged[-1][0] * d, s]
             continue
@@ -142,6 +155,47 @@ def _walk_permuted(shape, perm):
         return None
     merged = [[1, 0]] * (4 - len(merged)) + merged
     return [m[0] for m in merged], [m[1] for m in merged]
+
+
+def _walk_permuted(shape, perm):
+    """(dims, strides) of a transposition's output walked as four dimensions, each with its element
+    stride in the input; None beyond four."""
+    shape = tuple(int(d) for d in shape)
+    if len(perm) != len(shape):
+        return None
+    st = _strides(shape)
+    return _four([[shape[a], st[a]] for a in perm])
+
+
+def _walk_into(shape, out_shape, start):
+    """(dims, strides, base) that write a tensor of ``shape``, in order, into one of ``out_shape``
+    from the position ``start`` (per dimension) on; None beyond four dimensions."""
+    shape, out_shape = tuple(int(d) for d in shape), tuple(int(d) for d in out_shape)
+    if len(shape) != len(out_shape) or len(start) != len(shape):
+        return None
+    st = _strides(out_shape)
+    walk = _four([[d, s] for d, s in zip(shape, st)])
+    return None if walk is None else (*walk, sum(int(a) * s for a, s in zip(start, st)))
+
+
+def _concat_walks(plan, shapes, out_shape):
+    """Per input of a CONCATENATION, its walk into the output (None where one does not fit)."""
+    walks, at = [], 0
+    for shape in shapes:
+        start = [0] * len(shape)
+        if not len(shape):
+            return None
+        start[plan.axis] = at
+        walk = _walk_into(shape, out_shape, start)
+        if walk is None:
+            return None
+        walks.append(walk)
+        at += int(shape[plan.axis])
+    return walks if at == int(out_shape[plan.axis]) else None
+
+
+def _pad_walk(plan, shape):
+    return _walk_into(shape, plan.filled.shape, [sl.start for sl in plan.inner])
 
 
 def _bmm_geometry(p):
@@ -265,13 +319,36 @@ def _row(kind, out, ins, p=0, t=(0, 0), m=(0, 0), f=(0, 0)):
 
 
 def _lower(plan, reads, out, where, pools: _Pools, specs):
-    """The code row of one step (``where``: tensor -> (offset, size) in the arena)."""
+    """The code rows of one operator's steps (``where``: tensor -> (offset, size) in the arena; a
+    constant a step needs besides the operator's tensors, such as PAD's filled output, under
+    ``(id(plan), "fill")``)."""
     K = _k()
     o = where[out]
     ins = [where[i] for i in reads]
     t = type(plan)
     if t is P.ReshapePlan:
-        return None                     # its output is its input's bytes
+        return []                       # its output is its input's bytes
+    if t is P.ConcatPlan:
+        walks = _concat_walks(plan, [specs[i].shape for i in reads], specs[out].shape)
+        return [_row(K.SCATTER, o, [x], pools.ints([*dims, *strides, base])) for x, (dims, strides, base)
+                in zip(ins, walks)]
+    if t is P.PadPlan:
+        n = plan.filled.size
+        whole = pools.ints([1, 1, 1, n, 0, 0, 0, 1, 0])
+        dims, strides, base = _pad_walk(plan, specs[reads[0]].shape)
+        return [_row(K.SCATTER, o, [where[(id(plan), "fill")]], whole),
+                _row(K.SCATTER, o, ins, pools.ints([*dims, *strides, base]))]
+    if t is P.ResizeBilinearPlan:
+        (y0, y1, wy0, wy1), (x0, x1, wx0, wx1) = plan.axes
+        p = pools.ints([*plan.dims, y0.size, x0.size, *y0, *y1, *wy0, *wy1, *x0, *x1, *wx0, *wx1])
+        return [_row(K.RESIZE, o, ins, p)]
+    return [_lower_one(plan, o, ins, pools, specs, reads)]
+
+
+def _lower_one(plan, o, ins, pools: _Pools, specs, reads):
+    """The code row of an operator of one step."""
+    K = _k()
+    t = type(plan)
     if t in (P.PairTablePlan, P.FoldedPairPlan):
         p = pools.ints([*plan.dims, *plan.xs, *plan.ys])
         if t is P.FoldedPairPlan:
@@ -375,6 +452,7 @@ def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPla
 
     ext: list[int] = []
     consts: list[int] = []
+    fill: dict = {}
     for entry, plan, rd in zip(entries, kernels, reads):
         for i in rd:
             if i not in where:
@@ -388,13 +466,20 @@ def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPla
             where[out] = (where[rd[0]][0], _size(specs[out].shape))
         else:
             place(out)
+        if type(plan) is P.PadPlan:             # the pad-filled output, copied first
+            fill[(id(plan), "fill")] = plan.filled
+            where[(id(plan), "fill")] = (size, plan.filled.size)
+            size += -(-max(plan.filled.size, 1) // _ALIGN) * _ALIGN
     blank = np.zeros(max(size, 1), np.int8)
     for i in consts:
         off, n = where[i]
         blank[off:off + n] = np.ascontiguousarray(template[i]).reshape(-1).view(np.int8)
+    for key, a in fill.items():
+        off, n = where[key]
+        blank[off:off + n] = np.ascontiguousarray(a).reshape(-1).view(np.int8)
     pools = _Pools()
-    rows = [_lower(plan, rd, entry[3], where, pools, specs) for entry, plan, rd in zip(entries, kernels, reads)]
-    rows = [r for r in rows if r is not None]
+    rows = [row for entry, plan, rd in zip(entries, kernels, reads)
+            for row in _lower(plan, rd, entry[3], where, pools, specs)]
     code = np.array(rows, np.int64).reshape(len(rows), 16)
     produced = {entry[3] for entry in entries}
     outs = [(i, *where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in sorted(produced & needed_after)]
