@@ -364,3 +364,37 @@ def test_threads_running_one_interpreter_get_the_bytes_of_one():
         t.join(120)
     assert all(got[k] == [want[k]] * 50 for k in range(4))
     assert want == [run_ref(model, f)[0].tobytes() for f in feeds]
+
+
+def _zoo_archs():
+    import os
+
+    names = os.environ.get("QUANTSPEC_ZOO_ARCHS", "mobilenet_v2,mobilenet_v3_small,transformer")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import litert_zoo
+
+    archs = litert_zoo.ARCHS if names == "all" else tuple(a for a in names.split(",") if a)
+    return [a for a in archs if a != "transformer"]
+
+
+@pytest.mark.parametrize("arch", _zoo_archs())
+def test_zoo_cnns_with_regions_equal_builtin_ref(arch):
+    """The zoo's int8 CNNs with default settings (regions where their small operators allow: the
+    squeeze-and-excitation gates, the classifier's head) give LiteRT BUILTIN_REF's outputs (the zoo's
+    own tests keep every tensor, which makes no region)."""
+    interp_mod = require("ai_edge_litert.interpreter")
+    zoo, _ = _zoo_transformer()
+    data = zoo.build(arch, "int8").read_bytes()
+    ours = L.Interpreter(data)
+    ref = interp_mod.Interpreter(model_content=data, experimental_op_resolver_type=interp_mod.OpResolverType.BUILTIN_REF)
+    ref.allocate_tensors()
+    rng = np.random.default_rng([len(arch), 11])
+    for k in range(3):
+        x = _codes(tuple(ours.inputs[0].shape), rng)
+        got = ours.run([x])
+        ref.set_tensor(ref.get_input_details()[0]["index"], x)
+        ref.invoke()
+        for d, g in zip(ref.get_output_details(), got):
+            assert g.tobytes() == ref.get_tensor(d["index"]).tobytes(), f"{arch} input {k}"
+    if arch.startswith(("mobilenet_v3", "efficientnet", "densenet")):
+        assert _region_rows(ours), "no region"

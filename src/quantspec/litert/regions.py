@@ -84,33 +84,41 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
         return signed is None or d == (np.int8 if signed else np.uint8)
 
     t = type(plan)
+    n_out = _size(specs[out].shape)
     if t in (P.PairTablePlan, P.FoldedPairPlan):
-        ok = plan.dims is not None and plan.table.dtype == np.int8 and plan.table.size == 1 << 16 \
+        ok = plan.dims is not None and plan.size == n_out and plan.table.dtype == np.int8 and plan.table.size == 1 << 16 \
             and len(ins) == 2 and byte(ins[0]) and byte(ins[1])
         if ok and t is P.FoldedPairPlan:
             ok = np.asarray(plan.bad).size == 1 << 16
         return ins[:2] if ok else None
     if t is P.PairChainPlan:
-        ok = len(ins) == 3 and all(byte(i) for i in ins) and plan.first.dtype == np.int8 \
+        ok = len(ins) == 3 and plan.size == n_out and all(byte(i) for i in ins) and plan.first.dtype == np.int8 \
             and plan.second.dtype == np.int8 and plan.first.size == plan.second.size == 1 << 16
         return ins if ok else None
     if t in (P.UnaryTablePlan, P.FoldedUnaryPlan):
         ok = P._byte_table(plan, invalid_ok=True) and plan.table.dtype.itemsize == 1 and byte(ins[0]) \
+            and _size(specs[ins[0]].shape) == n_out \
             and (plan.invalid is None or np.asarray(plan.invalid).size == 256)
         return ins[:1] if ok else None
     if t is P.MeanPlan:
-        ok = np.dtype(plan.dtype).itemsize == 1 and (byte(ins[0]) if plan.uread else byte(ins[0], True))
+        ok = np.dtype(plan.dtype).itemsize == 1 and (byte(ins[0]) if plan.uread else byte(ins[0], True)) \
+            and plan.outer * plan.inner == n_out and plan.outer * plan.red * plan.inner == _size(specs[ins[0]].shape)
         return ins[:1] if ok else None
     if t is P.SmallFullyConnectedPlan:
-        return ins[:1] if byte(ins[0], True) else None
+        ok = byte(ins[0], True) and plan.size == n_out and _size(specs[ins[0]].shape) >= plan.prepared.rows * \
+            plan.prepared.depth
+        return ins[:1] if ok else None
     if t is P.ReshapePlan:
         return ins[:1] if byte(ins[0]) and _size(specs[ins[0]].shape) == _size(plan.shape) else None
     if t is P.TransposePlan:
-        return ins[:1] if byte(ins[0]) and _walk_permuted(specs[ins[0]].shape, plan.perm) is not None else None
+        ok = byte(ins[0]) and _size(specs[ins[0]].shape) == n_out \
+            and _walk_permuted(specs[ins[0]].shape, plan.perm) is not None
+        return ins[:1] if ok else None
     if t is P.BatchMatMulPlan:
         p = plan.prepared
         ok = len(ins) >= 2 and byte(ins[0], True) and byte(ins[1], True) \
             and np.dtype(p.output_dtype).itemsize == 1 and _bmm_geometry(p) is not None \
+            and _size(p.output_shape) == n_out \
             and tuple(specs[ins[0]].shape) == tuple(p.shapes[0]) and tuple(specs[ins[1]].shape) == tuple(p.shapes[1])
         return ins[:2] if ok else None
     if t is P.ConcatPlan:
@@ -126,7 +134,8 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
     if t is P.SoftmaxPlan:
         p = plan.prepared
         ok = byte(ins[0], True) and isinstance(p.exps, np.ndarray) and isinstance(p.terms, np.ndarray) \
-            and p.exps.dtype == np.int64 and p.terms.dtype == np.int64 and p.exps.size == p.terms.size
+            and p.exps.dtype == np.int64 and p.terms.dtype == np.int64 and p.exps.size == p.terms.size \
+            and plan.rows * plan.cols == n_out == _size(specs[ins[0]].shape)
         return ins[:1] if ok else None
     return None
 
