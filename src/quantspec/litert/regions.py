@@ -5,13 +5,14 @@ of small tensors (a transformer encoder of a few hundred values per tensor) the 
 Python around it, the arguments' unboxing, the fresh output array — costs more than the arithmetic.
 A region replaces a run of consecutive program entries whose plans all work on one-byte codes
 (pair and unary tables and their folds and chains, MEAN / SUM, small int8 FULLY_CONNECTED,
-RESHAPE / SQUEEZE, TRANSPOSE, int8 BATCH_MATMUL, int8 SOFTMAX) with one entry: its input tensors
+RESHAPE / SQUEEZE, TRANSPOSE, int8 BATCH_MATMUL, int8 SOFTMAX, CONCATENATION, PAD / PADV2, int8
+RESIZE_BILINEAR) on tensors of at most :data:`MAX_TENSOR` bytes with one entry: its input tensors
 are copied into a byte arena that holds every tensor of the region at its own offset, one compiled
 loop (:func:`~._regionkernels.region`) runs the steps — each step the plan's own kernel with the
 plan's own arguments, on slices of the arena — and the tensors read after the region (or that the
 model outputs) are copied out as fresh arrays.  A RESHAPE is free: its output is its input's
-bytes.  TRANSPOSE and BATCH_MATMUL, whose plans call numpy, get kernels of their own that compute
-the same bytes (:mod:`._regionkernels`).
+bytes.  TRANSPOSE, CONCATENATION, PAD and BATCH_MATMUL, whose plans call numpy, get kernels of
+their own that compute the same bytes (strided block copies; :mod:`._regionkernels`).
 
 A region is made only where intermediate tensors need not be kept (not with
 ``preserve_all_tensors``), from program entries whose outputs a run has already checked.  Where a
@@ -41,9 +42,9 @@ MIN_STEPS = 2
 #: bytes of arena at most per region (a longer run of entries is cut into several regions)
 MAX_ARENA = 1 << 22
 #: an operator joins a region only where each tensor it reads or writes holds at most this many
-#: bytes: a larger one would be copied into the arena or out of it, which costs more than the call
-#: a region saves (measured: an EfficientNet's squeeze-and-excitation gates on 64x64 images ran
-#: slower in regions)
+#: bytes: a larger one may be copied into the arena and out again, which costs about as much as the
+#: call a region saves (without this bound, EfficientNetB0 on 64x64 images measured a few percent
+#: slower with regions, within the noise of a busy machine)
 MAX_TENSOR = 1 << 14
 _ALIGN = 16
 
