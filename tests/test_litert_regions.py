@@ -211,8 +211,29 @@ def test_bundled_mixed_model_runs_as_one_region():
     path = str(Path(L.__file__).resolve().parent.parent / "data" / "mixed.tflite")
     model = open(path, "rb").read()
     r = np.random.default_rng(9)
-    interp = _check(model, [[_codes((1, 6, 6, 4), r)] for _ in range(3)], 8)
+    feeds = [[_codes((1, 6, 6, 4), r)] for _ in range(3)]
+    interp = _check(model, feeds, 8)
     assert len(interp._main.program) == 1
+    # a program of one region over the model's inputs: run calls the region itself; what it keeps
+    # for get_tensor is what the program loop keeps (inputs, outputs, constants; no intermediate)
+    assert interp._main.solo is not None
+    sg = interp._main.sg
+    a = interp.run(feeds[0])
+    b = interp.run(feeds[1])
+    assert a[0].tobytes() == run_ref(model, feeds[0])[0].tobytes() and not np.shares_memory(a[0], b[0])
+    assert interp.get_tensor(sg.outputs[0]).tobytes() == b[0].tobytes()
+    assert not np.shares_memory(interp.get_tensor(sg.outputs[0]), b[0])
+    assert interp.get_tensor(sg.inputs[0]).tobytes() == feeds[1][0].tobytes()
+    inner = next(i for i, t in enumerate(sg.tensors) if t.data is None and i not in (*sg.inputs, *sg.outputs))
+    with pytest.raises(QuantSpecError, match="did not keep"):
+        interp.get_tensor(inner)
+    b[0][...] = 0                       # the caller's array is its own
+    assert interp.get_tensor(sg.outputs[0]).tobytes() == run_ref(model, feeds[1])[0].tobytes()
+    # inputs the direct call does not take (another type, a dict) go the usual way, with its errors
+    assert interp.run({sg.tensors[sg.inputs[0]].name: feeds[2][0]})[0].tobytes() == \
+        run_ref(model, feeds[2])[0].tobytes()
+    with pytest.raises(QuantSpecError):
+        interp.run([feeds[0][0].astype(np.int16)])
 
 
 def test_a_region_hands_on_several_tensors():
@@ -247,6 +268,7 @@ def test_a_softmax_row_litert_aborts_on_raises_as_the_kernel_does():
     r = np.random.default_rng(4)
     good = [_codes((1, 600), r), _codes((1, 600), r)]
     interp = _check(model, [good], 2)
+    assert interp._main.solo is not None            # run calls the region itself, and falls back
     bad = [np.full((1, 600), 7, np.int8), np.full((1, 600), 4, np.int8)]
     interpreter.PLANS, old = False, interpreter.PLANS
     try:

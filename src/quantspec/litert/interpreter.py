@@ -171,6 +171,7 @@ class _Graph:
                        self.release[k], -1)
                       for k, (op, kernel, prepared) in enumerate(self.prepared)]
         self.planned: list | None = None          # the steps with their run plans (made on first use)
+        self.solo: tuple | None = None            # (region, output order) of a program of one region
         # the run loop of the fast path (:meth:`_run_program`), made from the planned steps once a run
         # has checked the plans' outputs; never for a graph whose operators keep state or run other
         # subgraphs (the program may run a graph a second time, on the loop above, when it finds a
@@ -300,6 +301,19 @@ class _Graph:
             self.blas = not all(isinstance(kernel, (*plans.NO_BLAS, regions.RegionPlan))
                                 or self.sg.operators[k].name in MOVES for kernel, k in zip(kernels, where))
         self.program_ops = where
+        # a program that is one region reading the model's inputs and making all its outputs: the
+        # interpreter's run calls the region itself (Interpreter._run_solo)
+        self.solo = None
+        if len(program) == 1 and self.fold and REGIONS:
+            from . import regions
+
+            region = kernels[0]
+            ext, outs = (region.ops if isinstance(region, regions.RegionPlan) else ((), ()))
+            sg = self.sg
+            if tuple(ext) == tuple(sg.inputs) and len(set(sg.inputs)) == len(sg.inputs) \
+                    and len(set(sg.outputs)) == len(sg.outputs) and set(outs) == set(sg.outputs):
+                self.solo = (region.compute, tuple(list(outs).index(i) for i in sg.outputs), tuple(sg.inputs),
+                             tuple(sg.outputs))
         return program
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
@@ -318,13 +332,13 @@ class _Graph:
                     slots[out] = outs[0]
                 else:
                     if len(outs) != len(checks):
-                        self.program = None
+                        self.program = self.solo = None
                         self.programmable = False
                         self.blas = True
                         return None
                     for (i, shape, dtype), y in zip(checks, outs):
                         if type(y) is not np.ndarray or y.shape != shape or y.dtype != dtype:
-                            self.program = None
+                            self.program = self.solo = None
                             self.programmable = False
                             self.blas = True
                             return None
@@ -627,6 +641,11 @@ class Interpreter:
 
     def run(self, inputs: Any) -> list[np.ndarray]:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
+        solo = self._main.solo
+        if solo is not None and type(inputs) is list and PLANS and jit.enabled():
+            done = self._run_solo(solo, inputs)
+            if done is not None:
+                return done
         if not jit.enabled():
             return self._run(inputs, False)
         if not self._main.blas:
@@ -650,6 +669,29 @@ class Interpreter:
                 core.restore_thresholds(before)
         finally:
             threads.leave(entered)
+
+    def _run_solo(self, solo, inputs: list) -> list[np.ndarray] | None:
+        """A model whose fast program is one region over its inputs (a small model of operators on
+        one-byte codes): the region called directly, without the program loop or the thread
+        settings (its kernel calls no BLAS and no thread pool).  None where the inputs are not plain
+        arrays of the model's types and shapes, or where the region leaves the call to the
+        operators' kernels (the caller runs it on the usual path, which raises as they do)."""
+        simple = self._simple
+        if len(inputs) != len(simple):
+            return None
+        for x, (dtype, shape) in zip(inputs, simple):
+            if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape:
+                return None
+        compute, order, input_ids, output_ids = solo
+        try:
+            outs = compute(None, inputs)
+        except Deopt:
+            return None
+        outputs = [outs[k] for k in order]
+        last = dict(zip(input_ids, inputs))
+        last.update(zip(output_ids, outputs))
+        self._last = last
+        return [y.copy() for y in outputs]
 
     def _run(self, inputs: Any, fast: bool | None = None) -> list[np.ndarray]:
         sg = self.subgraph

@@ -427,12 +427,20 @@ class RegionPlan:
         return args, ins, outv
 
     def compute(self, unused, arrays):
-        if not self.lock.acquire(False):
+        lock = self.lock
+        if not lock.acquire(False):
             return self._run(self._views(self.blank.copy()), arrays)      # another thread holds the arena
         try:
-            return self._run((self.args, self.ins, self.outv), arrays)
+            entry = self.entry
+            if entry is None:
+                return self._run((self.args, self.ins, self.outv), arrays)
+            for dst, x in zip(self.ins, arrays):
+                np.copyto(dst, x)           # the model's shape and type (the program's tensors have them)
+            if entry(*self.args):
+                raise Deopt
+            return [v.copy() for v in self.outv]
         finally:
-            self.lock.release()
+            lock.release()
 
     def _run(self, views, arrays):
         args, ins, outv = views
