@@ -39,7 +39,7 @@ def _codes(shape, r, dtype=np.int8):
 def _region_rows(interp) -> list[int]:
     """The number of steps of each region of the interpreter's program."""
     prog = interp._main.program or []
-    return [len(e[0].__self__.code) for e in prog if isinstance(getattr(e[0], "__self__", None), regions.RegionPlan)]
+    return [e[0].__self__.steps for e in prog if isinstance(getattr(e[0], "__self__", None), regions.RegionPlan)]
 
 
 def _without_regions(model, **kwargs):

@@ -15,9 +15,9 @@ import numpy as np
 
 from .._core.nbprim import kernel
 from ._fastkernels import _clamp, _mbqm, _wrap32
-from ._plankernels import fc8, gather2, gather2_checked, gather3, lut, resize8, softmax8
+from ._plankernels import fc8, gather2, gather2_checked, gather3, lut, softmax8
 
-__all__ = ["region", "permute", "scatter", "bmm8", "mean8", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
+__all__ = ["region", "permute", "scatter", "bmm8", "mean8", "resize8u", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
            "PERMUTE", "BMM", "SOFTMAX", "SCATTER", "RESIZE"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
@@ -110,6 +110,37 @@ def _bmm8(a, b, g, zl, zr, mult, shift, zo, lo, hi, out):
 bmm8 = kernel(_bmm8)
 
 
+def _resize8u(x, dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out):
+    """int8 RESIZE_BILINEAR, the plan's kernel (:func:`~._plankernels.resize8`) step for step with
+    unsigned indices (no negative-index checks in the loops): per output pixel the rows ``y0``/``y1``
+    with their Q10 weights, then the columns, ``o = t0 * wx0 + t1 * wx1``, rounded half away from
+    zero by 2^20."""
+    n, h, w, c = np.uint64(dims[0]), np.uint64(dims[1]), np.uint64(dims[2]), np.uint64(dims[3])
+    oh, ow = np.uint64(y0.size), np.uint64(x0.size)
+    half = np.int64(1) << 19
+    k = np.uint64(0)
+    for b in range(n):
+        for oy in range(oh):
+            ra = (b * h + np.uint64(y0[oy])) * w * c
+            rb = (b * h + np.uint64(y1[oy])) * w * c
+            a0, a1 = wy0[oy], wy1[oy]
+            for ox in range(ow):
+                c0 = np.uint64(x0[ox]) * c
+                c1 = np.uint64(x1[ox]) * c
+                b0, b1 = wx0[ox], wx1[ox]
+                for ch in range(c):
+                    t0 = np.int64(x[ra + c0 + ch]) * a0 + np.int64(x[rb + c0 + ch]) * a1
+                    t1 = np.int64(x[ra + c1 + ch]) * a0 + np.int64(x[rb + c1 + ch]) * a1
+                    o = t0 * b0 + t1 * b1
+                    r = o + half if o > 0 else o - half
+                    q = (-r if r < 0 else r) >> 20
+                    out[k + ch] = np.int8(-q if r < 0 else q)
+                k += c
+
+
+resize8u = kernel(_resize8u)
+
+
 def _mean8(x, outer, red, inner, n, zin, m, e, zo, lo, hi, out):
     """MEAN / SUM over the middle axis of ``x`` seen as (outer, red, inner), as the plan's kernel
     (:func:`~._plankernels.mean`): the exact sum ``S`` of the values, then
@@ -132,13 +163,22 @@ def _mean8(x, outer, red, inner, n, zin, m, e, zo, lo, hi, out):
 mean8 = kernel(_mean8)
 
 
-def _region(code, a8, u8, ip, t8, tb, f32, f64):
-    """Run the steps of ``code`` (one row per step: kind, output offset and size, three inputs' offsets
-    and sizes, and the offsets of its parameters in ``ip`` (int64), ``t8`` (int8 tables), ``tb``
-    (flags), ``f32`` and ``f64``) on the byte arena ``a8`` (``u8``: the same bytes unsigned).
-    Returns 0, or 1 + the step whose kernel found a case its plan defers (a code LiteRT fails on,
-    a row whose reciprocal LiteRT aborts on): nothing after it ran."""
-    for s in range(code.shape[0]):
+def _region(code, a8, cb):
+    """Run the steps of ``code`` on the byte arena ``a8``.  Row 0 of ``code`` places the region's
+    constant arrays in the byte buffer ``cb``: (offset, length) of ``ip`` (int64 parameters), ``t8``
+    (int8 tables), ``tb`` (flags), ``f32`` and ``f64``, each at an offset that is a multiple of 8;
+    each later row is a step: kind, output offset and size, three inputs' offsets and sizes, and the
+    offsets of its parameters in those arrays.  Returns 0, or the row of the step whose kernel found
+    a case its plan defers (a code LiteRT fails on, a row whose reciprocal LiteRT aborts on):
+    nothing after it ran."""
+    u8 = a8.view(np.uint8)
+    h = code[0]
+    ip = cb[h[0]:h[0] + 8 * h[1]].view(np.int64)
+    t8 = cb[h[2]:h[2] + h[3]].view(np.int8)
+    tb = cb[h[4]:h[4] + h[5]].view(np.bool_)
+    f32 = cb[h[6]:h[6] + 4 * h[7]].view(np.float32)
+    f64 = cb[h[8]:h[8] + 8 * h[9]].view(np.float64)
+    for s in range(1, code.shape[0]):
         kind = code[s, 0]
         o, on = code[s, 1], code[s, 2]
         x, xn = code[s, 3], code[s, 4]
@@ -152,14 +192,14 @@ def _region(code, a8, u8, ip, t8, tb, f32, f64):
         elif kind == PAIR_CHECKED:
             if gather2_checked(u8[x:x + xn], u8[y:y + yn], t8[t:t + tn], tb[m:m + mn], ip[p:p + 4],
                                ip[p + 4:p + 8], ip[p + 8:p + 12], out):
-                return s + 1
+                return s
         elif kind == CHAIN:
             half = tn // 2
             gather3(u8[x:x + xn], u8[y:y + yn], u8[z:z + zn], t8[t:t + half], t8[t + half:t + tn], ip[p + 16],
                     ip[p:p + 4], ip[p + 4:p + 8], ip[p + 8:p + 12], ip[p + 12:p + 16], out)
         elif kind == LUT:
             if lut(u8[x:x + xn], t8[t:t + tn], tb[m:m + mn], out):
-                return s + 1
+                return s
         elif kind == MEAN:
             if ip[p + 10] != 0:
                 mean8(u8[x:x + xn], ip[p], ip[p + 1], ip[p + 2], ip[p + 3], ip[p + 4], ip[p + 5], ip[p + 6], ip[p + 7],
@@ -184,13 +224,13 @@ def _region(code, a8, u8, ip, t8, tb, f32, f64):
             oh, ow = ip[p + 4], ip[p + 5]
             q = p + 6
             r = q + 4 * oh
-            resize8(a8[x:x + xn], ip[p:p + 4], ip[q:q + oh], ip[q + oh:q + 2 * oh], ip[q + 2 * oh:q + 3 * oh],
+            resize8u(a8[x:x + xn], ip[p:p + 4], ip[q:q + oh], ip[q + oh:q + 2 * oh], ip[q + 2 * oh:q + 3 * oh],
                     ip[q + 3 * oh:r], ip[r:r + ow], ip[r + ow:r + 2 * ow], ip[r + 2 * ow:r + 3 * ow],
                     ip[r + 3 * ow:r + 4 * ow], out)
         elif kind == SOFTMAX:
             if softmax8(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 4:p + 4 + ip[p + 3]],
                         ip[p + 4 + ip[p + 3]:p + 4 + 2 * ip[p + 3]], ip[p + 2], out):
-                return s + 1
+                return s
     return 0
 
 

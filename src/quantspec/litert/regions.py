@@ -309,13 +309,23 @@ class _Pools:
         self.dn += b.size
         return at
 
-    def arrays(self):
+    def buffer(self) -> tuple[np.ndarray, list[int]]:
+        """The constant arrays side by side in one byte buffer (each at a multiple of 8 bytes), and
+        the header row of the code that places them: (offset, length) of each."""
         def cat(parts, dtype):
             out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
             return np.ascontiguousarray(out)
 
-        return (np.array(self.ip, np.int64), cat(self.t8, np.int8), cat(self.tb, np.bool_), cat(self.f32, np.float32),
-                cat(self.f64, np.float64))
+        arrays = (np.array(self.ip, np.int64), cat(self.t8, np.int8), cat(self.tb, np.bool_), cat(self.f32, np.float32),
+                  cat(self.f64, np.float64))
+        header, at = [], 0
+        for a in arrays:
+            header += [at, a.size]
+            at += -(-a.nbytes // 8) * 8
+        buf = np.zeros(max(at, 8), np.uint8)
+        for a, off in zip(arrays, header[::2]):
+            buf[off:off + a.nbytes] = a.view(np.uint8)
+        return buf, header
 
 
 def _row(kind, out, ins, p=0, t=(0, 0), m=(0, 0), f=(0, 0)):
@@ -404,7 +414,8 @@ def _lower_one(plan, o, ins, pools: _Pools, specs, reads):
 class RegionPlan:
     """One program entry for a run of plans: ``compute(unused, arrays)`` takes the arrays of the
     tensors the region reads from outside (``ext``: their offset, size, shape and numpy type in the
-    arena) and returns fresh arrays of the tensors it hands on (``outs``, the same)."""
+    arena) and returns fresh arrays of the tensors it hands on (``outs``, the same); ``code`` and
+    ``consts`` (one byte buffer) are its kernel's steps and constant arrays."""
 
     __slots__ = ("code", "consts", "blank", "arena", "lock", "ext", "outs", "entry", "plans", "ops", "args",
                  "ins", "outv")
@@ -420,8 +431,13 @@ class RegionPlan:
         self.arena = blank.copy()
         self.args, self.ins, self.outv = self._views(self.arena)
 
+    @property
+    def steps(self) -> int:
+        """The number of steps the region's kernel runs (its code's rows after the header)."""
+        return len(self.code) - 1
+
     def _views(self, a8):
-        args = (self.code, a8, a8.view(np.uint8), *self.consts)
+        args = (self.code, a8, self.consts)
         ins = tuple(a8[off:off + n].view(dtype).reshape(shape) for off, n, shape, dtype in self.ext)
         outv = tuple(a8[off:off + n].view(dtype).reshape(shape) for off, n, shape, dtype in self.outs)
         return args, ins, outv
@@ -498,10 +514,11 @@ def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPla
     pools = _Pools()
     rows = [row for entry, plan, rd in zip(entries, kernels, reads)
             for row in _lower(plan, rd, entry[3], where, pools, specs)]
-    code = np.array(rows, np.int64).reshape(len(rows), 16)
+    consts, header = pools.buffer()
+    code = np.array([header + [0] * (16 - len(header)), *rows], np.int64).reshape(len(rows) + 1, 16)
     produced = {entry[3] for entry in entries}
     outs = [(i, *where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in sorted(produced & needed_after)]
-    return RegionPlan(code, pools.arrays(), blank, [(*where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in ext],
+    return RegionPlan(code, consts, blank, [(*where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in ext],
                       [(off, n, shape, dtype) for _, off, n, shape, dtype in outs], list(kernels),
                       (ext, [o[0] for o in outs]))
 
