@@ -171,7 +171,9 @@ class _Graph:
                        self.release[k], -1)
                       for k, (op, kernel, prepared) in enumerate(self.prepared)]
         self.planned: list | None = None          # the steps with their run plans (made on first use)
-        self.solo: tuple | None = None            # (region, output order) of a program of one region
+        # a program of one region over the graph's inputs: (its compute, its outputs' order in the
+        # graph's, the graph's input and output tensors); Interpreter.run calls it directly
+        self.solo: tuple | None = None
         # the run loop of the fast path (:meth:`_run_program`), made from the planned steps once a run
         # has checked the plans' outputs; never for a graph whose operators keep state or run other
         # subgraphs (the program may run a graph a second time, on the loop above, when it finds a
@@ -683,6 +685,7 @@ class Interpreter:
             if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape:
                 return None
         compute, order, input_ids, output_ids = solo
+        self._last = {}
         try:
             outs = compute(None, inputs)
         except Deopt:
