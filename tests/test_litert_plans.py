@@ -377,6 +377,22 @@ def test_transpose():
     _both(model, [_codes(np.int8, (1, 16, 4, 8), r)], "TransposePlan")
 
 
+@pytest.mark.parametrize("dtype, axis", [("int8", 1), ("int8", -1), ("int16", 0), ("float", 2)])
+def test_concatenation(dtype, axis):
+    r = np.random.default_rng(44 + axis)
+    shapes = [(2, 3, 4), (2, 3, 4), (2, 3, 4)]
+    sizes = [1, 3, 2]
+    a = axis % 3
+    shapes = [tuple(n if d == a else s for d, s in enumerate(shape)) for shape, n in zip(shapes, sizes)]
+    out = tuple(sum(sizes) if d == a else s for d, s in enumerate(shapes[0]))
+    q = {"int8": (0.1, 2), "int16": (0.001, 0), "float": (None, 0)}[dtype]
+    model = build("CONCATENATION", [T(s, dtype, *q) for s in shapes], [T(out, dtype, *q)],
+                  {"axis": axis, "fused_activation_function": "NONE"})
+    feeds = [_codes(np.dtype(dtype), s, r) if dtype != "float" else r.normal(0, 1, s).astype(np.float32)
+             for s in shapes]
+    _both(model, feeds, "ConcatPlan")
+
+
 def test_reshape_is_a_view_and_outputs_are_fresh():
     r = np.random.default_rng(14)
     model = build("RESHAPE", [T((2, 6), "int8", 0.1, 0), T((2,), "int32", data=np.array([3, 4], np.int32))],
@@ -403,10 +419,11 @@ def test_bundled_models_plans_equal_kernels(name):
     assert sum(isinstance(s[2], plans.Plan) for s in interp._main.plan_steps()) >= 1
 
 
-def test_tables_after_tables_fold_into_one_with_the_same_bytes():
+def test_tables_after_tables_fold_into_one_with_the_same_bytes(monkeypatch):
     """mixed.tflite's LOGISTIC -> QUANTIZE and TANH -> QUANTIZE run as one table each on the fast
     loop; every run (the first, on the loop that checks outputs, and the later ones) equals LiteRT
     BUILTIN_REF and the interpreter that keeps every tensor (which folds nothing)."""
+    monkeypatch.setattr(interpreter, "REGIONS", False)     # the folds themselves (regions: test_litert_regions.py)
     path = os.path.join(os.path.dirname(L.__file__), "..", "data", "mixed.tflite")
     model = open(path, "rb").read()
     interp = L.Interpreter(model)
@@ -426,10 +443,11 @@ def test_tables_after_tables_fold_into_one_with_the_same_bytes():
     assert interp.get_tensor(interp._main.sg.outputs[0]).tobytes() == got[0].tobytes()
 
 
-def test_a_table_with_invalid_codes_folds_and_raises_as_its_kernel():
+def test_a_table_with_invalid_codes_folds_and_raises_as_its_kernel(monkeypatch):
     """A layer norm's ADD(variance, epsilon) -> RSQRT runs as one table whose entries carry RSQRT's
     invalid codes: valid inputs give LiteRT's bytes, an input that reaches a negative value raises
     naming RSQRT, as the kernels do (and LiteRT fails)."""
+    monkeypatch.setattr(interpreter, "REGIONS", False)     # the folds themselves (regions: test_litert_regions.py)
     tensors = [T((1, 16, 1), "int8", 0.05, -20), T((), "int8", 0.05, -20, data=np.array(-19, np.int8)),
                T((1, 16, 1), "int8", 0.05, -20), T((1, 16, 1), "int8", 0.02, -100)]
     model = build_graph(tensors, [("ADD", [0, 1], [2], {"fused_activation_function": "NONE"}),
@@ -464,10 +482,11 @@ def test_a_table_with_invalid_codes_folds_and_raises_as_its_kernel():
     ("SQUARED_DIFFERENCE", "MUL", [(2, 3, 4, 5, 6), (1, 3, 1, 5, 1), (6,)], 0, False),  # a walk of five dims
     ("ADD", "MUL", [(4, 1), (1, 5), (4, 5)], 0, True),
     ("SUB", "ADD", [(4, 5), (4, 5), (3, 4, 5)], 0, False)])                # the intermediate broadcast
-def test_a_pair_table_after_a_pair_table_runs_as_one_pass(first, second, shapes, tpos, chained):
+def test_a_pair_table_after_a_pair_table_runs_as_one_pass(first, second, shapes, tpos, chained, monkeypatch):
     """Two int8 binary operators in a row, the intermediate read by nothing else, run as one pass over
     the three inputs (where the walk fits four dimensions) with LiteRT's bytes; the interpreter that
     keeps every tensor folds nothing and gives the same bytes."""
+    monkeypatch.setattr(interpreter, "REGIONS", False)     # the folds themselves (regions: test_litert_regions.py)
     r = np.random.default_rng(len(first) * 7 + len(second))
     sx, sy, sz = shapes
     st = tuple(np.broadcast_shapes(sx, sy))
@@ -490,10 +509,11 @@ def test_a_pair_table_after_a_pair_table_runs_as_one_pass(first, second, shapes,
     assert len(keep._main.program) == 2
 
 
-def test_a_chain_waits_for_no_input_released_in_between():
+def test_a_chain_waits_for_no_input_released_in_between(monkeypatch):
     """x = ADD(a, a); SUB(x, m) -> t; ADD(x, x), the last reader of x; MUL(t, r); CONCATENATION:
     chaining SUB into MUL would read x after its release; the interpreter keeps them apart (and the
     bytes are LiteRT's)."""
+    monkeypatch.setattr(interpreter, "REGIONS", False)     # the folds themselves (regions: test_litert_regions.py)
     act = {"fused_activation_function": "NONE"}
     tensors = [T((4, 6), "int8", 0.05, -3), T((4, 1), "int8", 0.04, 5), T((4, 1), "int8", 0.03, 7),
                T((4, 6), "int8", 0.09, 2), T((4, 6), "int8", 0.2, -1), T((4, 6), "int8", 0.2, -1),
@@ -507,7 +527,7 @@ def test_a_chain_waits_for_no_input_released_in_between():
         feeds = [_codes(np.int8, (4, 6), r), _codes(np.int8, (4, 1), r), _codes(np.int8, (4, 1), r)]
         assert interp.run(feeds)[0].tobytes() == run_ref(model, feeds)[0].tobytes()
     kinds = [type(e[0].__self__).__name__ for e in interp._main.program]
-    assert kinds == ["PairTablePlan", "PairTablePlan", "PairTablePlan", "PairTablePlan", "Concatenation"]
+    assert kinds == ["PairTablePlan", "PairTablePlan", "PairTablePlan", "PairTablePlan", "ConcatPlan"]
 
 
 def test_threads_running_one_interpreter_get_the_bytes_of_one():

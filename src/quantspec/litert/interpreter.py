@@ -37,6 +37,7 @@ from .._core.arrays import from_foreign
 from .._core import threads
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
+from .regions import Deopt
 
 __all__ = ["Interpreter", "SUM_SEMANTICS", "CONTROL_FLOW"]
 
@@ -86,6 +87,10 @@ PLANS = True
 #: smallest tensors (its input of a few thousand values, its output of ten) would each compile a
 #: kernel (about a second, once per machine) to save a few microseconds a run
 REFERENCE_IN_MODELS = 1 << 12
+#: on the fast path, runs of operators on one-byte codes run as fused regions
+#: (:mod:`quantspec.litert.regions`) where intermediate tensors need not be kept; False keeps one
+#: program entry per plan (the same bytes; for comparisons)
+REGIONS = True
 
 
 class _Graph:
@@ -166,6 +171,9 @@ class _Graph:
                        self.release[k], -1)
                       for k, (op, kernel, prepared) in enumerate(self.prepared)]
         self.planned: list | None = None          # the steps with their run plans (made on first use)
+        # a program of one region over the graph's inputs: (its compute, its outputs' order in the
+        # graph's, the graph's input and output tensors); Interpreter.run calls it directly
+        self.solo: tuple | None = None
         # the run loop of the fast path (:meth:`_run_program`), made from the planned steps once a run
         # has checked the plans' outputs; never for a graph whose operators keep state or run other
         # subgraphs (the program may run a graph a second time, on the loop above, when it finds a
@@ -201,12 +209,14 @@ class _Graph:
             self.planned = steps
         return self.planned
 
-    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], Any]:
+    def run(self, inputs: Sequence[np.ndarray], keep_all: bool = False, fast: bool | None = None
+            ) -> tuple[list[np.ndarray], Any]:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
         output arrays (not copied) and the arrays of the tensors still held (a dict by tensor index,
-        or a list indexed by it whose entry is None for a tensor not held)."""
+        or a list indexed by it whose entry is None for a tensor not held).  ``fast``: whether the
+        fast path is on, where the caller has just asked (:func:`quantspec._core.jit.enabled`)."""
         if self.program is not None:
-            if PLANS and jit.enabled():
+            if PLANS and (jit.enabled() if fast is None else fast):
                 done = self._run_program(inputs, keep_all)
                 if done is not None:
                     return done
@@ -283,8 +293,30 @@ class _Graph:
             where.append(k)
         kept = [n for n, entry in enumerate(program) if entry is not None]
         self.blas = not all(isinstance(kernels[n], plans.NO_BLAS) or names[n] in MOVES for n in kept)
-        self.program_ops = [where[n] for n in kept]
-        return [program[n] for n in kept]
+        program, kernels, where = [program[n] for n in kept], [kernels[n] for n in kept], [where[n] for n in kept]
+        if self.fold and REGIONS:
+            # runs of plans on one-byte codes: one compiled call each (regions; the same bytes)
+            from . import regions
+
+            program, kernels, where = regions.fuse(program, kernels, where, self.specs, self.template,
+                                                   set(self.sg.outputs))
+            self.blas = not all(isinstance(kernel, (*plans.NO_BLAS, regions.RegionPlan))
+                                or self.sg.operators[k].name in MOVES for kernel, k in zip(kernels, where))
+        self.program_ops = where
+        # a program that is one region reading the model's inputs and making all its outputs: the
+        # interpreter's run calls the region itself (Interpreter._run_solo)
+        self.solo = None
+        if len(program) == 1 and self.fold and REGIONS:
+            from . import regions
+
+            region = kernels[0]
+            ext, outs = (region.ops if isinstance(region, regions.RegionPlan) else ((), ()))
+            sg = self.sg
+            if tuple(ext) == tuple(sg.inputs) and len(set(sg.inputs)) == len(sg.inputs) \
+                    and len(set(sg.outputs)) == len(sg.outputs) and set(outs) == set(sg.outputs):
+                self.solo = (region.compute, tuple(list(outs).index(i) for i in sg.outputs), tuple(sg.inputs),
+                             tuple(sg.outputs))
+        return program
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
         """The fast run loop: the program's operators one after the other on a list of tensor slots,
@@ -302,13 +334,13 @@ class _Graph:
                     slots[out] = outs[0]
                 else:
                     if len(outs) != len(checks):
-                        self.program = None
+                        self.program = self.solo = None
                         self.programmable = False
                         self.blas = True
                         return None
                     for (i, shape, dtype), y in zip(checks, outs):
                         if type(y) is not np.ndarray or y.shape != shape or y.dtype != dtype:
-                            self.program = None
+                            self.program = self.solo = None
                             self.programmable = False
                             self.blas = True
                             return None
@@ -317,6 +349,10 @@ class _Graph:
                     for i in release:
                         slots[i] = None
                 k += 1
+        except Deopt:
+            # a fused region met a case one of its operators leaves to its kernel (which raises as
+            # LiteRT fails): this call runs operator by operator
+            return self._run_steps(inputs, keep_all)
         except QuantSpecError as e:
             op = self.sg.operators[self.program_ops[k]]
             raise _with_context(e, f"{self.where}operator {op.index} ({op.name})") from None
@@ -607,14 +643,19 @@ class Interpreter:
 
     def run(self, inputs: Any) -> list[np.ndarray]:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
+        solo = self._main.solo
+        if solo is not None and type(inputs) is list and PLANS and jit.enabled():
+            done = self._run_solo(solo, inputs)
+            if done is not None:
+                return done
         if not jit.enabled():
-            return self._run(inputs)
+            return self._run(inputs, False)
         if not self._main.blas:
             # a graph whose program calls no BLAS (tables, reductions, data movement): the thresholds
             # alone (blas_on_caller's two calls into the BLAS library cost a few microseconds)
             before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
             try:
-                return self._run(inputs)
+                return self._run(inputs, True)
             finally:
                 core.restore_thresholds(before)
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
@@ -625,13 +666,37 @@ class Interpreter:
         try:
             before = core.set_thresholds(SERIAL_IN_MODELS, REFERENCE_IN_MODELS)
             try:
-                return self._run(inputs)
+                return self._run(inputs, True)
             finally:
                 core.restore_thresholds(before)
         finally:
             threads.leave(entered)
 
-    def _run(self, inputs: Any) -> list[np.ndarray]:
+    def _run_solo(self, solo, inputs: list) -> list[np.ndarray] | None:
+        """A model whose fast program is one region over its inputs (a small model of operators on
+        one-byte codes): the region called directly, without the program loop or the thread
+        settings (its kernel calls no BLAS and no thread pool).  None where the inputs are not plain
+        arrays of the model's types and shapes, or where the region leaves the call to the
+        operators' kernels (the caller runs it on the usual path, which raises as they do)."""
+        simple = self._simple
+        if len(inputs) != len(simple):
+            return None
+        for x, (dtype, shape) in zip(inputs, simple):
+            if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape:
+                return None
+        compute, order, input_ids, output_ids = solo
+        self._last = {}
+        try:
+            outs = compute(None, inputs)
+        except Deopt:
+            return None
+        outputs = [outs[k] for k in order]
+        last = dict(zip(input_ids, inputs))
+        last.update(zip(output_ids, outputs))
+        self._last = last
+        return [y.copy() for y in outputs]
+
+    def _run(self, inputs: Any, fast: bool | None = None) -> list[np.ndarray]:
         sg = self.subgraph
         simple = self._simple
         if type(inputs) is list and len(inputs) == len(simple):
@@ -640,7 +705,7 @@ class Interpreter:
                 if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape:
                     break
             else:
-                return self._finish(inputs)
+                return self._finish(inputs, fast)
         inputs = from_foreign(inputs)        # one torch / JAX array (a list or dict: each entry, below)
         checked = []
         for pos, (i, x) in enumerate(zip(sg.inputs, self._input_list(inputs))):
@@ -658,11 +723,11 @@ class Interpreter:
                 raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}",
                                  list(x.shape))
             checked.append(x)
-        return self._finish(checked)
+        return self._finish(checked, fast)
 
-    def _finish(self, checked: list[np.ndarray]) -> list[np.ndarray]:
+    def _finish(self, checked: list[np.ndarray], fast: bool | None = None) -> list[np.ndarray]:
         self._last = {}
-        outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors)
+        outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors, fast=fast)
         self._last = arrays
         return [np.array(y, copy=True) for y in outputs]
 

@@ -27,7 +27,8 @@ tensors' shapes, and keeps everything that depends on those alone:
 - **MEAN, SUM** over adjacent axes, **SOFTMAX** (int8): one numba pass each.
 - **RESHAPE, SQUEEZE**: a view (the interpreter never writes into an array it has handed on).
 - **GATHER** (no batch dimensions): one numba pass that checks the positions and copies;
-  **TRANSPOSE** (constant permutation): the copy of the permuted view.
+  **TRANSPOSE** (constant permutation): the copy of the permuted view; **CONCATENATION**: numpy's
+  concatenation.
 - **PAD, PADV2** (constant paddings and pad value): a copy of the pad-filled output made once, the
   input written into it; **RESIZE_BILINEAR** (int8, constant size): one numba pass.
 
@@ -985,6 +986,26 @@ def _gather_plan(kernel, p, ins, outs):
     return plan
 
 
+class ConcatPlan(Plan):
+    """CONCATENATION (every input with the output's parameters: the kernel copies): numpy's
+    concatenation of the inputs, without the kernel's per-input lookups."""
+
+    __slots__ = ("axis",)
+
+    def compute(self, unused, arrays):
+        if any(a is None for a in arrays):
+            return self.reference(arrays)               # an input the kernel takes from its constants
+        return [np.concatenate(arrays, axis=self.axis)]
+
+
+def _concat_plan(kernel, p, ins, outs):
+    if p.scalar_constants or any(t is None or t.dtype is None for t in ins) or len(ins) != p.count:
+        return None
+    plan = ConcatPlan(kernel, p)
+    plan.axis = int(p.axis)
+    return plan
+
+
 class TransposePlan(Plan):
     """TRANSPOSE with a constant permutation: numpy's copy of the permuted view."""
 
@@ -1005,6 +1026,7 @@ def _transpose_plan(kernel, p, ins, outs):
 _BUILDERS: dict[str, Callable] = {
     "GATHER": _gather_plan,
     "TRANSPOSE": _transpose_plan,
+    "CONCATENATION": _concat_plan,
     "PAD": _pad_plan,
     "PADV2": _pad_plan,
     "RESIZE_BILINEAR": _resize_plan,
@@ -1218,6 +1240,7 @@ _RECORDS = {
     "DEQUANTIZE": ("quantize:DequantizeParams",),
     "PAD": ("movement:PadPrepared",), "PADV2": ("movement:PadPrepared",),
     "GATHER": ("movement:GatherPrepared",), "TRANSPOSE": ("movement:TransposePrepared",),
+    "CONCATENATION": ("movement:ConcatPrepared",),
     "RESIZE_BILINEAR": ("resize:ResizePrepared",),
     **{name: ("unary:CodeTable", "activations:LutParams") for name in UNARY_TABLES},
 }
@@ -1236,5 +1259,5 @@ def _record_types(names: tuple[str, ...]) -> tuple[type, ...]:
 #: plans that call no BLAS (numba kernels and numpy copies): a model whose program holds only these
 #: (and data movement) runs without the interpreter's BLAS thread setting
 NO_BLAS = (PairTablePlan, PairChainPlan, UnaryTablePlan, BinaryPlan, MeanPlan, SoftmaxPlan, ReshapePlan, PadPlan, ResizeBilinearPlan,
-           GatherPlan, TransposePlan, PoolPlan, SmallFullyConnectedPlan, FloatQuantizePlan, DepthwisePlan,
+           GatherPlan, TransposePlan, ConcatPlan, PoolPlan, SmallFullyConnectedPlan, FloatQuantizePlan, DepthwisePlan,
            WideDepthwisePlan)
