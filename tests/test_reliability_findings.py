@@ -751,3 +751,54 @@ def test_f6_reference_one_element_parameters_of_higher_rank_as_onnx_reference():
     with pytest.raises(ShapeError):       # the fuzzer's case
         O.dequantize_linear(x, np.array(1.79, np.float32), np.array([[-2]], ml_dtypes.int2), axis=1,
                             compat="reference")
+
+
+def _same_as_onnx_reference(op, call, *args, **attrs):
+    """quantspec's compat="reference" call against onnx.reference on the same inputs: both refuse
+    (onnx.reference fails, or returns another shape than x: no output of the operator), or the bytes
+    are equal."""
+    import onnx_oracles
+    from quantspec.errors import QuantSpecError
+
+    x = args[0]
+    try:
+        with np.errstate(all="ignore"):
+            want = onnx_oracles.reference(op, 25, *args, **attrs)
+        if want.shape != np.shape(x):
+            raise ValueError("another shape")
+    except Exception:      # noqa: BLE001 - onnx.reference refuses
+        with pytest.raises(QuantSpecError):
+            call()
+        return "refused"
+    got = call()
+    assert got.shape == want.shape and got.tobytes() == want.tobytes(), (op, args, attrs, want, got)
+    return "equal"
+
+
+def test_f6_reference_float8_output_zero_point_only_reshaped_and_negative_block_size():
+    """compat="reference": onnx.reference's QuantizeLinear reshapes a float8 output's zero point (its
+    own asserts apply) and then computes without it, so a zero point whose length does not match the
+    axis, or of rank >= 2 with one element, is accepted; a negative block_size is accepted where every
+    parameter has one value (reshape_input never reads it) and refused otherwise (found by a
+    20000-example fuzz run)."""
+    import ml_dtypes
+
+    import quantspec.onnx as O
+
+    f8 = ml_dtypes.float8_e4m3fn
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(6, 4)
+    outcomes = set()
+    for zp in (np.zeros(2, f8), np.zeros(6, f8), np.zeros((1, 1), f8), np.zeros((2, 2), f8), np.zeros(4, f8),
+               np.array([1.0, 0], f8)):
+        for axis in (0, 1, -2, 2):
+            outcomes.add(_same_as_onnx_reference(
+                "QuantizeLinear", lambda zp=zp, axis=axis: O.quantize_linear(x, np.float32(0.5), zp, axis=axis,
+                                                                             compat="reference"),
+                x, np.float32(0.5), zp, axis=axis))
+    q = np.array([0.01953125, 3.0], f8)
+    for scale in (np.array([2.896484375], np.float16), np.float16(2.0), np.array([2.0, 1.0], np.float16)):
+        outcomes.add(_same_as_onnx_reference(
+            "DequantizeLinear", lambda scale=scale: O.dequantize_linear(q, scale, axis=0, block_size=-1,
+                                                                        compat="reference"),
+            q, scale, axis=0, block_size=-1))
+    assert outcomes == {"refused", "equal"}

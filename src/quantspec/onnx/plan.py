@@ -148,17 +148,18 @@ def _scalar_to(value: Any, argument: str, t: QType | str) -> np.ndarray:
 
 
 def _granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | None, axis: Any, block_size: int,
-                 compat: str, version: int, scale_name: str, zp_name: str):
-    """(granularity, axis, block_size) after checking every shape rule."""
+                 compat: str, version: int, scale_name: str, zp_name: str, zp_used: bool = True):
+    """(granularity, axis, block_size) after checking every shape rule (``zp_used=False``: onnx.reference
+    reshapes the zero point but computes nothing with it, so only the reshape's own rules apply)."""
     ndim = len(x_shape)
-    if block_size < 0:
+    if block_size < 0 and compat != "reference":
         raise RangeError("block_size", "must be >= 0 (0 means per-tensor or per-axis)", block_size)
     per_tensor = scale.size == 1 and scale.ndim <= 1
     if scale.size > 1 and version < 13:
         raise OpsetError(scale_name, "must be a scalar before opset 13 (per-axis quantization arrived in opset 13)",
                          scale.shape)
     if compat == "reference":
-        return _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name)
+        return _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name, zp_used)
     if per_tensor:
         if block_size != 0:
             raise RangeError("block_size", "must be 0 when the scale is a scalar (per-tensor quantization)",
@@ -210,16 +211,18 @@ def _broadcast_scale(scale: np.ndarray, zp: np.ndarray | None, compat: str) -> n
     return scale
 
 
-def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name):
-    """What onnx.reference 1.23 (``_quant_utils.reshape_input``) accepts and how it reads it."""
+def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_name, zp_used=True):
+    """What onnx.reference 1.23 (``_quant_utils.reshape_input``) accepts and how it reads it; a zero
+    point it only reshapes (``zp_used=False``) meets the reshape's own rules alone, and the granularity
+    is the scale's."""
     ndim = len(x_shape)
 
-    def check(v: np.ndarray, name: str):
+    def check(v: np.ndarray, name: str, used: bool = True):
         if v.ndim == 0 or v.size == 1:
             # onnx.reference reads a one-element parameter of rank >= 1 as its first row, of shape
             # v.shape[1:], which numpy broadcasts with x: where that is not x's shape, its result has
             # another shape than x (a 0-d x with a (1, 1) zero point gives a (1,) result)
-            if v.ndim >= 2 and np.broadcast_shapes(tuple(x_shape), v.shape[1:]) != tuple(x_shape):
+            if used and v.ndim >= 2 and np.broadcast_shapes(tuple(x_shape), v.shape[1:]) != tuple(x_shape):
                 raise ShapeError(name, f"must be a scalar or 1-D for an input of shape {tuple(x_shape)} (onnx.reference "
                                  f"broadcasts its first row, of shape {v.shape[1:]}, into the result, which then "
                                  "has another shape than the input)", v.shape)
@@ -231,9 +234,12 @@ def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_
             if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
                 raise AxisError("axis", f"must be in [{-ndim}, {ndim - 1}] for a rank-{ndim} input", axis)
             a = int(axis) % ndim
-            if v.shape[0] != x_shape[a]:
+            if used and v.shape[0] != x_shape[a]:
                 raise ShapeError(name, f"does not broadcast along axis {a} (length {x_shape[a]})", v.shape)
             return "axis", a
+        if block_size < 0:
+            raise RangeError("block_size", f"must be positive for a {name} of more than one value (onnx.reference: "
+                             "'block_size must be a positive integer.')", block_size)
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -v.ndim <= axis < v.ndim:
             raise AxisError("axis", f"must be in [{-v.ndim}, {v.ndim - 1}] for a rank-{v.ndim} scale", axis)
         a = int(axis) % v.ndim
@@ -246,7 +252,9 @@ def _granularity_reference(x_shape, scale, zp, axis, block_size, scale_name, zp_
         return "block", a
 
     g, a = check(scale, scale_name)
-    if zp is not None:
+    if zp is not None and not zp_used:
+        check(zp, zp_name, used=False)
+    elif zp is not None:
         gz, az = check(zp, zp_name)
         if g == "tensor" and gz != "tensor":   # one scale broadcasts over the zero points (numpy)
             g, a = gz, az
@@ -339,7 +347,11 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
             _ort_refuse("output_dtype", f"QuantizeLinear to {out.name}", out.name)
 
     x_shape = tuple(int(d) for d in x.shape)
-    g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point")
+    # onnx.reference reshapes a float8 output's zero point, then computes without it
+    zp_used = not (compat == "reference" and out.is_float and out.bits == 8)
+    g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point", zp_used)
+    if not zp_used:
+        zp = None
     if compat == "onnxruntime" and g == "block" and x_shape[a] == 0:
         raise RuntimeUnsupportedError("x", f"onnxruntime 1.31 crashes the process (SIGFPE, an integer division by "
                                       f"zero) on a blocked QuantizeLinear whose blocked axis {a} is empty", x_shape)
