@@ -802,3 +802,20 @@ def test_f6_reference_float8_output_zero_point_only_reshaped_and_negative_block_
                                                                         compat="reference"),
             q, scale, axis=0, block_size=-1))
     assert outcomes == {"refused", "equal"}
+
+
+def test_f4_run_random_inputs_larger_than_memory(tmp_path, capsys):
+    """`quantspec run MODEL --random SEED` on a model whose input declares more values than memory
+    holds (a damaged shape, 2^31 - 1 rows): exit 2 with one line naming --random, not numpy's
+    MemoryError as a traceback (found by a 20000-example fuzz run of the command line)."""
+    from litert_build import T, build
+
+    from quantspec.cli import main
+
+    shape = (2 ** 31 - 1, 12, 12, 3)
+    model = build("QUANTIZE", [T(shape, "float32", name="x")], [T(shape, "int8", 0.05, 0, name="y")])
+    path = tmp_path / "huge.tflite"
+    path.write_bytes(model)
+    assert main(["run", str(path), "--random", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("quantspec run: error:") and "--random" in err[0] and "elements" in err[0], err

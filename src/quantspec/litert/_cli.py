@@ -33,6 +33,7 @@ from .._clitools import EXIT_FINDINGS, EXIT_OK, read_input_files
 from .._clitools import parse as _parse
 from .._clitools import seed as _seed
 from .._core import jit
+from .._core.arrays import check_fits
 from .._core.slabs import Job, cutter, rows_of
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError
 
@@ -75,6 +76,8 @@ def _load_inputs(interp, files: list[str], seed: int | None) -> list[np.ndarray]
         rng = np.random.default_rng(seed)
         out = []
         for t in inputs:
+            # the generator's float64 draws for an input the model declares larger than memory
+            check_fits(t.shape, 8, "--random", f"the random values of input {t.name!r}")
             if t.dtype.kind == "int":
                 out.append(rng.integers(int(t.dtype.qmin), int(t.dtype.qmax) + 1, t.shape).astype(t.dtype.dtype))
             elif t.dtype.kind == "bool":
