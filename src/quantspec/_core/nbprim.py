@@ -71,7 +71,7 @@ def kernel(func=None):
     return wrap(func) if func is not None else wrap
 
 __all__ = ["inline", "shared", "function", "kernel", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
-           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor",
+           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "uxor", "prefetch", "iadd", "isub", "iand", "ixor",
            "claim", "finished"]
 
 
@@ -109,6 +109,27 @@ def f32_from_bits(typingctx, u):
     return types.float32(u), codegen
 
 
+@intrinsic
+def prefetch(typingctx, arr, index):
+    """A hint to bring the cache line holding element ``index`` of the contiguous 1-D array ``arr``
+    into the cache (x86 ``prefetcht0``; no effect on results, and none at all on an address outside
+    the array: a prefetch never faults).  For loops whose next input is not yet in the cache."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arr)(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32),
+                                            ir.IntType(32), ir.IntType(32)]), "llvm.prefetch.p0i8")
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(arr, index), codegen
+
+
 # 32-bit integer arithmetic.  numba types every operation on integers narrower than 64 bits as a
 # 64-bit operation, and LLVM does not always narrow it back, which halves the vector width.  These
 # take integers of any width, work on their low 32 bits (two's complement, wrapping) and return
@@ -133,6 +154,7 @@ uand = _binop32("and_", types.uint32)
 uor = _binop32("or_", types.uint32)
 ushl = _binop32("shl", types.uint32)
 ushr = _binop32("lshr", types.uint32)
+uxor = _binop32("xor", types.uint32)
 iadd = _binop32("add", types.int32)
 isub = _binop32("sub", types.int32)
 iand = _binop32("and_", types.int32)

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
-                            round_half_away, uadd, uand, uor, ushl, ushr, usub)
+                            prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
            "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
@@ -33,7 +33,7 @@ T_INT8, T_FP8 = 0, 1
 # keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
 S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
 
-_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8))
+_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8, _U64 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8, 64))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
 _FLT_MAX = np.float32(3.4028234663852886e38)
 
@@ -71,6 +71,14 @@ def _row(src, kind, r, cols, buf):
             bad = uor(bad, uadd(uand(f32_bits(v), 0x7F800000), 0x00800000))
             buf[j] = v
     return ushr(bad, 31)
+
+
+@inline
+def _next_row(src, kind, r, cols):
+    """(array, byte offset, bytes per element) of row ``r + 1`` of the slab, for :func:`_err`'s
+    prefetches."""
+    isz = np.uint64(4 if kind == 0 else 2)
+    return src, (np.uint64(r) + _U1) * isz * np.uint64(cols), isz
 
 
 @inline
@@ -122,27 +130,30 @@ def _pack(cbuf, codes, base, n, bits):
 
 @inline
 def _key(v):
-    """An int32 whose order is the order of the float32 ``v`` (finite; -0 sorts below +0)."""
-    u = np.int32(f32_bits(v))
-    return u ^ ((u >> 31) & 0x7FFFFFFF)
+    """A uint32 whose order is the order of the float32 ``v`` (finite; -0 sorts below +0): the bits
+    of a positive value with the sign bit set, those of a negative one inverted (32-bit operations
+    throughout, so that a loop of them vectorises at full width)."""
+    u = f32_bits(v)
+    return uxor(u, uor(usub(0, ushr(u, 31)), 0x80000000))
+
+
+@inline
+def _key_inv(k):
+    """The float32 bits of the key ``k`` (:func:`_key`)."""
+    return uxor(k, uor(usub(ushr(k, 31), 1), 0x80000000))
 
 
 @inline
 def _minmax(buf, j0, j1):
     """(min, max) of ``buf[j0:j1]`` (finite values), through integer keys, which vectorise: where the
     result is a zero, its sign may differ from an in-order scan's (:func:`_scan`)."""
-    lo = np.int32(0x7FFFFFFF)
-    hi = np.int32(-0x80000000)
+    lo = np.uint32(0xFFFFFFFF)
+    hi = np.uint32(0)
     for j in range(j0, j1):
         k = _key(buf[j])
         lo = k if k < lo else lo
         hi = k if k > hi else hi
     return f32_from_bits(_key_inv(lo)), f32_from_bits(_key_inv(hi))
-
-
-@inline
-def _key_inv(k):
-    return np.uint32(k ^ ((k >> 31) & 0x7FFFFFFF))
 
 
 @inline
@@ -171,52 +182,58 @@ def _amax(buf, j0, j1):
 STATS_LANES = 64
 
 
+_L = np.uint64(STATS_LANES)
+
+
 @njit(error_model="numpy", nogil=True, boundscheck=False)
-def _err(buf, dq, j0, j1, acc, lanes):
-    """Add the error of the dequantized values ``dq[j0:j1]`` against ``buf[j0:j1]`` to ``acc`` =
+def _err(buf, dq, n, acc, lanes, nxt):
+    """Add the error of the dequantized values ``dq[:n]`` against ``buf[:n]`` to ``acc`` =
     (sum (x-dq)^2, sum x^2, max |x-dq|), in one fixed order, so that every path, every machine and
     every backend writes the same statistics: squares in float64 (``d = f64(x) - f64(dq)``), element
-    ``j`` added to lane ``(j - j0) % 64`` (each lane from +0, in element order), the lanes combined
+    ``j`` added to lane ``j % 64`` (each lane from +0, in element order), the lanes combined
     pairwise (lane ``k`` = lane ``2k`` + lane ``2k+1``, 64 -> 32 -> ... -> 1) and the row's sum added
     to ``acc``; the largest error on float32 differences ``|x - dq|``.  The lanes are updated
-    element-wise, which vectorises without reassociating any sum (``lanes``: float64 [2, 64]
-    scratch; ``encode._ordered_sum`` is the numpy statement of the same order)."""
-    le = lanes[0]
-    lx = lanes[1]
-    L = STATS_LANES
-    for k in range(L):
-        le[k] = 0.0
-        lx[k] = 0.0
-    n = np.int64(j1) - np.int64(j0)
-    b = buf[np.int64(j0):np.int64(j1)]
-    q = dq[np.int64(j0):np.int64(j1)]
+    element-wise, 64 at a time, which vectorises without reassociating any sum (``lanes``: float64
+    [128] scratch, the error's lanes then those of x^2; ``encode._ordered_sum`` is the numpy
+    statement of the same order).  Indices are unsigned: numba then emits no negative-index
+    wraparound, which would turn the loads into gathers.
+
+    ``nxt`` = (source array, byte offset, bytes per element) of the slab's next row (:func:`_next_row`):
+    each group of 64 elements asks for the same columns of that row to be brought into the cache,
+    so that the next row's first pass does not wait for memory (a slab is larger than the cache).
+    The requests are spread over this pass, the one pass that does not read the source."""
+    src, pf, isz = nxt
+    L = _L
+    for k in range(_U0, L + L):
+        lanes[k] = 0.0
+    n = np.uint64(n)
     g = n // L
-    for t in range(g):
-        bb = b[t * L:(t + 1) * L]
-        qq = q[t * L:(t + 1) * L]
-        for k in range(L):
-            v = np.float64(bb[k])
-            d = v - np.float64(qq[k])
-            le[k] += d * d
-            lx[k] += v * v
-    bb = b[g * L:]
-    qq = q[g * L:]
-    for k in range(n - g * L):
-        v = np.float64(bb[k])
-        d = v - np.float64(qq[k])
-        le[k] += d * d
-        lx[k] += v * v
+    for t in range(_U0, g):
+        o = t * L
+        for i in range(_U0, isz):
+            prefetch(src, pf + o * isz + i * _U64)
+        for k in range(_U0, L):
+            v = np.float64(buf[o + k])
+            d = v - np.float64(dq[o + k])
+            lanes[k] += d * d
+            lanes[L + k] += v * v
+    o = g * L
+    for k in range(_U0, n - o):
+        v = np.float64(buf[o + k])
+        d = v - np.float64(dq[o + k])
+        lanes[k] += d * d
+        lanes[L + k] += v * v
     m = np.uint32(0)
-    for j in range(n):
-        a = uand(f32_bits(b[j] - q[j]), 0x7FFFFFFF)
+    for j in range(_U0, n):
+        a = uand(f32_bits(buf[j] - dq[j]), 0x7FFFFFFF)
         m = a if a > m else m
     w = L
-    while w > 1:
-        w //= 2
-        for k in range(w):
-            le[k] = le[2 * k] + le[2 * k + 1]
-            lx[k] = lx[2 * k] + lx[2 * k + 1]
-    return acc[0] + le[0], acc[1] + lx[0], max(acc[2], np.float64(f32_from_bits(m)))
+    while w > _U1:
+        w //= _U2
+        for k in range(_U0, w):
+            lanes[k] = lanes[_U2 * k] + lanes[_U2 * k + _U1]
+            lanes[L + k] = lanes[L + _U2 * k] + lanes[L + _U2 * k + _U1]
+    return acc[0] + lanes[0], acc[1] + lanes[L], max(acc[2], np.float64(f32_from_bits(m)))
 
 
 @inline
@@ -337,7 +354,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     ``sround``: the scale's stored type (:func:`_stored`); codes are those of the stored scale.
     """
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = np.empty(2 * STATS_LANES)
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -394,7 +411,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
                 c = _q_int(buf[j], s, flo, fhi)
                 codes[base + j] = np.uint8((c + z) & 0xFF)
                 dq[j] = np.float32(c) * s
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
 
 
@@ -403,7 +420,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     """Codes of a per-tensor scale ``s`` (zero point 0): T_INT8 (QuantizeLinear int8) or T_FP8
     (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = np.empty(2 * STATS_LANES)
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -420,7 +437,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
                 code = _narrow(buf[j] / s, fmt)
                 codes[base + j] = np.uint8(code)
                 dq[j] = _value(code, fmt) * s
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
 
 
@@ -433,7 +450,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     that vectorises across blocks), then the codes.  ``sround``: the scale's stored type
     (:func:`_stored`; the zero point is the tool's, from the unrounded scale)."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = np.empty(2 * STATS_LANES)
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
@@ -493,7 +510,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             for b in range(nb):
                 _put(zp, o + b, pz[b], 4)
         _pack(cbuf, codes, base, n, 4)
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
 
 
@@ -506,7 +523,7 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
     quotient rounded once, since ``2^-e`` is a float32 for every e in [-127, 127].  A row at a
     time: the blocks' exponents (``pe``), then the codes."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = np.empty(2 * STATS_LANES)
     n = np.uint64(cols)
     B = np.uint64(32)
     nb = (n + B - _U1) // B
@@ -545,5 +562,5 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
                     cbuf[j] = np.uint8(code)
                     dq[j] = _value(code, fmt) * s
         _pack(cbuf, codes, base, n, bits)
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
