@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
-                            prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
+                            amax_bits32, minmax_keys16, minmax_keys32, prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
            "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
@@ -33,7 +33,7 @@ T_INT8, T_FP8 = 0, 1
 # keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
 S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
 
-_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8, _U64 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8, 64))
+_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8, _U16, _U32, _U64 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8, 16, 32, 64))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
 _FLT_MAX = np.float32(3.4028234663852886e38)
 
@@ -135,6 +135,31 @@ def _key(v):
     throughout, so that a loop of them vectorises at full width)."""
     u = f32_bits(v)
     return uxor(u, uor(usub(0, ushr(u, 31)), 0x80000000))
+
+
+@inline
+def _block_minmax(buf, j0, j1):
+    """:func:`_minmax` of one block: its whole 32- and 16-element pieces by vector reductions
+    (:func:`quantspec._core.nbprim.minmax_keys32`), any rest a loop."""
+    lo = np.uint32(0xFFFFFFFF)
+    hi = np.uint32(0)
+    j = j0
+    while j + _U32 <= j1:
+        a, b = minmax_keys32(buf, j)
+        lo = a if a < lo else lo
+        hi = b if b > hi else hi
+        j += _U32
+    if j + _U16 <= j1:
+        a, b = minmax_keys16(buf, j)
+        lo = a if a < lo else lo
+        hi = b if b > hi else hi
+        j += _U16
+    while j < j1:
+        k = _key(buf[j])
+        lo = k if k < lo else lo
+        hi = k if k > hi else hi
+        j += _U1
+    return f32_from_bits(_key_inv(lo)), f32_from_bits(_key_inv(hi))
 
 
 @inline
@@ -465,7 +490,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
         for b in range(nb):
             j0 = b * B
             j1 = min(j0 + B, n)
-            mn, mx = _minmax(buf, j0, j1)
+            mn, mx = _block_minmax(buf, j0, j1)
             if mn == 0 and mx == 0:              # all zeros: the signs of the zeros MLAS's scan keeps
                 mn, mx = _scan(buf, j0, j1)
             pmn[b] = mn
@@ -535,7 +560,8 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
         o = np.uint64(r) * nb
         for b in range(nb):
             j0 = b * B
-            pe[b] = np.int32(ushr(f32_bits(_amax(buf, j0, min(j0 + B, n))), 23))
+            a = amax_bits32(buf, j0) if j0 + B <= n else f32_bits(_amax(buf, j0, n))
+            pe[b] = np.int32(ushr(a, 23))
         for b in range(nb):
             ebits = pe[b]
             e = ebits - 127 - emax if ebits > 0 else -127
