@@ -218,8 +218,9 @@ def _err(buf, dq, n, acc, lanes, nxt):
     ``j`` added to lane ``j % 64`` (each lane from +0, in element order), the lanes combined
     pairwise (lane ``k`` = lane ``2k`` + lane ``2k+1``, 64 -> 32 -> ... -> 1) and the row's sum added
     to ``acc``; the largest error on float32 differences ``|x - dq|``.  The lanes are updated
-    element-wise, 64 at a time, which vectorises without reassociating any sum (``lanes``: float64
-    [128] scratch, the error's lanes then those of x^2; ``encode._ordered_sum`` is the numpy
+    element-wise, 64 at a time, which vectorises without reassociating any sum (``lanes``: scratch,
+    float64 [128] (the error's lanes then those of x^2) and uint32 [64] (the largest error's bits,
+    lane by lane); ``encode._ordered_sum`` is the numpy
     statement of the same order).  Indices are unsigned: numba then emits no negative-index
     wraparound, which would turn the loads into gathers.
 
@@ -228,9 +229,12 @@ def _err(buf, dq, n, acc, lanes, nxt):
     so that the next row's first pass does not wait for memory (a slab is larger than the cache).
     The requests are spread over this pass, the one pass that does not read the source."""
     src, pf, isz = nxt
+    lanes, ml = lanes
     L = _L
     for k in range(_U0, L + L):
         lanes[k] = 0.0
+    for k in range(_U0, L):
+        ml[k] = 0
     n = np.uint64(n)
     g = n // L
     for t in range(_U0, g):
@@ -238,20 +242,27 @@ def _err(buf, dq, n, acc, lanes, nxt):
         for i in range(_U0, isz):
             prefetch(src, pf + o * isz + i * _U64)
         for k in range(_U0, L):
-            v = np.float64(buf[o + k])
-            d = v - np.float64(dq[o + k])
+            x = buf[o + k]
+            y = dq[o + k]
+            v = np.float64(x)
+            d = v - np.float64(y)
             lanes[k] += d * d
             lanes[L + k] += v * v
+            a = uand(f32_bits(x - y), 0x7FFFFFFF)
+            ml[k] = a if a > ml[k] else ml[k]
     o = g * L
     for k in range(_U0, n - o):
-        v = np.float64(buf[o + k])
-        d = v - np.float64(dq[o + k])
+        x = buf[o + k]
+        y = dq[o + k]
+        v = np.float64(x)
+        d = v - np.float64(y)
         lanes[k] += d * d
         lanes[L + k] += v * v
+        a = uand(f32_bits(x - y), 0x7FFFFFFF)
+        ml[k] = a if a > ml[k] else ml[k]
     m = np.uint32(0)
-    for j in range(_U0, n):
-        a = uand(f32_bits(buf[j] - dq[j]), 0x7FFFFFFF)
-        m = a if a > m else m
+    for k in range(_U0, L):
+        m = ml[k] if ml[k] > m else m
     w = L
     while w > _U1:
         w //= _U2
@@ -379,7 +390,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     ``sround``: the scale's stored type (:func:`_stored`); codes are those of the stored scale.
     """
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty(2 * STATS_LANES)
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -445,7 +456,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     """Codes of a per-tensor scale ``s`` (zero point 0): T_INT8 (QuantizeLinear int8) or T_FP8
     (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty(2 * STATS_LANES)
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -475,7 +486,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     that vectorises across blocks), then the codes.  ``sround``: the scale's stored type
     (:func:`_stored`; the zero point is the tool's, from the unrounded scale)."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty(2 * STATS_LANES)
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
@@ -548,7 +559,7 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
     quotient rounded once, since ``2^-e`` is a float32 for every e in [-127, 127].  A row at a
     time: the blocks' exponents (``pe``), then the codes."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty(2 * STATS_LANES)
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
     n = np.uint64(cols)
     B = np.uint64(32)
     nb = (n + B - _U1) // B
