@@ -20,6 +20,9 @@ import numpy as np
 
 from numba import njit
 
+from ..dtypes import qtype
+from ..onnx.fast import float_format
+
 from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
                             amax_bits32, minmax_keys16, minmax_keys32, prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
@@ -32,6 +35,12 @@ T_INT8, T_FP8 = 0, 1
 # how a scale is stored (``sround``): float32 as computed (quantspec's layout), or as compressed-tensors
 # keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
 S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
+
+# the narrow-float formats of the schemes (saturating, as ONNX QuantizeLinear; what encode passes as
+# ``fmt``), as global constants: a codes loop given one of these instead of the ``fmt`` argument is
+# compiled for that format, its shifts and masks immediate (see :func:`_dispatch_fmt`)
+_E2M1, _E2M3, _E3M2, _E4M3, _E5M2 = (float_format(qtype(t), True, "spec") for t in
+                                     ("float4e2m1", "float6e2m3", "float6e3m2", "float8e4m3fn", "float8e5m2"))
 
 _U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8, _U16, _U32, _U64 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8, 16, 32, 64))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
@@ -324,6 +333,23 @@ def _narrow(q, fmt):
 
 
 @inline
+def _fmt_kind(fmt):
+    """Which of the constant formats ``fmt`` is (1: _E2M1, 2: _E4M3, 3: _E5M2; 0: another): a codes
+    loop then takes the constant, compiled for that format."""
+    return 1 if fmt == _E2M1 else (2 if fmt == _E4M3 else (3 if fmt == _E5M2 else 0))
+
+
+@inline
+def _fp8_codes(buf, n, s, codes, base, dq, fmt):
+    """Codes of ``buf[:n] / s`` in the narrow-float format ``fmt`` (stored at ``codes[base:]``) and
+    their values times ``s`` (``dq``)."""
+    for j in range(n):
+        code = _narrow(buf[j] / s, fmt)
+        codes[base + j] = np.uint8(code)
+        dq[j] = _value(code, fmt) * s
+
+
+@inline
 def _stats(stats, acc):
     stats[0], stats[1], stats[2] = acc
 
@@ -391,6 +417,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     """
     acc = (0.0, 0.0, 0.0)
     lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
+    fk = _fmt_kind(fmt)
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -417,10 +444,12 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
                 s = np.float32(1.0)
             s = _stored(s, sround)
             scale[r] = s
-            for j in range(n):
-                code = _narrow(buf[j] / s, fmt)
-                codes[base + j] = np.uint8(code)
-                dq[j] = _value(code, fmt) * s
+            if fk == 2:
+                _fp8_codes(buf, n, s, codes, base, dq, _E4M3)
+            elif fk == 3:
+                _fp8_codes(buf, n, s, codes, base, dq, _E5M2)
+            else:
+                _fp8_codes(buf, n, s, codes, base, dq, fmt)
         else:
             rmin = mn if mn < 0 else np.float32(0.0)
             rmax = mx if mx > 0 else np.float32(0.0)
@@ -457,6 +486,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
     acc = (0.0, 0.0, 0.0)
     lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
+    fk = _fmt_kind(fmt)
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -469,10 +499,12 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
                 codes[base + j] = np.uint8(c & 0xFF)
                 dq[j] = np.float32(c) * s
         else:
-            for j in range(n):
-                code = _narrow(buf[j] / s, fmt)
-                codes[base + j] = np.uint8(code)
-                dq[j] = _value(code, fmt) * s
+            if fk == 2:
+                _fp8_codes(buf, n, s, codes, base, dq, _E4M3)
+            elif fk == 3:
+                _fp8_codes(buf, n, s, codes, base, dq, _E5M2)
+            else:
+                _fp8_codes(buf, n, s, codes, base, dq, fmt)
         acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
 
@@ -550,6 +582,15 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     _stats(stats, acc)
 
 
+@inline
+def _mx_codes(buf, j0, j1, inv, s, cbuf, dq, fmt):
+    """Codes ``buf[j0:j1] * inv`` in the narrow-float format ``fmt`` and their values times ``s``."""
+    for j in range(j0, j1):
+        code = _narrow(buf[j] * inv, fmt)
+        cbuf[j] = np.uint8(code)
+        dq[j] = _value(code, fmt) * s
+
+
 @kernel
 def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stats, buf, dq, cbuf, pe):
     """The OCP MX rule, blocks of 32 along axis 1: per block the shared exponent
@@ -563,6 +604,7 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
     n = np.uint64(cols)
     B = np.uint64(32)
     nb = (n + B - _U1) // B
+    fk = _fmt_kind(fmt)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
             stats[3] = r
@@ -593,11 +635,12 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
                     c = np.int32(np.rint(q))
                     cbuf[j] = np.uint8(c & 0xFF)
                     dq[j] = np.float32(c) * s
+            elif fk == 1:
+                _mx_codes(buf, j0, j1, inv, s, cbuf, dq, _E2M1)
+            elif fk == 2:
+                _mx_codes(buf, j0, j1, inv, s, cbuf, dq, _E4M3)
             else:
-                for j in range(j0, j1):
-                    code = _narrow(buf[j] * inv, fmt)
-                    cbuf[j] = np.uint8(code)
-                    dq[j] = _value(code, fmt) * s
+                _mx_codes(buf, j0, j1, inv, s, cbuf, dq, fmt)
         _pack(cbuf, codes, base, n, bits)
         acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
