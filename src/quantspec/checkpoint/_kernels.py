@@ -435,7 +435,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
             for j in range(n):
                 c = round_half_away(np.float32(buf[j] * inv))
                 c = min(max(c, np.float32(-127.0)), np.float32(127.0))
-                codes[base + j] = np.uint8(np.int32(c) & 0xFF)
+                codes[base + j] = np.uint8(uand(np.int32(c), 0xFF))
                 dq[j] = c * s
         elif mode == CH_FP8:
             a = max(abs(mn), abs(mx))
@@ -474,7 +474,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
             fhi = np.float32(hi - z)
             for j in range(n):
                 c = _q_int(buf[j], s, flo, fhi)
-                codes[base + j] = np.uint8((c + z) & 0xFF)
+                codes[base + j] = np.uint8(uand(uadd(c, z), 0xFF))
                 dq[j] = np.float32(c) * s
         acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
@@ -496,7 +496,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
         if mode == T_INT8:
             for j in range(n):
                 c = _q_int(buf[j], s, np.float32(-128.0), np.float32(127.0))
-                codes[base + j] = np.uint8(c & 0xFF)
+                codes[base + j] = np.uint8(uand(c, 0xFF))
                 dq[j] = np.float32(c) * s
         else:
             if fk == 2:
@@ -569,7 +569,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
                 rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
                 f = min(max(rq + zf, flo), fhi)
                 f = f if abs(q) < np.float32(2147483648.0) else flo
-                cbuf[j] = np.uint8(np.int32(f) & 0xF)
+                cbuf[j] = np.uint8(uand(np.int32(f), 0xF))
                 dq[j] = (f - zf) * s
         o = np.uint64(r) * nb
         for b in range(nb):
@@ -633,7 +633,7 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
                     q = q if q > np.float32(-128.0) else np.float32(-128.0)
                     q = np.float32(127.0) if q > np.float32(127.0) else q
                     c = np.int32(np.rint(q))
-                    cbuf[j] = np.uint8(c & 0xFF)
+                    cbuf[j] = np.uint8(uand(c, 0xFF))
                     dq[j] = np.float32(c) * s
             elif fk == 1:
                 _mx_codes(buf, j0, j1, inv, s, cbuf, dq, _E2M1)
