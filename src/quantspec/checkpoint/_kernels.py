@@ -357,16 +357,16 @@ def _stats(stats, acc):
 @inline
 def _bf16_row_minmax(s, base, n):
     """(min, max, bad) of the bfloat16 row ``s[base:base + n]`` (bits) without widening it: 16-bit
-    keys in the order of the values (the order of their float32 keys, :func:`_key`), and ``bad``
-    with bit 15 set when an exponent field is all ones (NaN or infinity)."""
-    lo = np.int32(0x7FFFFFFF)
-    hi = np.int32(-0x80000000)
+    keys in the order of the values (the bits of a positive value with bit 15 set, those of a
+    negative one inverted: the order of their float32 keys, :func:`_key`), in 32-bit operations, and
+    ``bad`` with bit 15 set when an exponent field is all ones (NaN or infinity)."""
+    lo = np.uint32(0xFFFF)
+    hi = np.uint32(0)
     bad = np.uint32(0)
     for j in range(n):
         u = np.uint32(s[base + j])
         bad = uor(bad, uadd(uand(u, 0x7F80), 0x0080))
-        v = np.int32(np.int16(u))
-        k = v ^ ((v >> 31) & 0x7FFF)
+        k = uxor(u, uor(uand(usub(0, ushr(u, 15)), 0x7FFF), 0x8000))
         lo = k if k < lo else lo
         hi = k if k > hi else hi
     return f32_from_bits(ushl(_key16_inv(lo), 16)), f32_from_bits(ushl(_key16_inv(hi), 16)), ushr(bad, 15)
@@ -374,7 +374,8 @@ def _bf16_row_minmax(s, base, n):
 
 @inline
 def _key16_inv(k):
-    return uand(np.uint32(k ^ ((k >> 31) & 0x7FFF)), 0xFFFF)
+    """The bfloat16 bits of the 16-bit key ``k`` (:func:`_bf16_row_minmax`)."""
+    return uxor(k, uor(uand(usub(ushr(k, 15), 1), 0x7FFF), 0x8000))
 
 
 @kernel
