@@ -510,6 +510,19 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     _stats(stats, acc)
 
 
+@inline
+def _nb_code(x, inv, zf, s, flo, fhi):
+    """(code, dequantized value) of ``x`` in a block of scale ``s`` (``inv`` = 1 / s) and zero point
+    ``zf``, as MLAS does: clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to
+    [-64, 64] first (the bounds less any zero point lie inside), and a q that cvttss2si turns into
+    INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo."""
+    q = np.float32(x * inv)
+    rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
+    f = min(max(rq + zf, flo), fhi)
+    f = f if abs(q) < np.float32(2147483648.0) else flo
+    return np.uint8(uand(np.int32(f), 0xF)), (f - zf) * s
+
+
 @kernel
 def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, cbuf, pmn, pmx, ps, pinv, pz, sround):
     """onnxruntime's MatMulNBitsQuantizer, 4 bits, QDQ format (MLAS ``BlockwiseQDQQuantizer``), for a
@@ -531,14 +544,19 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             stats[3] = r
             return
         base = np.uint64(r) * n
-        for b in range(nb):
+        full = n // B if B == _U32 else _U0     # whole blocks of 32: one vector reduction each
+        for b in range(full):
+            lo, hi = minmax_keys32(buf, b * _U32)
+            pmn[b] = f32_from_bits(_key_inv(lo))
+            pmx[b] = f32_from_bits(_key_inv(hi))
+        for b in range(full, nb):
             j0 = b * B
             j1 = min(j0 + B, n)
-            mn, mx = _block_minmax(buf, j0, j1)
-            if mn == 0 and mx == 0:              # all zeros: the signs of the zeros MLAS's scan keeps
-                mn, mx = _scan(buf, j0, j1)
-            pmn[b] = mn
-            pmx[b] = mx
+            pmn[b], pmx[b] = _block_minmax(buf, j0, j1)
+        for b in range(nb):
+            if pmn[b] == 0 and pmx[b] == 0:      # all zeros: the signs of the zeros MLAS's scan keeps
+                j0 = b * B
+                pmn[b], pmx[b] = _scan(buf, j0, min(j0 + B, n))
         if sym:
             for b in range(nb):
                 mn, mx = pmn[b], pmx[b]
@@ -562,16 +580,17 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             j0 = b * B
             j1 = min(j0 + B, n)
             inv, zf, s = pinv[b], np.float32(pz[b]), ps[b]
-            for j in range(j0, j1):
-                # clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to [-64, 64] first
-                # (the bounds less any zero point lie inside), and a q that cvttss2si turns into
-                # INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo
-                q = np.float32(buf[j] * inv)
-                rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
-                f = min(max(rq + zf, flo), fhi)
-                f = f if abs(q) < np.float32(2147483648.0) else flo
-                cbuf[j] = np.uint8(uand(np.int32(f), 0xF))
-                dq[j] = (f - zf) * s
+            if j1 - j0 == _U32:                  # a whole block of 32: a loop of known length
+                for i in range(_U32):
+                    j = j0 + i
+                    c, y = _nb_code(buf[j], inv, zf, s, flo, fhi)
+                    cbuf[j] = c
+                    dq[j] = y
+            else:
+                for j in range(j0, j1):
+                    c, y = _nb_code(buf[j], inv, zf, s, flo, fhi)
+                    cbuf[j] = c
+                    dq[j] = y
         o = np.uint64(r) * nb
         for b in range(nb):
             scale[o + b] = ps[b]
