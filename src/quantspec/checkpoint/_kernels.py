@@ -604,11 +604,19 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
 
 @inline
 def _mx_codes(buf, j0, j1, inv, s, cbuf, dq, fmt):
-    """Codes ``buf[j0:j1] * inv`` in the narrow-float format ``fmt`` and their values times ``s``."""
-    for j in range(j0, j1):
-        code = _narrow(buf[j] * inv, fmt)
-        cbuf[j] = np.uint8(code)
-        dq[j] = _value(code, fmt) * s
+    """Codes ``buf[j0:j1] * inv`` in the narrow-float format ``fmt`` and their values times ``s``
+    (a whole block of 32: a loop of known length)."""
+    if j1 - j0 == _U32:
+        for i in range(_U32):
+            j = j0 + i
+            code = _narrow(buf[j] * inv, fmt)
+            cbuf[j] = np.uint8(code)
+            dq[j] = _value(code, fmt) * s
+    else:
+        for j in range(j0, j1):
+            code = _narrow(buf[j] * inv, fmt)
+            cbuf[j] = np.uint8(code)
+            dq[j] = _value(code, fmt) * s
 
 
 @kernel
@@ -631,10 +639,11 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
             return
         base = np.uint64(r) * n
         o = np.uint64(r) * nb
-        for b in range(nb):
-            j0 = b * B
-            a = amax_bits32(buf, j0) if j0 + B <= n else f32_bits(_amax(buf, j0, n))
-            pe[b] = np.int32(ushr(a, 23))
+        full = n // B
+        for b in range(full):
+            pe[b] = np.int32(ushr(amax_bits32(buf, b * B), 23))
+        if full < nb:
+            pe[full] = np.int32(ushr(f32_bits(_amax(buf, full * B, n)), 23))
         for b in range(nb):
             ebits = pe[b]
             e = ebits - 127 - emax if ebits > 0 else -127
