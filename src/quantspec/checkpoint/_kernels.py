@@ -12,6 +12,19 @@ converter runs one per worker thread, each on its own slab.
 
 The arithmetic of each rule is that of :mod:`quantspec.checkpoint.reference` (the numpy path,
 built on :mod:`quantspec.onnx` and :mod:`quantspec.litert`); tests require equal bytes.
+
+What keeps them fast (every loop is meant to vectorise; none uses fast-math):
+
+- indices are unsigned (numba's wraparound of a negative index would turn loads into gathers), and
+  integer work is done in 32 bits (:func:`quantspec._core.nbprim.uand` and friends: numba widens
+  int32 arithmetic to 64 bits, half the vector width);
+- a slab is larger than the caches: the error pass, the one pass that does not read the source,
+  prefetches the next row (:func:`_next_row`), so that its widening does not wait for memory;
+- a block's range (blocks of 32, MX and blocked int4) is one vector load and LLVM's vector min / max
+  reductions (:func:`quantspec._core.nbprim.minmax_keys32`), and a whole block's codes a loop of known
+  length: a short loop of unknown length runs mostly in its vector prologue and epilogue;
+- the float8 / float4 codes loops of the schemes' formats (e2m1, e4m3fn, e5m2) are compiled for that
+  format (global constants), with immediate shifts and masks.
 """
 
 from __future__ import annotations
