@@ -104,6 +104,40 @@ def test_error_statistics_are_summed_in_the_documented_order():
         assert _ordered_sum(a) == total
 
 
+def test_block_reductions_of_the_kernels_equal_numpy():
+    """nbprim.minmax_keys32 / minmax_keys16 / amax_bits32 (the blocks' ranges of the blocked and MX
+    kernels: one vector load and LLVM's vector reductions) against numpy on the order keys, with
+    ties, both zeros, subnormals and extreme values, at every offset of a row."""
+    require_fast()
+    from numba import njit
+
+    from quantspec._core.nbprim import amax_bits32, minmax_keys16, minmax_keys32, uxor
+
+    @njit
+    def reduce_all(buf, out):
+        for j in range(buf.size - 31):
+            k = np.uint64(j)
+            out[j, 0], out[j, 1] = minmax_keys32(buf, k)
+            out[j, 2], out[j, 3] = minmax_keys16(buf, k)
+            out[j, 4] = amax_bits32(buf, k)
+            out[j, 5] = uxor(out[j, 4], np.uint32(0xFFFFFFFF))
+
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, -3.4028235e38, 3.4028235e38, 0.5, -0.5, 2.0],
+                       np.float32)
+    buf = np.concatenate([rng.standard_normal(64).astype(np.float32), rng.choice(special, 96),
+                          np.zeros(40, np.float32), -np.zeros(40, np.float32)])
+    out = np.zeros((buf.size - 31, 6), np.uint32)
+    reduce_all(buf, out)
+    bits = buf.view(np.uint32)
+    keys = np.where(bits >> 31 == 1, ~bits, bits | np.uint32(0x80000000))
+    for j in range(buf.size - 31):
+        assert out[j, 0] == keys[j:j + 32].min() and out[j, 1] == keys[j:j + 32].max(), j
+        assert out[j, 2] == keys[j:j + 16].min() and out[j, 3] == keys[j:j + 16].max(), j
+        assert out[j, 4] == (bits[j:j + 32] & np.uint32(0x7FFFFFFF)).max(), j
+        assert out[j, 5] == ~out[j, 4], j
+
+
 @pytest.mark.parametrize("scheme", ALL)
 def test_files_open_with_safetensors_numpy_and_the_index_names_each_tensor_once(converted, scheme):
     safetensors = require("safetensors")

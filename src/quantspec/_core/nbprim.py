@@ -71,7 +71,7 @@ def kernel(func=None):
     return wrap(func) if func is not None else wrap
 
 __all__ = ["inline", "shared", "function", "kernel", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
-           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "iadd", "isub", "iand", "ixor",
+           "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "uxor", "prefetch", "minmax_keys16", "minmax_keys32", "amax_bits32", "iadd", "isub", "iand", "ixor",
            "claim", "finished"]
 
 
@@ -109,6 +109,73 @@ def f32_from_bits(typingctx, u):
     return types.float32(u), codegen
 
 
+@intrinsic
+def prefetch(typingctx, arr, index):
+    """A hint to bring the cache line holding element ``index`` of the contiguous 1-D array ``arr``
+    into the cache (x86 ``prefetcht0``; no effect on results, and none at all on an address outside
+    the array: a prefetch never faults).  For loops whose next input is not yet in the cache."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arr)(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32),
+                                            ir.IntType(32), ir.IntType(32)]), "llvm.prefetch.p0i8")
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(arr, index), codegen
+
+
+def _block_reduce(width: int, mode: str):
+    """An intrinsic ``f(arr, j)`` over the ``width`` float32 elements ``arr[j:j + width]`` of a
+    contiguous 1-D array (the caller checks the bounds): ``mode`` "minmax" gives the (min, max) of
+    their order keys (the uint32 ``bits ^ ((0 - (bits >> 31)) | 0x80000000)``: the order of the values,
+    -0 below +0), "amax" the largest magnitude bit pattern (``bits & 0x7FFFFFFF``).  One vector load
+    and LLVM's vector reductions: a short block's reduction without the prologue and epilogue of a
+    vectorised loop."""
+    def typer(typingctx, arr, j):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.float32
+                and isinstance(j, types.Integer)):
+            return None
+        i32 = ir.IntType(32)
+        vty = ir.VectorType(i32, width)
+
+        def splat(c):
+            return ir.Constant(vty, [i32(c)] * width)
+
+        def reduce(builder, name, v):
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [vty]),
+                                                f"llvm.vector.reduce.{name}.v{width}i32")
+            return builder.call(fn, [v])
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(arr)(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vty.as_pointer())
+            bits = builder.load(ptr, align=4)
+            if mode == "amax":
+                return reduce(builder, "umax", builder.and_(bits, splat(0x7FFFFFFF)))
+            mask = builder.or_(builder.sub(splat(0), builder.lshr(bits, splat(31))), splat(0x80000000))
+            key = builder.xor(bits, mask)
+            return context.make_tuple(builder, signature.return_type,
+                                      [reduce(builder, "umin", key), reduce(builder, "umax", key)])
+
+        ret = types.uint32 if mode == "amax" else types.UniTuple(types.uint32, 2)
+        return ret(arr, j), codegen
+
+    typer.__name__ = f"{mode}{width}"
+    return intrinsic(typer)
+
+
+#: order keys' (min, max) / largest magnitude bits of 16 or 32 float32 (:func:`_block_reduce`)
+minmax_keys16 = _block_reduce(16, "minmax")
+minmax_keys32 = _block_reduce(32, "minmax")
+amax_bits32 = _block_reduce(32, "amax")
+
+
 # 32-bit integer arithmetic.  numba types every operation on integers narrower than 64 bits as a
 # 64-bit operation, and LLVM does not always narrow it back, which halves the vector width.  These
 # take integers of any width, work on their low 32 bits (two's complement, wrapping) and return
@@ -133,6 +200,7 @@ uand = _binop32("and_", types.uint32)
 uor = _binop32("or_", types.uint32)
 ushl = _binop32("shl", types.uint32)
 ushr = _binop32("lshr", types.uint32)
+uxor = _binop32("xor", types.uint32)
 iadd = _binop32("add", types.int32)
 isub = _binop32("sub", types.int32)
 iand = _binop32("and_", types.int32)

@@ -12,6 +12,19 @@ converter runs one per worker thread, each on its own slab.
 
 The arithmetic of each rule is that of :mod:`quantspec.checkpoint.reference` (the numpy path,
 built on :mod:`quantspec.onnx` and :mod:`quantspec.litert`); tests require equal bytes.
+
+What keeps them fast (every loop is meant to vectorise; none uses fast-math):
+
+- indices are unsigned (numba's wraparound of a negative index would turn loads into gathers), and
+  integer work is done in 32 bits (:func:`quantspec._core.nbprim.uand` and friends: numba widens
+  int32 arithmetic to 64 bits, half the vector width);
+- a slab is larger than the caches: the error pass, the one pass that does not read the source,
+  prefetches the next row (:func:`_next_row`), so that its widening does not wait for memory;
+- a block's range (blocks of 32, MX and blocked int4) is one vector load and LLVM's vector min / max
+  reductions (:func:`quantspec._core.nbprim.minmax_keys32`), and a whole block's codes a loop of known
+  length: a short loop of unknown length runs mostly in its vector prologue and epilogue;
+- the float8 / float4 codes loops of the schemes' formats (e2m1, e4m3fn, e5m2) are compiled for that
+  format (global constants), with immediate shifts and masks.
 """
 
 from __future__ import annotations
@@ -20,8 +33,11 @@ import numpy as np
 
 from numba import njit
 
+from ..dtypes import qtype
+from ..onnx.fast import float_format
+
 from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
-                            round_half_away, uadd, uand, uor, ushl, ushr, usub)
+                            amax_bits32, minmax_keys16, minmax_keys32, prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
            "T_INT8", "T_FP8", "S_FLOAT32", "S_BFLOAT16", "S_FLOAT16", "S_FLOAT32_CT"]
@@ -33,7 +49,13 @@ T_INT8, T_FP8 = 0, 1
 # keeps it: rounded to bfloat16 / float16, or float32, a zero scale replaced by the type's epsilon
 S_FLOAT32, S_BFLOAT16, S_FLOAT16, S_FLOAT32_CT = 0, 1, 2, 3
 
-_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8))
+# the narrow-float formats of the schemes (saturating, as ONNX QuantizeLinear; what encode passes as
+# ``fmt``), as global constants: a codes loop given one of these instead of the ``fmt`` argument is
+# compiled for that format, its shifts and masks immediate (see :func:`_dispatch_fmt`)
+_E2M1, _E2M3, _E3M2, _E4M3, _E5M2 = (float_format(qtype(t), True, "spec") for t in
+                                     ("float4e2m1", "float6e2m3", "float6e3m2", "float8e4m3fn", "float8e5m2"))
+
+_U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8, _U16, _U32, _U64 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8, 16, 32, 64))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
 _FLT_MAX = np.float32(3.4028234663852886e38)
 
@@ -71,6 +93,14 @@ def _row(src, kind, r, cols, buf):
             bad = uor(bad, uadd(uand(f32_bits(v), 0x7F800000), 0x00800000))
             buf[j] = v
     return ushr(bad, 31)
+
+
+@inline
+def _next_row(src, kind, r, cols):
+    """(array, byte offset, bytes per element) of row ``r + 1`` of the slab, for :func:`_err`'s
+    prefetches."""
+    isz = np.uint64(4 if kind == 0 else 2)
+    return src, (np.uint64(r) + _U1) * isz * np.uint64(cols), isz
 
 
 @inline
@@ -122,27 +152,55 @@ def _pack(cbuf, codes, base, n, bits):
 
 @inline
 def _key(v):
-    """An int32 whose order is the order of the float32 ``v`` (finite; -0 sorts below +0)."""
-    u = np.int32(f32_bits(v))
-    return u ^ ((u >> 31) & 0x7FFFFFFF)
+    """A uint32 whose order is the order of the float32 ``v`` (finite; -0 sorts below +0): the bits
+    of a positive value with the sign bit set, those of a negative one inverted (32-bit operations
+    throughout, so that a loop of them vectorises at full width)."""
+    u = f32_bits(v)
+    return uxor(u, uor(usub(0, ushr(u, 31)), 0x80000000))
+
+
+@inline
+def _block_minmax(buf, j0, j1):
+    """:func:`_minmax` of one block: its whole 32- and 16-element pieces by vector reductions
+    (:func:`quantspec._core.nbprim.minmax_keys32`), any rest a loop."""
+    lo = np.uint32(0xFFFFFFFF)
+    hi = np.uint32(0)
+    j = j0
+    while j + _U32 <= j1:
+        a, b = minmax_keys32(buf, j)
+        lo = a if a < lo else lo
+        hi = b if b > hi else hi
+        j += _U32
+    if j + _U16 <= j1:
+        a, b = minmax_keys16(buf, j)
+        lo = a if a < lo else lo
+        hi = b if b > hi else hi
+        j += _U16
+    while j < j1:
+        k = _key(buf[j])
+        lo = k if k < lo else lo
+        hi = k if k > hi else hi
+        j += _U1
+    return f32_from_bits(_key_inv(lo)), f32_from_bits(_key_inv(hi))
+
+
+@inline
+def _key_inv(k):
+    """The float32 bits of the key ``k`` (:func:`_key`)."""
+    return uxor(k, uor(usub(ushr(k, 31), 1), 0x80000000))
 
 
 @inline
 def _minmax(buf, j0, j1):
     """(min, max) of ``buf[j0:j1]`` (finite values), through integer keys, which vectorise: where the
     result is a zero, its sign may differ from an in-order scan's (:func:`_scan`)."""
-    lo = np.int32(0x7FFFFFFF)
-    hi = np.int32(-0x80000000)
+    lo = np.uint32(0xFFFFFFFF)
+    hi = np.uint32(0)
     for j in range(j0, j1):
         k = _key(buf[j])
         lo = k if k < lo else lo
         hi = k if k > hi else hi
     return f32_from_bits(_key_inv(lo)), f32_from_bits(_key_inv(hi))
-
-
-@inline
-def _key_inv(k):
-    return np.uint32(k ^ ((k >> 31) & 0x7FFFFFFF))
 
 
 @inline
@@ -171,52 +229,69 @@ def _amax(buf, j0, j1):
 STATS_LANES = 64
 
 
+_L = np.uint64(STATS_LANES)
+
+
 @njit(error_model="numpy", nogil=True, boundscheck=False)
-def _err(buf, dq, j0, j1, acc, lanes):
-    """Add the error of the dequantized values ``dq[j0:j1]`` against ``buf[j0:j1]`` to ``acc`` =
+def _err(buf, dq, n, acc, lanes, nxt):
+    """Add the error of the dequantized values ``dq[:n]`` against ``buf[:n]`` to ``acc`` =
     (sum (x-dq)^2, sum x^2, max |x-dq|), in one fixed order, so that every path, every machine and
     every backend writes the same statistics: squares in float64 (``d = f64(x) - f64(dq)``), element
-    ``j`` added to lane ``(j - j0) % 64`` (each lane from +0, in element order), the lanes combined
+    ``j`` added to lane ``j % 64`` (each lane from +0, in element order), the lanes combined
     pairwise (lane ``k`` = lane ``2k`` + lane ``2k+1``, 64 -> 32 -> ... -> 1) and the row's sum added
     to ``acc``; the largest error on float32 differences ``|x - dq|``.  The lanes are updated
-    element-wise, which vectorises without reassociating any sum (``lanes``: float64 [2, 64]
-    scratch; ``encode._ordered_sum`` is the numpy statement of the same order)."""
-    le = lanes[0]
-    lx = lanes[1]
-    L = STATS_LANES
-    for k in range(L):
-        le[k] = 0.0
-        lx[k] = 0.0
-    n = np.int64(j1) - np.int64(j0)
-    b = buf[np.int64(j0):np.int64(j1)]
-    q = dq[np.int64(j0):np.int64(j1)]
+    element-wise, 64 at a time, which vectorises without reassociating any sum (``lanes``: scratch,
+    float64 [128] (the error's lanes then those of x^2) and uint32 [64] (the largest error's bits,
+    lane by lane); ``encode._ordered_sum`` is the numpy
+    statement of the same order).  Indices are unsigned: numba then emits no negative-index
+    wraparound, which would turn the loads into gathers.
+
+    ``nxt`` = (source array, byte offset, bytes per element) of the slab's next row (:func:`_next_row`):
+    each group of 64 elements asks for the same columns of that row to be brought into the cache,
+    so that the next row's first pass does not wait for memory (a slab is larger than the cache).
+    The requests are spread over this pass, the one pass that does not read the source."""
+    src, pf, isz = nxt
+    lanes, ml = lanes
+    L = _L
+    for k in range(_U0, L + L):
+        lanes[k] = 0.0
+    for k in range(_U0, L):
+        ml[k] = 0
+    n = np.uint64(n)
     g = n // L
-    for t in range(g):
-        bb = b[t * L:(t + 1) * L]
-        qq = q[t * L:(t + 1) * L]
-        for k in range(L):
-            v = np.float64(bb[k])
-            d = v - np.float64(qq[k])
-            le[k] += d * d
-            lx[k] += v * v
-    bb = b[g * L:]
-    qq = q[g * L:]
-    for k in range(n - g * L):
-        v = np.float64(bb[k])
-        d = v - np.float64(qq[k])
-        le[k] += d * d
-        lx[k] += v * v
+    for t in range(_U0, g):
+        o = t * L
+        for i in range(_U0, isz):
+            prefetch(src, pf + o * isz + i * _U64)
+        for k in range(_U0, L):
+            x = buf[o + k]
+            y = dq[o + k]
+            v = np.float64(x)
+            d = v - np.float64(y)
+            lanes[k] += d * d
+            lanes[L + k] += v * v
+            a = uand(f32_bits(x - y), 0x7FFFFFFF)
+            ml[k] = a if a > ml[k] else ml[k]
+    o = g * L
+    for k in range(_U0, n - o):
+        x = buf[o + k]
+        y = dq[o + k]
+        v = np.float64(x)
+        d = v - np.float64(y)
+        lanes[k] += d * d
+        lanes[L + k] += v * v
+        a = uand(f32_bits(x - y), 0x7FFFFFFF)
+        ml[k] = a if a > ml[k] else ml[k]
     m = np.uint32(0)
-    for j in range(n):
-        a = uand(f32_bits(b[j] - q[j]), 0x7FFFFFFF)
-        m = a if a > m else m
+    for k in range(_U0, L):
+        m = ml[k] if ml[k] > m else m
     w = L
-    while w > 1:
-        w //= 2
-        for k in range(w):
-            le[k] = le[2 * k] + le[2 * k + 1]
-            lx[k] = lx[2 * k] + lx[2 * k + 1]
-    return acc[0] + le[0], acc[1] + lx[0], max(acc[2], np.float64(f32_from_bits(m)))
+    while w > _U1:
+        w //= _U2
+        for k in range(_U0, w):
+            lanes[k] = lanes[_U2 * k] + lanes[_U2 * k + _U1]
+            lanes[L + k] = lanes[L + _U2 * k] + lanes[L + _U2 * k + _U1]
+    return acc[0] + lanes[0], acc[1] + lanes[L], max(acc[2], np.float64(f32_from_bits(m)))
 
 
 @inline
@@ -271,6 +346,23 @@ def _narrow(q, fmt):
 
 
 @inline
+def _fmt_kind(fmt):
+    """Which of the constant formats ``fmt`` is (1: _E2M1, 2: _E4M3, 3: _E5M2; 0: another): a codes
+    loop then takes the constant, compiled for that format."""
+    return 1 if fmt == _E2M1 else (2 if fmt == _E4M3 else (3 if fmt == _E5M2 else 0))
+
+
+@inline
+def _fp8_codes(buf, n, s, codes, base, dq, fmt):
+    """Codes of ``buf[:n] / s`` in the narrow-float format ``fmt`` (stored at ``codes[base:]``) and
+    their values times ``s`` (``dq``)."""
+    for j in range(n):
+        code = _narrow(buf[j] / s, fmt)
+        codes[base + j] = np.uint8(code)
+        dq[j] = _value(code, fmt) * s
+
+
+@inline
 def _stats(stats, acc):
     stats[0], stats[1], stats[2] = acc
 
@@ -278,16 +370,16 @@ def _stats(stats, acc):
 @inline
 def _bf16_row_minmax(s, base, n):
     """(min, max, bad) of the bfloat16 row ``s[base:base + n]`` (bits) without widening it: 16-bit
-    keys in the order of the values (the order of their float32 keys, :func:`_key`), and ``bad``
-    with bit 15 set when an exponent field is all ones (NaN or infinity)."""
-    lo = np.int32(0x7FFFFFFF)
-    hi = np.int32(-0x80000000)
+    keys in the order of the values (the bits of a positive value with bit 15 set, those of a
+    negative one inverted: the order of their float32 keys, :func:`_key`), in 32-bit operations, and
+    ``bad`` with bit 15 set when an exponent field is all ones (NaN or infinity)."""
+    lo = np.uint32(0xFFFF)
+    hi = np.uint32(0)
     bad = np.uint32(0)
     for j in range(n):
         u = np.uint32(s[base + j])
         bad = uor(bad, uadd(uand(u, 0x7F80), 0x0080))
-        v = np.int32(np.int16(u))
-        k = v ^ ((v >> 31) & 0x7FFF)
+        k = uxor(u, uor(uand(usub(0, ushr(u, 15)), 0x7FFF), 0x8000))
         lo = k if k < lo else lo
         hi = k if k > hi else hi
     return f32_from_bits(ushl(_key16_inv(lo), 16)), f32_from_bits(ushl(_key16_inv(hi), 16)), ushr(bad, 15)
@@ -295,7 +387,8 @@ def _bf16_row_minmax(s, base, n):
 
 @inline
 def _key16_inv(k):
-    return uand(np.uint32(k ^ ((k >> 31) & 0x7FFF)), 0xFFFF)
+    """The bfloat16 bits of the 16-bit key ``k`` (:func:`_bf16_row_minmax`)."""
+    return uxor(k, uor(uand(usub(ushr(k, 15), 1), 0x7FFF), 0x8000))
 
 
 @kernel
@@ -337,7 +430,8 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     ``sround``: the scale's stored type (:func:`_stored`); codes are those of the stored scale.
     """
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
+    fk = _fmt_kind(fmt)
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -355,7 +449,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
             for j in range(n):
                 c = round_half_away(np.float32(buf[j] * inv))
                 c = min(max(c, np.float32(-127.0)), np.float32(127.0))
-                codes[base + j] = np.uint8(np.int32(c) & 0xFF)
+                codes[base + j] = np.uint8(uand(np.int32(c), 0xFF))
                 dq[j] = c * s
         elif mode == CH_FP8:
             a = max(abs(mn), abs(mx))
@@ -364,10 +458,12 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
                 s = np.float32(1.0)
             s = _stored(s, sround)
             scale[r] = s
-            for j in range(n):
-                code = _narrow(buf[j] / s, fmt)
-                codes[base + j] = np.uint8(code)
-                dq[j] = _value(code, fmt) * s
+            if fk == 2:
+                _fp8_codes(buf, n, s, codes, base, dq, _E4M3)
+            elif fk == 3:
+                _fp8_codes(buf, n, s, codes, base, dq, _E5M2)
+            else:
+                _fp8_codes(buf, n, s, codes, base, dq, fmt)
         else:
             rmin = mn if mn < 0 else np.float32(0.0)
             rmax = mx if mx > 0 else np.float32(0.0)
@@ -392,9 +488,9 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
             fhi = np.float32(hi - z)
             for j in range(n):
                 c = _q_int(buf[j], s, flo, fhi)
-                codes[base + j] = np.uint8((c + z) & 0xFF)
+                codes[base + j] = np.uint8(uand(uadd(c, z), 0xFF))
                 dq[j] = np.float32(c) * s
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
 
 
@@ -403,7 +499,8 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     """Codes of a per-tensor scale ``s`` (zero point 0): T_INT8 (QuantizeLinear int8) or T_FP8
     (QuantizeLinear to the float8 type of ``fmt``, saturating)."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
+    fk = _fmt_kind(fmt)
     n = np.uint64(cols)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
@@ -413,15 +510,30 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
         if mode == T_INT8:
             for j in range(n):
                 c = _q_int(buf[j], s, np.float32(-128.0), np.float32(127.0))
-                codes[base + j] = np.uint8(c & 0xFF)
+                codes[base + j] = np.uint8(uand(c, 0xFF))
                 dq[j] = np.float32(c) * s
         else:
-            for j in range(n):
-                code = _narrow(buf[j] / s, fmt)
-                codes[base + j] = np.uint8(code)
-                dq[j] = _value(code, fmt) * s
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+            if fk == 2:
+                _fp8_codes(buf, n, s, codes, base, dq, _E4M3)
+            elif fk == 3:
+                _fp8_codes(buf, n, s, codes, base, dq, _E5M2)
+            else:
+                _fp8_codes(buf, n, s, codes, base, dq, fmt)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
+
+
+@inline
+def _nb_code(x, inv, zf, s, flo, fhi):
+    """(code, dequantized value) of ``x`` in a block of scale ``s`` (``inv`` = 1 / s) and zero point
+    ``zf``, as MLAS does: clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to
+    [-64, 64] first (the bounds less any zero point lie inside), and a q that cvttss2si turns into
+    INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo."""
+    q = np.float32(x * inv)
+    rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
+    f = min(max(rq + zf, flo), fhi)
+    f = f if abs(q) < np.float32(2147483648.0) else flo
+    return np.uint8(uand(np.int32(f), 0xF)), (f - zf) * s
 
 
 @kernel
@@ -433,7 +545,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     that vectorises across blocks), then the codes.  ``sround``: the scale's stored type
     (:func:`_stored`; the zero point is the tool's, from the unrounded scale)."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
     n = np.uint64(cols)
     B = np.uint64(block)
     nb = (n + B - _U1) // B
@@ -445,14 +557,19 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             stats[3] = r
             return
         base = np.uint64(r) * n
-        for b in range(nb):
+        full = n // B if B == _U32 else _U0     # whole blocks of 32: one vector reduction each
+        for b in range(full):
+            lo, hi = minmax_keys32(buf, b * _U32)
+            pmn[b] = f32_from_bits(_key_inv(lo))
+            pmx[b] = f32_from_bits(_key_inv(hi))
+        for b in range(full, nb):
             j0 = b * B
             j1 = min(j0 + B, n)
-            mn, mx = _minmax(buf, j0, j1)
-            if mn == 0 and mx == 0:              # all zeros: the signs of the zeros MLAS's scan keeps
-                mn, mx = _scan(buf, j0, j1)
-            pmn[b] = mn
-            pmx[b] = mx
+            pmn[b], pmx[b] = _block_minmax(buf, j0, j1)
+        for b in range(nb):
+            if pmn[b] == 0 and pmx[b] == 0:      # all zeros: the signs of the zeros MLAS's scan keeps
+                j0 = b * B
+                pmn[b], pmx[b] = _scan(buf, j0, min(j0 + B, n))
         if sym:
             for b in range(nb):
                 mn, mx = pmn[b], pmx[b]
@@ -476,16 +593,17 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             j0 = b * B
             j1 = min(j0 + B, n)
             inv, zf, s = pinv[b], np.float32(pz[b]), ps[b]
-            for j in range(j0, j1):
-                # clamp(cvttss2si(roundf(q)) + z, lo, hi), in float: q is clamped to [-64, 64] first
-                # (the bounds less any zero point lie inside), and a q that cvttss2si turns into
-                # INT32_MIN (NaN, |q| >= 2^31) gives lo, as INT32_MIN + z clamps to lo
-                q = np.float32(buf[j] * inv)
-                rq = round_half_away(min(max(q, np.float32(-64.0)), np.float32(64.0)))
-                f = min(max(rq + zf, flo), fhi)
-                f = f if abs(q) < np.float32(2147483648.0) else flo
-                cbuf[j] = np.uint8(np.int32(f) & 0xF)
-                dq[j] = (f - zf) * s
+            if j1 - j0 == _U32:                  # a whole block of 32: a loop of known length
+                for i in range(_U32):
+                    j = j0 + i
+                    c, y = _nb_code(buf[j], inv, zf, s, flo, fhi)
+                    cbuf[j] = c
+                    dq[j] = y
+            else:
+                for j in range(j0, j1):
+                    c, y = _nb_code(buf[j], inv, zf, s, flo, fhi)
+                    cbuf[j] = c
+                    dq[j] = y
         o = np.uint64(r) * nb
         for b in range(nb):
             scale[o + b] = ps[b]
@@ -493,8 +611,25 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
             for b in range(nb):
                 _put(zp, o + b, pz[b], 4)
         _pack(cbuf, codes, base, n, 4)
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
+
+
+@inline
+def _mx_codes(buf, j0, j1, inv, s, cbuf, dq, fmt):
+    """Codes ``buf[j0:j1] * inv`` in the narrow-float format ``fmt`` and their values times ``s``
+    (a whole block of 32: a loop of known length)."""
+    if j1 - j0 == _U32:
+        for i in range(_U32):
+            j = j0 + i
+            code = _narrow(buf[j] * inv, fmt)
+            cbuf[j] = np.uint8(code)
+            dq[j] = _value(code, fmt) * s
+    else:
+        for j in range(j0, j1):
+            code = _narrow(buf[j] * inv, fmt)
+            cbuf[j] = np.uint8(code)
+            dq[j] = _value(code, fmt) * s
 
 
 @kernel
@@ -506,19 +641,22 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
     quotient rounded once, since ``2^-e`` is a float32 for every e in [-127, 127].  A row at a
     time: the blocks' exponents (``pe``), then the codes."""
     acc = (0.0, 0.0, 0.0)
-    lanes = np.empty((2, STATS_LANES))
+    lanes = (np.empty(2 * STATS_LANES), np.empty(STATS_LANES, np.uint32))
     n = np.uint64(cols)
     B = np.uint64(32)
     nb = (n + B - _U1) // B
+    fk = _fmt_kind(fmt)
     for r in range(rows):
         if _row(src, kind, r, cols, buf):
             stats[3] = r
             return
         base = np.uint64(r) * n
         o = np.uint64(r) * nb
-        for b in range(nb):
-            j0 = b * B
-            pe[b] = np.int32(ushr(f32_bits(_amax(buf, j0, min(j0 + B, n))), 23))
+        full = n // B
+        for b in range(full):
+            pe[b] = np.int32(ushr(amax_bits32(buf, b * B), 23))
+        if full < nb:
+            pe[full] = np.int32(ushr(f32_bits(_amax(buf, full * B, n)), 23))
         for b in range(nb):
             ebits = pe[b]
             e = ebits - 127 - emax if ebits > 0 else -127
@@ -537,13 +675,14 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
                     q = q if q > np.float32(-128.0) else np.float32(-128.0)
                     q = np.float32(127.0) if q > np.float32(127.0) else q
                     c = np.int32(np.rint(q))
-                    cbuf[j] = np.uint8(c & 0xFF)
+                    cbuf[j] = np.uint8(uand(c, 0xFF))
                     dq[j] = np.float32(c) * s
+            elif fk == 1:
+                _mx_codes(buf, j0, j1, inv, s, cbuf, dq, _E2M1)
+            elif fk == 2:
+                _mx_codes(buf, j0, j1, inv, s, cbuf, dq, _E4M3)
             else:
-                for j in range(j0, j1):
-                    code = _narrow(buf[j] * inv, fmt)
-                    cbuf[j] = np.uint8(code)
-                    dq[j] = _value(code, fmt) * s
+                _mx_codes(buf, j0, j1, inv, s, cbuf, dq, fmt)
         _pack(cbuf, codes, base, n, bits)
-        acc = _err(buf, dq, _U0, n, acc, lanes)
+        acc = _err(buf, dq, n, acc, lanes, _next_row(src, kind, r, cols))
     _stats(stats, acc)
