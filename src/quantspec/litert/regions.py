@@ -20,6 +20,11 @@ step meets a case its plan defers to the reference kernel (an input code on whic
 SOFTMAX row LiteRT aborts on), the region raises :class:`Deopt` and the interpreter runs that call
 on its operator-by-operator loop, where the operator's kernel raises as before.  The arena is
 kept between runs for one thread at a time; another thread gets a fresh copy.
+
+Where a region is the whole program over one input and one output (a small model such as the
+bundled ``mixed.tflite``), :class:`Direct` is its call from ``Interpreter.run``: the kernel copies
+the caller's array into the arena and the output into a fresh array itself, so one inference is
+one compiled call and a few checks in Python.
 ``tests/test_litert_regions.py`` proves region and plans equal; the model tests compare both with
 LiteRT.
 """
