@@ -301,6 +301,7 @@ def test_a_layer_norm_reaching_an_invalid_rsqrt_code_raises_as_the_kernel_does()
         x.reshape(-1)[:2] = (-21, 127)
         feeds.append([x])
     interp = _check(model, feeds, 3)
+    assert interp._main.direct is not None          # run calls the region itself, and falls back
     bad = np.full(s, 10, np.int8)
     bad[0, 5] = -60                    # mean (-60 + 20) * 0.05 + 0.05 < 0: RSQRT of a negative value
     interpreter.PLANS, old = False, interpreter.PLANS
@@ -312,7 +313,10 @@ def test_a_layer_norm_reaching_an_invalid_rsqrt_code_raises_as_the_kernel_does()
     with pytest.raises(QuantSpecError, match=r"operator 2 \(RSQRT\)") as got:
         interp.run([bad])
     assert str(got.value) == str(want.value)
+    with pytest.raises(QuantSpecError, match="run the model first"):
+        interp.get_tensor(6)                        # the failed run left no record
     assert interp.run(feeds[0])[0].tobytes() == run_ref(model, feeds[0])[0].tobytes()
+    assert interp.get_tensor(6).tobytes() == run_ref(model, feeds[0])[0].tobytes()
 
 
 def test_no_region_where_every_tensor_is_kept():
@@ -421,6 +425,132 @@ def test_zoo_cnns_with_regions_equal_builtin_ref(arch):
             assert g.tobytes() == ref.get_tensor(d["index"]).tobytes(), f"{arch} input {k}"
     if arch.startswith(("mobilenet_v3", "efficientnet", "densenet")):
         assert _region_rows(ours), "no region"
+
+
+# ---------------------------------------------------------------------------------------------
+# the direct call: a program of one region over one input and one output, called by run with the
+# caller's array (its kernel copies the input in and fills a fresh output array)
+# ---------------------------------------------------------------------------------------------
+
+def _mixed_model() -> bytes:
+    return (Path(L.__file__).resolve().parent.parent / "data" / "mixed.tflite").read_bytes()
+
+
+def _direct(model, x):
+    """The interpreter of ``model`` once its program is made (the first run checks the plans), run on
+    ``x``; its direct call exists."""
+    interp = L.Interpreter(model)
+    for _ in range(2):
+        interp.run([x])
+    assert interp._main.direct is not None
+    return interp
+
+
+class _Sub(np.ndarray):
+    """An ndarray subclass (run takes it on its usual path)."""
+
+
+def _layouts(x):
+    """``x`` as arrays of other layouts and flags, with the same values."""
+    wide = np.zeros((*x.shape[:-1], 2 * x.shape[-1]), x.dtype)
+    wide[..., ::2] = x
+    flipped = np.ascontiguousarray(x[:, ::-1])[:, ::-1]
+    frozen = np.frombuffer(x.tobytes(), x.dtype).reshape(x.shape)
+    assert not wide[..., ::2].flags.c_contiguous and flipped.strides[1] < 0 and not frozen.flags.writeable
+    return {"plain": x, "strided": wide[..., ::2], "fortran": np.asfortranarray(x), "negative strides": flipped,
+            "big-endian": x.astype(x.dtype.newbyteorder(">")), "read-only": frozen, "subclass": x.view(_Sub)}
+
+
+def test_direct_call_takes_any_layout_and_gives_litert_bytes():
+    """mixed.tflite on inputs of every layout (strided, Fortran order, negative strides, an explicit
+    byte order, read-only, an ndarray subclass): LiteRT's bytes, a fresh C-contiguous output of the
+    model's type and shape, the caller's array untouched; get_tensor keeps the input and output of
+    the run, whatever the caller does to its arrays afterwards (LiteRT's set_tensor copies too)."""
+    model = _mixed_model()
+    r = np.random.default_rng(21)
+    interp = _direct(model, _codes((1, 6, 6, 4), r))
+    direct = interp._main.direct
+    sg = interp._main.sg
+    out_spec = interp.outputs[0]
+    previous = None
+    for k in range(3):
+        x = _codes((1, 6, 6, 4), r)
+        want = run_ref(model, [x])[0]
+        for name, v in _layouts(x).items():
+            before = np.array(v, copy=True)
+            flip = direct.flip
+            (y,) = interp.run([v])
+            assert (direct.flip != flip) == (name != "subclass"), name        # the direct call ran
+            assert y.tobytes() == want.tobytes(), name
+            assert type(y) is np.ndarray and y.dtype == out_spec.dtype.dtype and y.shape == tuple(out_spec.shape)
+            assert y.flags.c_contiguous and y.flags.owndata and y.flags.writeable, name
+            assert np.array_equal(v, before) and v.dtype == before.dtype, name
+            assert previous is None or not np.shares_memory(y, previous)
+            previous = y
+            assert interp.get_tensor(sg.outputs[0]).tobytes() == want.tobytes(), name
+            assert interp.get_tensor(sg.inputs[0]).tobytes() == x.tobytes(), name
+        y[...] = 0
+        assert interp.get_tensor(sg.outputs[0]).tobytes() == want.tobytes()
+        (y,) = interp.run([x])
+        kept = x.copy()
+        x[...] = 5                          # the caller's arrays are its own
+        assert interp.get_tensor(sg.inputs[0]).tobytes() == kept.tobytes()
+        assert interp.get_tensor(sg.outputs[0]).tobytes() == want.tobytes()
+
+
+def _error(call):
+    with pytest.raises(QuantSpecError) as e:
+        call()
+    return type(e.value), str(e.value)
+
+
+def test_direct_call_refuses_what_run_refuses_with_the_same_errors():
+    """Wrong types, shapes, numbers of inputs or containers: the same exception and message as the
+    reference path's (QUANTSPEC_FAST=0); the record of the last run is left as it was, and the next
+    plain call is direct again."""
+    model = _mixed_model()
+    r = np.random.default_rng(22)
+    x = _codes((1, 6, 6, 4), r)
+    interp = _direct(model, x)
+    direct = interp._main.direct
+    out = interp._main.sg.outputs[0]
+    good = interp.run([x])[0]
+    bad_arrays = {"int16": x.astype(np.int16), "uint8": x.view(np.uint8), "float32": x.astype(np.float32),
+                  "bool": x > 0, "short last axis": x[..., :3], "no batch axis": x[0], "extra axis": x[None],
+                  "0-d": np.int8(3) * np.ones((), np.int8), "numpy scalar": np.int8(3), "nested list": x.tolist(),
+                  "None": None, "string": "x"}
+    calls = {name: [b] for name, b in bad_arrays.items()}
+    calls.update({"no input": [], "two inputs": [x, x], "a tuple of two": (x, x), "a dict by a wrong name": {"nope": x},
+                  "a set": {1}})
+    for name, inputs in calls.items():
+        got = _error(lambda: interp.run(inputs))
+        with jit.reference_only():
+            want = _error(lambda: interp.run(inputs))
+        assert got == want, name
+        assert interp.get_tensor(out).tobytes() == good.tobytes(), name
+        flip = direct.flip
+        assert interp.run([x])[0].tobytes() == good.tobytes() and direct.flip != flip, name
+
+
+def test_direct_call_of_uint8_tensors():
+    """QUANTIZE (uint8 -> int8), TRANSPOSE, QUANTIZE (int8 -> uint8): a region over a uint8 input and a
+    uint8 output, called directly (the kernel takes their bytes as int8); LiteRT's bytes."""
+    s, t = (2, 3, 5), (2, 5, 3)
+    tensors = [T(s, "uint8", 0.05, 130), T(s, "int8", 0.05, 2), T((3,), "int32", data=np.array([0, 2, 1], np.int32)),
+               T(t, "int8", 0.05, 2), T(t, "uint8", 0.03, 120)]
+    ops = [("QUANTIZE", [0], [1], None), ("TRANSPOSE", [1, 2], [3], None), ("QUANTIZE", [3], [4], None)]
+    model = build_graph(tensors, ops, [0], [4])
+    r = np.random.default_rng(23)
+    interp = _direct(model, _codes(s, r, np.uint8))
+    assert _region_rows(interp) == [3] and interp._main.direct.xcast and interp._main.direct.ycast
+    for _ in range(3):
+        x = _codes(s, r, np.uint8)
+        for name, v in _layouts(x).items():
+            (y,) = interp.run([v])
+            assert y.dtype == np.uint8 and y.shape == t, name
+            assert y.tobytes() == run_ref(model, [x])[0].tobytes(), name
+    with pytest.raises(QuantSpecError, match="must have dtype uint8"):
+        interp.run([x.view(np.int8)])
 
 
 # ---------------------------------------------------------------------------------------------

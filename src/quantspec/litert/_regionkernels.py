@@ -163,16 +163,22 @@ def _mean8(x, outer, red, inner, n, zin, m, e, zo, lo, hi, out):
 mean8 = kernel(_mean8)
 
 
-def _region(code, a8, cb):
+def _region(code, a8, cb, src, dst):
     """Run the steps of ``code`` on the byte arena ``a8``.  Row 0 of ``code`` places the region's
     constant arrays in the byte buffer ``cb``: (offset, length) of ``ip`` (int64 parameters), ``t8``
-    (int8 tables), ``tb`` (flags), ``f32`` and ``f64``, each at an offset that is a multiple of 8;
-    each later row is a step: kind, output offset and size, three inputs' offsets and sizes, and the
-    offsets of its parameters in those arrays.  Returns 0, or the row of the step whose kernel found
-    a case its plan defers (a code LiteRT fails on, a row whose reciprocal LiteRT aborts on):
-    nothing after it ran."""
+    (int8 tables), ``tb`` (flags), ``f32`` and ``f64``, each at an offset that is a multiple of 8,
+    then the arena offsets of the region's first input and first output; each later row is a step:
+    kind, output offset and size, three inputs' offsets and sizes, and the offsets of its parameters
+    in those arrays.  ``src`` (the first input's bytes, flat) is copied into the arena first and the
+    first output's bytes into ``dst`` last (a caller that places the tensors itself passes empty
+    arrays).  Returns 0, or the row of the step whose kernel found a case its plan defers (a code
+    LiteRT fails on, a row whose reciprocal LiteRT aborts on): nothing after it ran, and ``dst`` is
+    not written."""
     u8 = a8.view(np.uint8)
     h = code[0]
+    xo = np.uint64(h[10])
+    for i in range(np.uint64(src.size)):         # unsigned indices: no negative-index checks
+        a8[xo + i] = src[i]
     ip = cb[h[0]:h[0] + 8 * h[1]].view(np.int64)
     t8 = cb[h[2]:h[2] + h[3]].view(np.int8)
     tb = cb[h[4]:h[4] + h[5]].view(np.bool_)
@@ -231,6 +237,9 @@ def _region(code, a8, cb):
             if softmax8(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 4:p + 4 + ip[p + 3]],
                         ip[p + 4 + ip[p + 3]:p + 4 + 2 * ip[p + 3]], ip[p + 2], out):
                 return s
+    yo = np.uint64(h[11])
+    for i in range(np.uint64(dst.size)):
+        dst[i] = a8[yo + i]
     return 0
 
 

@@ -174,6 +174,8 @@ class _Graph:
         # a program of one region over the graph's inputs: (its compute, its outputs' order in the
         # graph's, the graph's input and output tensors); Interpreter.run calls it directly
         self.solo: tuple | None = None
+        # ... and where it reads one input and makes one output, its direct call (regions.Direct)
+        self.direct = None
         # the run loop of the fast path (:meth:`_run_program`), made from the planned steps once a run
         # has checked the plans' outputs; never for a graph whose operators keep state or run other
         # subgraphs (the program may run a graph a second time, on the loop above, when it finds a
@@ -305,7 +307,7 @@ class _Graph:
         self.program_ops = where
         # a program that is one region reading the model's inputs and making all its outputs: the
         # interpreter's run calls the region itself (Interpreter._run_solo)
-        self.solo = None
+        self.solo = self.direct = None
         if len(program) == 1 and self.fold and REGIONS:
             from . import regions
 
@@ -316,6 +318,8 @@ class _Graph:
                     and len(set(sg.outputs)) == len(sg.outputs) and set(outs) == set(sg.outputs):
                 self.solo = (region.compute, tuple(list(outs).index(i) for i in sg.outputs), tuple(sg.inputs),
                              tuple(sg.outputs))
+                if len(sg.inputs) == 1 and len(sg.outputs) == 1:
+                    self.direct = regions.direct(region, sg.inputs[0], sg.outputs[0])
         return program
 
     def _run_program(self, inputs: Sequence[np.ndarray], keep_all: bool):
@@ -334,13 +338,13 @@ class _Graph:
                     slots[out] = outs[0]
                 else:
                     if len(outs) != len(checks):
-                        self.program = self.solo = None
+                        self.program = self.solo = self.direct = None
                         self.programmable = False
                         self.blas = True
                         return None
                     for (i, shape, dtype), y in zip(checks, outs):
                         if type(y) is not np.ndarray or y.shape != shape or y.dtype != dtype:
-                            self.program = self.solo = None
+                            self.program = self.solo = self.direct = None
                             self.programmable = False
                             self.blas = True
                             return None
@@ -643,7 +647,36 @@ class Interpreter:
 
     def run(self, inputs: Any) -> list[np.ndarray]:
         """Run the model; return its outputs (fresh arrays) in the subgraph's output order."""
-        solo = self._main.solo
+        graph = self._main
+        solo = graph.solo
+        direct = graph.direct
+        if direct is not None and type(inputs) is list and len(inputs) == 1 and PLANS and jit.enabled():
+            # a program of one region over one input and one output (regions.Direct): where the input
+            # is a plain array of the model's type and shape and no other thread is inside the region,
+            # its kernel copies the caller's array in and fills a fresh output array; nothing else
+            x = inputs[0]
+            if type(x) is np.ndarray and (x.dtype is direct.dtype or x.dtype == direct.dtype) \
+                    and x.shape == direct.shape and direct.lock.acquire(False):
+                try:
+                    f = direct.flip ^ 1                 # the arena the previous run's record does not read
+                    direct.flip = f
+                    y = np.empty(direct.oshape, direct.odtype)
+                    xf, yf = x.ravel(), y.ravel()      # C-contiguous: views (x's, where it is)
+                    if direct.xcast:
+                        xf = xf.view(np.int8)
+                    if direct.ycast:
+                        yf = yf.view(np.int8)
+                    if not direct.entry(direct.code, direct.arenas[f], direct.consts, xf, yf):
+                        self._last = direct.lasts[f]
+                        return [y]
+                    # a step met a case its plan leaves to its operator's kernel: the usual path,
+                    # which raises as the kernel does
+                    solo = None
+                except BaseException:
+                    self._last = {}
+                    raise
+                finally:
+                    direct.lock.release()
         if solo is not None and type(inputs) is list and PLANS and jit.enabled():
             done = self._run_solo(solo, inputs)
             if done is not None:

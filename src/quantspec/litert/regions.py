@@ -20,6 +20,11 @@ step meets a case its plan defers to the reference kernel (an input code on whic
 SOFTMAX row LiteRT aborts on), the region raises :class:`Deopt` and the interpreter runs that call
 on its operator-by-operator loop, where the operator's kernel raises as before.  The arena is
 kept between runs for one thread at a time; another thread gets a fresh copy.
+
+Where a region is the whole program over one input and one output (a small model such as the
+bundled ``mixed.tflite``), :class:`Direct` is its call from ``Interpreter.run``: the kernel copies
+the caller's array into the arena and the output into a fresh array itself, so one inference is
+one compiled call and a few checks in Python.
 ``tests/test_litert_regions.py`` proves region and plans equal; the model tests compare both with
 LiteRT.
 """
@@ -35,7 +40,7 @@ import numpy as np
 from .._core import jit
 from . import plans as P
 
-__all__ = ["Deopt", "RegionPlan", "fuse", "MIN_STEPS", "MAX_ARENA", "MAX_TENSOR"]
+__all__ = ["Deopt", "RegionPlan", "Direct", "direct", "fuse", "MIN_STEPS", "MAX_ARENA", "MAX_TENSOR"]
 
 #: a region holds at least this many program entries (one alone gains nothing)
 MIN_STEPS = 2
@@ -47,6 +52,8 @@ MAX_ARENA = 1 << 22
 #: slower with regions, within the noise of a busy machine)
 MAX_TENSOR = 1 << 14
 _ALIGN = 16
+#: the kernel's ``x`` and ``y`` where the caller copies the region's tensors in and out itself
+_NONE = np.zeros(0, np.int8)
 
 
 class Deopt(Exception):
@@ -437,7 +444,7 @@ class RegionPlan:
         return len(self.code) - 1
 
     def _views(self, a8):
-        args = (self.code, a8, self.consts)
+        args = (self.code, a8, self.consts, _NONE, _NONE)
         ins = tuple(a8[off:off + n].view(dtype).reshape(shape) for off, n, shape, dtype in self.ext)
         outv = tuple(a8[off:off + n].view(dtype).reshape(shape) for off, n, shape, dtype in self.outs)
         return args, ins, outv
@@ -470,6 +477,53 @@ class RegionPlan:
         if entry(*args):
             raise Deopt
         return [v.copy() for v in outv]
+
+
+class Direct:
+    """A region that is a whole program over one input and one output of one-byte codes, as
+    :meth:`~quantspec.litert.interpreter.Interpreter.run` calls it with the caller's array: the
+    kernel copies the input's bytes (``x.ravel()``, a view of a C-contiguous array, else a
+    contiguous copy) into the arena and the output's into a fresh array; no Python copy, no view
+    made per call.  Two arenas take turns (the region's own and a copy), each with the record of
+    its input and output views that :meth:`get_tensor` reads, so a run never writes the arena the
+    previous run's record points to.  The region's lock guards both; a thread that finds it held
+    takes the region's fresh-arena path (:meth:`RegionPlan.compute`).
+
+    ``dtype`` / ``shape`` and ``odtype`` / ``oshape``: the input's and the output's numpy type and
+    shape; ``xcast`` / ``ycast``: whether the input's / output's type is uint8, whose bytes the
+    kernel takes as int8 (one compiled signature)."""
+
+    __slots__ = ("entry", "code", "consts", "arenas", "lasts", "flip", "lock", "dtype", "shape", "odtype", "oshape",
+                 "xcast", "ycast")
+
+    def __init__(self, region: RegionPlan, entry, input_id: int, output_id: int):
+        (off, n, shape, dtype), = region.ext
+        (yoff, yn, oshape, odtype), = region.outs
+        self.entry = entry
+        self.code, self.consts, self.lock = region.code, region.consts, region.lock
+        self.dtype, self.shape, self.odtype, self.oshape = np.dtype(dtype), tuple(shape), np.dtype(odtype), tuple(oshape)
+        self.xcast, self.ycast = self.dtype != np.int8, self.odtype != np.int8
+        self.arenas = (region.arena, region.blank.copy())
+        self.lasts = tuple({input_id: a[off:off + n].view(dtype).reshape(shape),
+                            output_id: a[yoff:yoff + yn].view(odtype).reshape(oshape)} for a in self.arenas)
+        self.flip = 0
+
+
+def direct(region: RegionPlan, input_id: int, output_id: int) -> Direct | None:
+    """The direct call of ``region`` (one input, one output), its kernel compiled (or loaded); None
+    where numba's internals are not as :func:`quantspec._core.fast._entry` expects (the dispatcher
+    would compile the kernel again for each new argument type, a read-only input's among them)."""
+    if len(region.ext) != 1 or len(region.outs) != 1:
+        return None
+    from .._core.fast import _entry
+
+    dispatcher = _k().region
+    entry = region.entry
+    if entry is None:
+        entry = region.entry = _entry(dispatcher, region.args)
+    if entry is dispatcher:
+        return None
+    return Direct(region, entry, input_id, output_id)
 
 
 def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPlan:
@@ -515,9 +569,11 @@ def _region(entries, kernels, reads, specs, template, needed_after) -> RegionPla
     rows = [row for entry, plan, rd in zip(entries, kernels, reads)
             for row in _lower(plan, rd, entry[3], where, pools, specs)]
     consts, header = pools.buffer()
-    code = np.array([header + [0] * (16 - len(header)), *rows], np.int64).reshape(len(rows) + 1, 16)
     produced = {entry[3] for entry in entries}
     outs = [(i, *where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in sorted(produced & needed_after)]
+    # the arena offsets of the first input and the first output (a direct call copies them itself)
+    header += [where[ext[0]][0] if ext else 0, outs[0][1] if outs else 0]
+    code = np.array([header + [0] * (16 - len(header)), *rows], np.int64).reshape(len(rows) + 1, 16)
     return RegionPlan(code, consts, blank, [(*where[i], tuple(specs[i].shape), _dtype(specs, i)) for i in ext],
                       [(off, n, shape, dtype) for _, off, n, shape, dtype in outs], list(kernels),
                       (ext, [o[0] for o in outs]))
