@@ -720,3 +720,25 @@ def test_fuzz_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr
+
+
+# --- the translation between specs (found by the fuzzers' equiv recipes) ------------------------
+
+@pytest.mark.parametrize("text", ["tf:FakeQuant variant=vars min=0 max=0",
+                                  "tf:FakeQuant variant=per_channel min=0,0,-1 max=0,0,2"])
+def test_fuzz_a_fake_quant_without_a_grid_is_refused_by_translate_and_equivalent(text):
+    """FakeQuant with min == max == 0 (Vars, PerChannel: TensorFlow gives 0 for every input) has no
+    grid: its zero point is NaN, and nudged() / grid() / real_range() raised a bare ValueError
+    ("cannot convert float NaN to integer"), which escaped from translate and equivalent."""
+    import quantspec
+    from quantspec.equiv import parse
+    from quantspec.errors import UnsupportedError
+
+    r = parse(text)
+    x = np.array([[1.0, -1.0, 0.5]] * 2, np.float32)
+    assert (r(x if r.variant == "per_channel" else x[0])[..., 0] == 0).all()    # the record runs
+    for call in (r.nudged, r.grid, r.real_range, lambda: quantspec.translate(r, "onnx", inputs=None),
+                 lambda: quantspec.translate(r, "litert", inputs="float16"),
+                 lambda: quantspec.equivalent(r, r, "float16")):
+        with pytest.raises(UnsupportedError, match="without a grid"):
+            call()
