@@ -991,3 +991,6 @@ TARGETS: dict[str, tuple[Callable, float]] = {
 import fuzz_equiv  # noqa: E402 - they use Case and the helpers above
 
 TARGETS.update(fuzz_equiv.TARGETS)
+import fuzz_calibrate  # noqa: E402
+
+TARGETS.update(fuzz_calibrate.TARGETS)

@@ -99,4 +99,4 @@ WITH_ORACLE = {"onnx.quantize_linear", "onnx.dequantize_linear", "onnx.pack", "t
                "tf.quantize_and_dequantize_v2/v3/v4", "tf.fake_quant_with_min_max_args",
                "tf.fake_quant_with_min_max_vars", "tf.fake_quant_with_min_max_vars_per_channel", "litert.quantize",
                "litert.dequantize", "litert.fixedpoint (multiplications)", "litert.fixedpoint (functions)",
-               "equiv.equivalent"}
+               "equiv.equivalent", "calibrate.observers", "calibrate.params"}

@@ -742,3 +742,123 @@ def test_fuzz_a_fake_quant_without_a_grid_is_refused_by_translate_and_equivalent
                  lambda: quantspec.equivalent(r, r, "float16")):
         with pytest.raises(UnsupportedError, match="without a grid"):
             call()
+
+
+# --- the calibration observers near the float32 limit (found by the fuzzers' calibrate recipes) -----
+
+_HUGE = np.array([3e38, -1.0, 2.0, 0.5], np.float32)
+_HUGE_BOTH = np.array([3e38, -3e38, 1.0, 0.0], np.float32)
+_SMALL = np.array([1.0, 2.0, -1.0, 0.5], np.float32)
+_TOP = np.array([3.3e38, 2.0, -1.0, 0.5], np.float32)
+_FULL = np.full(4, 3.4e38, np.float32)
+
+
+@pytest.mark.parametrize("make,groups,ok", [
+    # [-t, t] overflows float32: numpy (and onnxruntime) refuse "Too many bins"; numpy's overflow
+    # warning escaped before the refusal
+    (lambda C: C.EntropyObserver(num_bins=16), [[_HUGE]], False),
+    (lambda C: C.DistributionObserver(num_bins=512), [[_HUGE_BOTH]], False),
+    # a merge whose old bin width is infinite: Python's OverflowError escaped
+    (lambda C: C.PercentileObserver(num_bins=16, symmetric=False), [[_HUGE_BOTH], [_TOP]], False),
+    # the symmetric percentile's edges extended past the float32 range: numpy's "Maximum allowed
+    # size exceeded" ValueError escaped
+    (lambda C: C.PercentileObserver(num_bins=16), [[_SMALL], [_TOP]], False),
+    # |x| all equal to 3.4e38: numpy's widened range [x - 0.5, x + 0.5] is one value: "Too many bins"
+    # (quantspec returned a histogram of empty bins)
+    (lambda C: C.PercentileObserver(num_bins=16), [[_FULL]], False),
+    # a symmetric percentile range near the float32 limit: no warning, onnxruntime's result
+    (lambda C: C.PercentileObserver(num_bins=16), [[_HUGE_BOTH]], True),
+])
+def test_fuzz_histogram_observers_near_the_float32_limit(make, groups, ok, tmp_path):
+    """Histogram observers fed values near float32's largest: onnxruntime either fails (numpy's "Too
+    many bins", an OverflowError, "Maximum allowed size exceeded") -- quantspec must raise a quantspec
+    error there, not let Python's exception or numpy's overflow warning escape -- or gives a range
+    that quantspec must equal."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obs0 = make(C)
+            method = type(obs0).__name__.replace("Observer", "")
+            kw = {k: getattr(obs0, k) for k in ("num_bins", "symmetric") if hasattr(obs0, k)}
+            if method != "Percentile":
+                kw.pop("symmetric", None)
+            want = T._ort_calibrate(tmp_path, method, groups, kw)
+    except Exception:   # noqa: BLE001 - onnxruntime's refusal
+        want = None
+    assert (want is not None) == ok
+    obs = make(C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if not ok:
+            with pytest.raises(InvalidArgumentError):
+                for g in groups:
+                    for b in g:
+                        obs.update(b)
+                    obs.flush()
+                obs.range()
+            return
+        for g in groups:
+            for b in g:
+                obs.update(b)
+            obs.flush()
+        r = obs.range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+
+
+@pytest.mark.parametrize("make,groups", [
+    # the moving average of an infinite range and a finite one: inf + c * (x - inf) is NaN, and
+    # numpy's "invalid value encountered in add" escaped
+    (lambda C: C.MinMaxObserver(moving_average=True), [[np.array(np.inf, np.float32)],
+                                                       [np.array(-0.92, np.float32)]]),
+    # an empty batch: the Distribution statistics divide 0 by 0 ("invalid value encountered in
+    # scalar divide" escaped)
+    (lambda C: C.DistributionObserver(), [[np.zeros(0, np.float32)]]),
+])
+def test_fuzz_observers_print_no_numpy_warning(make, groups):
+    """Observers computing numpy's NaN the way onnxruntime does let numpy's RuntimeWarning escape."""
+    import quantspec.calibrate as C
+    from quantspec.errors import QuantSpecError
+
+    obs = make(C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            for g in groups:
+                for b in g:
+                    obs.update(b)
+                obs.flush()
+            obs.range()
+        except QuantSpecError:
+            pass
+
+
+def test_fuzz_entropy_over_a_histogram_grown_past_memory_is_refused():
+    """A second call 66,000 times wider than the first grows the entropy histogram to millions of bins;
+    its candidate distributions (about bins^2 / 4 values) would take 65 TiB: numpy's MemoryError escaped
+    (onnxruntime would loop bins^2 / 4 Python steps).  A TooLargeError is raised before allocating."""
+    import quantspec.calibrate as C
+    from quantspec.errors import TooLargeError
+
+    obs = C.EntropyObserver()
+    obs.update(np.array(0.5621489, np.float32)).flush()
+    obs.update(np.array(37200.29, np.float32)).flush()
+    with pytest.raises(TooLargeError, match="entropy"):
+        obs.range()
+
+
+@pytest.mark.parametrize("value", ["x", [1.0, 2.0], object()])
+def test_fuzz_onnx_params_refuses_a_min_real_range_that_is_not_a_number(value):
+    """``onnx_params(..., min_real_range="x")`` let numpy's ValueError (or TypeError) escape."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+
+    r = C.MinMaxObserver().update(np.array([-1.0, 2.0], np.float32)).range()
+    with pytest.raises(InvalidArgumentError, match="min_real_range"):
+        C.onnx_params(r, "uint8", min_real_range=value)
+    assert C.onnx_params(r, "uint8", min_real_range=0.5)[1].dtype == np.float32

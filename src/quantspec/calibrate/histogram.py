@@ -125,10 +125,11 @@ class HistogramObserver:
             return self
         data = self._buffer[: self._pending_size]
         lo, hi = self._call_min_max(data)
-        if self._absolute:
-            self._add_absolute(data, lo, hi)
-        else:
-            self._add_values(data, lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):    # numpy's overflow near float32's limit: the
+            if self._absolute:                                 # values are numpy's, the warnings not printed
+                self._add_absolute(data, lo, hi)
+            else:
+                self._add_values(data, lo, hi)
         self._reset_pending()
         if self._buffer.size > _KEEP_BUFFER:      # a large call's buffer is not held between calls
             self._buffer = np.empty(0, np.float32)
@@ -167,7 +168,12 @@ class HistogramObserver:
         else:
             old_num_bins = len(old_hist)
             old_stride = 2 * old_threshold / old_num_bins
-            half = int((threshold - old_threshold) // old_stride + 1)
+            grow = (threshold - old_threshold) // old_stride + 1
+            if not np.isfinite(grow):
+                raise InvalidArgumentError("batch", f"widens the histogram's range [-{old_threshold}, {old_threshold}] "
+                                           "beyond float32's (its bin width overflows: onnxruntime fails here too, "
+                                           "'cannot convert float infinity to integer')", float(threshold))
+            half = int(grow)
             new_num_bins = old_num_bins + 2 * half
             threshold = half * old_stride + old_threshold
             hist, edges = self._bin_range(data, new_num_bins, -threshold, threshold)
@@ -177,10 +183,7 @@ class HistogramObserver:
     def _bin_range(self, data, bins: int, first, last):
         """``np.histogram(stacked data, bins, range=(first, last))``: counts and float32 edges."""
         first, last = _outer_edges(first, last)
-        edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
-        if np.any(edges[:-1] >= edges[1:]):
-            raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
-                                       f"data range. Cannot create {bins} finite-sized bins.')", bins)
+        edges = _edges(first, last, bins)
         return _count_uniform(data, False, first, last, edges), edges
 
     # -- the absolute values' histogram (collect_absolute_value) -------------------------------------
@@ -196,8 +199,7 @@ class HistogramObserver:
                                            f"{amax}] is not finite'), so onnxruntime fails here too",
                                            (float(amin), float(amax)))
             first, last = _outer_edges(amin, amax)
-            edges = np.linspace(first, last, self.num_bins + 1, endpoint=True,
-                                dtype=np.result_type(first, last, np.float32)).astype(np.float32)
+            edges = _edges(first, last, self.num_bins).astype(np.float32)
             counts = _count_uniform(data, True, first, last, edges)
             self._hist = (counts, edges, min_value, max_value)
             return
@@ -205,7 +207,12 @@ class HistogramObserver:
         temp_amax = amax if amax >= 0 else np.float32(np.nan)       # np.nanmax: NaN when every value is NaN
         if temp_amax > old_edges[-1]:
             width = old_edges[1] - old_edges[0]
-            extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
+            try:
+                extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
+            except ValueError as e:     # the edges would pass float32's largest value
+                raise InvalidArgumentError("batch", f"extends the histogram's edges up to {temp_amax} by steps of "
+                                           f"{width}, which numpy cannot make (numpy: '{e}'; onnxruntime fails here "
+                                           "too)", float(temp_amax)) from None
             old_edges = np.hstack((old_edges, extra))
         edges = old_edges.astype(np.float32)
         counts = _count_edges(data, True, edges)
@@ -234,7 +241,8 @@ class HistogramObserver:
         if self.num_bins < 512:
             raise InvalidArgumentError("num_bins", "must be at least 512 for the distribution method (onnxruntime: "
                                        "'Invalid num_bins. Must be in range 512 <= num_bins.')", self.num_bins)
-        avg, std = algorithms.avg_std(hist, edges, 1 if self.scenario == "same" else 1.0 / 3.0)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # an empty histogram: 0 / 0
+            avg, std = algorithms.avg_std(hist, edges, 1 if self.scenario == "same" else 1.0 / 3.0)
         return CalibrationRange("Distribution", edges.min(), edges.max(), hist, edges, avg, std)
 
     def params(self, quant_type: str = "uint8", **options):
@@ -274,6 +282,15 @@ def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray
         fast.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),
                     -(-x.size // k.HIST_BLOCK), x.size)
     return rows.sum(axis=0)
+
+
+def _edges(first, last, bins: int) -> np.ndarray:
+    """``np.histogram``'s uniform bin edges over [first, last], refused as numpy refuses them."""
+    edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
+    if np.any(edges[:-1] >= edges[1:]):
+        raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
+                                   f"data range. Cannot create {bins} finite-sized bins.')", bins)
+    return edges
 
 
 def _outer_edges(first, last):

@@ -71,7 +71,13 @@ def onnx_params(calibrated, quant_type: str = "uint8", *, symmetric: bool = Fals
     rmin = np.minimum(rmin, np.array(0, dtype=rmin.dtype))
     rmax = np.maximum(rmax, np.array(0, dtype=rmax.dtype))
     if min_real_range is not None:
-        rmax = max(rmax, rmin + np.asarray(min_real_range, dtype=rmin.dtype))
+        try:
+            mrr = np.asarray(min_real_range, dtype=rmin.dtype)
+        except (TypeError, ValueError):
+            mrr = None
+        if mrr is None or mrr.ndim or isinstance(min_real_range, (str, bytes)):
+            raise InvalidArgumentError("min_real_range", "must be None or a number", min_real_range)
+        rmax = max(rmax, rmin + mrr)
     if symmetric:
         absmax = np.maximum(np.abs(rmin), np.abs(rmax))
         rmin, rmax = -absmax, +absmax
