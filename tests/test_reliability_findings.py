@@ -862,3 +862,25 @@ def test_fuzz_onnx_params_refuses_a_min_real_range_that_is_not_a_number(value):
     with pytest.raises(InvalidArgumentError, match="min_real_range"):
         C.onnx_params(r, "uint8", min_real_range=value)
     assert C.onnx_params(r, "uint8", min_real_range=0.5)[1].dtype == np.float32
+
+
+@pytest.mark.parametrize("lo,hi", [(-np.inf, np.inf), (-1.0, np.inf), (-np.inf, 2.0)])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_fuzz_onnx_params_of_an_infinite_range_prints_no_warning(lo, hi, symmetric):
+    """``onnx_params`` of a range with an infinite end (an observer fed inf) computed inf / inf and a
+    NaN cast as onnxruntime does, and numpy's "invalid value" RuntimeWarning escaped.  The result is
+    compute_scale_zp's."""
+    import quantspec.calibrate as C
+
+    q = refs.require("onnxruntime.quantization.quant_utils")
+    from onnx import TensorProto
+
+    rng_ = (np.array([lo], np.float32), np.array([hi], np.float32))
+    qmin, qmax = q.get_qmin_qmax_for_qType(TensorProto.UINT8, symmetric=symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z, s = q.compute_scale_zp(rng_[0], rng_[1], qmin, qmax, symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        z2, s2 = C.onnx_params(rng_, "uint8", symmetric=symmetric)
+    assert z.tobytes() == z2.tobytes() and s.tobytes() == s2.tobytes() and z.dtype == z2.dtype

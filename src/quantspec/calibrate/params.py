@@ -81,20 +81,22 @@ def onnx_params(calibrated, quant_type: str = "uint8", *, symmetric: bool = Fals
     if symmetric:
         absmax = np.maximum(np.abs(rmin), np.abs(rmax))
         rmin, rmax = -absmax, +absmax
-    dr = np.array(rmax, dtype=np.float64) - np.array(rmin, dtype=np.float64)
-    dq = np.array(qmax, dtype=np.float64) - np.array(qmin, dtype=np.float64)
-    scale = np.array(dr / dq)
+    with np.errstate(invalid="ignore"):     # inf - inf: NaN, refused below as onnxruntime's assertion does
+        dr = np.array(rmax, dtype=np.float64) - np.array(rmin, dtype=np.float64)
+        dq = np.array(qmax, dtype=np.float64) - np.array(qmin, dtype=np.float64)
+        scale = np.array(dr / dq)
     if not scale >= 0:
         raise InvalidArgumentError("calibrated", "gives a range whose width is not a number >= 0 (NaN in the range?); "
                                    "onnxruntime fails here too ('scale issue')", (float(np.ravel(rmin)[0]),
                                                                                   float(np.ravel(rmax)[0])))
     if scale < np.finfo(rmax.dtype).tiny:
         return np.array(0, dtype=qmin.dtype), np.array(1.0, dtype=rmax.dtype)
-    if symmetric:
-        zero = np.array(np.round((qmin + qmax) / np.array(2.0, dtype=np.float64)), dtype=qmin.dtype)
-    else:
-        zero = np.array(np.round(qmin - rmin / scale), dtype=qmin.dtype)
-    return zero, scale.astype(rmax.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):    # an infinite range: inf / inf, NaN cast, as numpy does
+        if symmetric:
+            zero = np.array(np.round((qmin + qmax) / np.array(2.0, dtype=np.float64)), dtype=qmin.dtype)
+        else:
+            zero = np.array(np.round(qmin - rmin / scale), dtype=qmin.dtype)
+        return zero, scale.astype(rmax.dtype)
 
 
 _E4M3 = None
