@@ -884,3 +884,17 @@ def test_fuzz_onnx_params_of_an_infinite_range_prints_no_warning(lo, hi, symmetr
         warnings.simplefilter("error")
         z2, s2 = C.onnx_params(rng_, "uint8", symmetric=symmetric)
     assert z.tobytes() == z2.tobytes() and s.tobytes() == s2.tobytes() and z.dtype == z2.dtype
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_fuzz_a_histogram_grown_past_memory_is_refused(symmetric):
+    """A call whose range is 10^38 times the first call's grows the histogram by whole bins of the first
+    call's width, to ~10^38 bins: numpy's "Maximum allowed size exceeded" ValueError escaped (from
+    linspace; from arange for the symmetric percentile), where a TooLargeError names the batch."""
+    import quantspec.calibrate as C
+    from quantspec.errors import TooLargeError
+
+    obs = C.PercentileObserver(num_bins=1, symmetric=symmetric)
+    obs.update(np.array([-1.5, -0.17, -5.7], np.float32)).flush()
+    with pytest.raises(TooLargeError, match="histogram"):
+        obs.update(np.array([-3.4e38, -1.0, 0.5], np.float32)).flush()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import fast, jit, pool
+from .._core.arrays import check_fits
 from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
 from . import algorithms
 from .minmax import _quiet, as_batch
@@ -207,6 +208,10 @@ class HistogramObserver:
         temp_amax = amax if amax >= 0 else np.float32(np.nan)       # np.nanmax: NaN when every value is NaN
         if temp_amax > old_edges[-1]:
             width = old_edges[1] - old_edges[0]
+            more = (temp_amax - old_edges[-1]) / width
+            if np.isfinite(more):
+                check_fits((int(more) + len(old_edges) + 2,), 4 + 8, "batch", "the histogram (its edges extended to "
+                           f"{temp_amax} by steps of {width})")
             try:
                 extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
             except ValueError as e:     # the edges would pass float32's largest value
@@ -286,6 +291,8 @@ def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray
 
 def _edges(first, last, bins: int) -> np.ndarray:
     """``np.histogram``'s uniform bin edges over [first, last], refused as numpy refuses them."""
+    check_fits((bins + 1,), 4 + 8, "batch", f"the histogram ({bins} bins: its range grown by a later call, by "
+               "whole bins of the first call's width)")
     edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
     if np.any(edges[:-1] >= edges[1:]):
         raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
