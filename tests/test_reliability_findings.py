@@ -898,3 +898,26 @@ def test_fuzz_a_histogram_grown_past_memory_is_refused(symmetric):
     obs.update(np.array([-1.5, -0.17, -5.7], np.float32)).flush()
     with pytest.raises(TooLargeError, match="histogram"):
         obs.update(np.array([-3.4e38, -1.0, 0.5], np.float32)).flush()
+
+
+def test_fuzz_symmetric_percentile_of_an_empty_first_call_is_onnxruntimes(tmp_path):
+    """An empty batch in the first call: numpy's histogram of no values bins [0, 1], and onnxruntime's
+    symmetric percentile gives the range (-0.0, 0.0); quantspec refused it ("holds NaN or inf values").
+    An empty later call fails in onnxruntime (np.nanmax of no values): quantspec refuses it."""
+    import quantspec.calibrate as C
+    from quantspec.errors import ShapeError
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    empty = np.zeros((2, 0), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = T._ort_calibrate(tmp_path, "Percentile", [[empty]], {"num_bins": 16})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = C.PercentileObserver(num_bins=16).update(empty).range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+    obs = C.PercentileObserver(num_bins=16).update(empty).flush()
+    with pytest.raises(ShapeError, match="at least one value"):
+        obs.update(empty).flush()

@@ -192,7 +192,9 @@ class HistogramObserver:
         amin, amax = self._pending_amin, self._pending_amax          # over the non-NaN |x|
         nan = self._pending_count < data.size
         if self._hist is None:
-            if nan:                   # numpy's min / max of the stacked values propagate NaN
+            if data.size == 0:        # numpy's automatic range of no values: [0, 1]
+                amin, amax = np.float32(0.0), np.float32(1.0)
+            elif nan:                 # numpy's min / max of the stacked values propagate NaN
                 amin = amax = np.float32(np.nan)
             if not (np.isfinite(amin) and np.isfinite(amax)):
                 raise InvalidArgumentError("batch", f"holds NaN or inf values: the symmetric percentile histogram "
@@ -205,6 +207,10 @@ class HistogramObserver:
             self._hist = (counts, edges, min_value, max_value)
             return
         old_hist, old_edges, old_min, old_max = self._hist
+        if data.size == 0:
+            raise ShapeError("batch", "must hold at least one value in a later call of the symmetric percentile method "
+                             "(onnxruntime takes np.nanmax of the call's values, which fails on none: 'zero-size "
+                             "array to reduction operation fmax which has no identity')", data.shape)
         temp_amax = amax if amax >= 0 else np.float32(np.nan)       # np.nanmax: NaN when every value is NaN
         if temp_amax > old_edges[-1]:
             width = old_edges[1] - old_edges[0]
@@ -235,6 +241,10 @@ class HistogramObserver:
 
     def range(self) -> CalibrationRange:
         """The calibrated range (and histogram / statistics) as onnxruntime's ``compute_data()``."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # an empty histogram: 0 / 0
+            return self._range()
+
+    def _range(self) -> CalibrationRange:
         hist, edges = self.histogram()
         lo, hi = self._hist[2], self._hist[3]
         if self.method == "entropy":
@@ -246,8 +256,7 @@ class HistogramObserver:
         if self.num_bins < 512:
             raise InvalidArgumentError("num_bins", "must be at least 512 for the distribution method (onnxruntime: "
                                        "'Invalid num_bins. Must be in range 512 <= num_bins.')", self.num_bins)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # an empty histogram: 0 / 0
-            avg, std = algorithms.avg_std(hist, edges, 1 if self.scenario == "same" else 1.0 / 3.0)
+        avg, std = algorithms.avg_std(hist, edges, 1 if self.scenario == "same" else 1.0 / 3.0)
         return CalibrationRange("Distribution", edges.min(), edges.max(), hist, edges, avg, std)
 
     def params(self, quant_type: str = "uint8", **options):
