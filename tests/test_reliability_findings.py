@@ -921,3 +921,25 @@ def test_fuzz_symmetric_percentile_of_an_empty_first_call_is_onnxruntimes(tmp_pa
     obs = C.PercentileObserver(num_bins=16).update(empty).flush()
     with pytest.raises(ShapeError, match="at least one value"):
         obs.update(empty).flush()
+
+
+@pytest.mark.parametrize("num_bins", [128, 16, 3, 1])
+def test_fuzz_entropy_with_one_quantized_bin_is_onnxruntimes(num_bins, tmp_path):
+    """``EntropyObserver(num_quantized_bins=1)`` was refused ("must be between 2 and ..."), where
+    onnxruntime's entropy search runs (its candidates start at width 1): the range must be its."""
+    import quantspec.calibrate as C
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    rng = np.random.default_rng(7)
+    data = [[rng.normal(0, 2, (6,)).astype(np.float32), rng.standard_cauchy(6).astype(np.float32)]]
+    kw = {"num_bins": num_bins, "num_quantized_bins": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = T._ort_calibrate(tmp_path, "Entropy", data, kw)
+    obs = C.EntropyObserver(**kw)
+    for b in data[0]:
+        obs.update(b)
+    r = obs.range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()

@@ -103,6 +103,8 @@ def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int
     zero = num_bins // 2
     half_q = num_quantized_bins // 2
     count = zero - half_q + 1
+    if half_q < 1 and count >= 1:     # one quantized bin: the candidates start at width 1 (the numpy path)
+        return entropy_threshold_reference(hist, edges, min_value, max_value, num_quantized_bins)
     if count < 1 or half_q < 1:
         raise InvalidArgumentError("num_quantized_bins", f"must be between 2 and about the number of bins ({num_bins}) "
                                    "for the entropy method", num_quantized_bins)
