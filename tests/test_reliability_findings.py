@@ -943,3 +943,15 @@ def test_fuzz_entropy_with_one_quantized_bin_is_onnxruntimes(num_bins, tmp_path)
     r = obs.range()
     lo, hi = want.range_value
     assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+
+
+def test_fuzz_calibration_range_of_no_value_prints():
+    """``repr`` of a CalibrationRange holding empty arrays raised IndexError (``as_floats`` read
+    element 0); ``as_floats`` now raises a ShapeError and ``repr`` shows the arrays."""
+    import quantspec.calibrate as C
+    from quantspec.errors import ShapeError
+
+    r = C.CalibrationRange("entropy", np.zeros(0, np.float32), np.zeros(0, np.float32))
+    assert "CalibrationRange(entropy" in repr(r)
+    with pytest.raises(ShapeError):
+        r.as_floats()
