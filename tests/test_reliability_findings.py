@@ -955,3 +955,16 @@ def test_fuzz_calibration_range_of_no_value_prints():
     assert "CalibrationRange(entropy" in repr(r)
     with pytest.raises(ShapeError):
         r.as_floats()
+
+
+@pytest.mark.parametrize("lo,hi", [(np.zeros(0, np.float32), np.zeros(0, np.float32)),
+                                   (np.array([-1.0, -2.0], np.float32), np.array([1.0, 2.0], np.float32)),
+                                   (np.array([-1], np.int32), np.array([2], np.int32))])
+def test_fuzz_onnx_params_refuses_a_range_that_is_not_one_float(lo, hi):
+    """``onnx_params`` of a range of no values or of several let numpy's "truth value of an array is
+    ambiguous" ValueError escape; an integer range, numpy's finfo ValueError."""
+    import quantspec.calibrate as C
+    from quantspec.errors import QuantSpecError
+
+    with pytest.raises(QuantSpecError, match="calibrated"):
+        C.onnx_params((lo, hi), "uint8")

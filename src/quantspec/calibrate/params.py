@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from ..dtypes import qtype
-from ..errors import InvalidArgumentError, UnsupportedError
+from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .ranges import CalibrationRange
 
 __all__ = ["onnx_params", "float8_params", "QRANGES"]
@@ -63,6 +63,12 @@ def onnx_params(calibrated, quant_type: str = "uint8", *, symmetric: bool = Fals
                                        calibrated) from None
     rmin = rmin if hasattr(rmin, "dtype") else np.float32(rmin)
     rmax = rmax if hasattr(rmax, "dtype") else np.float32(rmax)
+    for name_, v in (("rmin", rmin), ("rmax", rmax)):
+        if np.size(v) != 1:
+            raise ShapeError("calibrated", f"must give one {name_} value (a per-tensor range)", np.shape(v))
+        if np.dtype(v.dtype).kind != "f":
+            raise DTypeError("calibrated", f"must give a floating-point {name_} (onnxruntime reads its dtype's "
+                             "smallest normal number)", str(v.dtype))
     name = qtype(quant_type, "quant_type").name
     if name not in QRANGES:
         raise UnsupportedError("quant_type", "must be one of " + ", ".join(QRANGES) + " (onnxruntime: 'Only INT8, "
