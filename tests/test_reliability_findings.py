@@ -968,3 +968,22 @@ def test_fuzz_onnx_params_refuses_a_range_that_is_not_one_float(lo, hi):
 
     with pytest.raises(QuantSpecError, match="calibrated"):
         C.onnx_params((lo, hi), "uint8")
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_fuzz_warmup_refuses_a_process_count_below_one(value, capsys):
+    """``quantspec warmup --processes 0`` (or -1) started a full warmup (minutes) on one process
+    per core, or one process, instead of refusing the count: exit status 2 and one error line,
+    at once."""
+    from quantspec.warmup import warmup
+    from quantspec.errors import InvalidArgumentError
+
+    t0 = time.perf_counter()
+    try:
+        code = main(["warmup", "--processes", value, "--spec", "equiv"])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2 and time.perf_counter() - t0 < 5
+    assert "error: argument --processes: must be a positive integer" in capsys.readouterr().err
+    with pytest.raises(InvalidArgumentError, match="processes"):
+        warmup(("equiv",), int(value))
