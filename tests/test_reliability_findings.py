@@ -987,3 +987,22 @@ def test_fuzz_warmup_refuses_a_process_count_below_one(value, capsys):
     assert "error: argument --processes: must be a positive integer" in capsys.readouterr().err
     with pytest.raises(InvalidArgumentError, match="processes"):
         warmup(("equiv",), int(value))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_fuzz_percentile_of_one_bin_is_refused_as_onnxruntime_fails(symmetric, tmp_path):
+    """A one-bin percentile histogram: onnxruntime's calibrator fails (its result tuple holds
+    ``hist[:2]``, one element short: it raises while formatting its own TypeError), and quantspec
+    returned a range.  It now refuses, where a later call has not grown the histogram."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    data = [[np.array([0.945], np.float32)]]
+    with pytest.raises(Exception):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            T._ort_calibrate(tmp_path, "Percentile", data, {"num_bins": 1, "symmetric": symmetric})
+    with pytest.raises(InvalidArgumentError, match="num_bins"):
+        C.PercentileObserver(num_bins=1, symmetric=symmetric).update(data[0][0]).range()

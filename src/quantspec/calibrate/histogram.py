@@ -251,6 +251,10 @@ class HistogramObserver:
             low, high = algorithms.entropy_threshold(hist, edges, lo, hi, self.num_quantized_bins)
             return CalibrationRange("Entropy", low, high, hist, edges)
         if self.method == "percentile":
+            if hist.size < 2:
+                raise InvalidArgumentError("num_bins", "must give a histogram of at least 2 bins for the percentile "
+                                           "method (onnxruntime's result holds hist[0] and hist[1]: with one bin its "
+                                           "calibrator fails, 'Unexpected tuple ... it has 3 elements')", hist.size)
             low, high = algorithms.percentile_threshold(hist, edges, lo, hi, self.percentile, self.symmetric)
             return CalibrationRange("Percentile", low, high, hist, edges)
         if self.num_bins < 512:
