@@ -25,7 +25,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fuzz_support as F
-from fuzz_api import Case, _pick, _rare, _rng
+from fuzz_api import Case, _pick, _rare, _rng, _short
 
 _METHODS = ("MinMax", "Entropy", "Percentile", "Distribution", "TFLite")
 
@@ -214,7 +214,7 @@ def calibrate_observer(draw) -> Case:
         return out
 
     what = (f"calibrate {method}({kw}); groups of batches "
-            + str([[F_short(b) for b in g] for g in groups]) + f"; params {qts} x {pkws}")
+            + str([[_short(b) for b in g] for g in groups]) + f"; params {qts} x {pkws}")
     if not oracle:
         return Case(call, what)
 
@@ -255,12 +255,6 @@ def calibrate_observer(draw) -> Case:
         return True
 
     return Case(call, what, run_oracle, same, refusals_match=True)
-
-
-def F_short(v) -> str:
-    from fuzz_api import _short
-
-    return _short(v)
 
 
 def calibrate_params(draw) -> Case:

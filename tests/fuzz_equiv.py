@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fuzz_support as F
-from fuzz_api import Case, _pick, _rare, _rng
+from fuzz_api import Case, _pick, _rare, _rng, _short
 
 #: bit widths up to which a record is translated (16-bit codes take seconds each: too slow to draw)
 _RANGES = ((-6.0, 6.0), (-1.3, 2.7), (0.0, 5.0), (-1.0, 1.0), (0.5, 2.7), (-3.0, 0.0), (-100.0, 250.0),
@@ -332,7 +332,7 @@ def _same_diff(x):
     return same
 
 
-def _second(draw, a, text):
+def _second(draw, a):
     """``b`` for ``equivalent(a, b)``: another drawn record of a's kind, or a's translation."""
     from quantspec.equiv import translate
 
@@ -359,7 +359,7 @@ def equiv_equivalent(draw) -> Case:
     rng = _rng(draw)
     text = spec_string(draw, wild=0.3)
     a = _parsed(text)
-    b = _second(draw, a, text) if a is not None else None
+    b = _second(draw, a) if a is not None else None
     if a is None or b is None or _rare(draw, 0.04):
         # a wrong argument: not a record, a string, None
         bad_a = a if a is not None else _pick(draw, (text, None, 3))
@@ -377,7 +377,7 @@ def equiv_equivalent(draw) -> Case:
         inputs = _pick(draw, ("float64", None, True, np.zeros(3, np.int64), "codes", "x"))
     if sub is not None:
         kw["subrange"] = sub
-    what = f"equivalent(parse({a.spec_string()!r}), parse({b.spec_string()!r}), {F_short(inputs)}, **{kw})"
+    what = f"equivalent(parse({a.spec_string()!r}), parse({b.spec_string()!r}), {_short(inputs)}, **{kw})"
 
     def call():
         return equivalent(a, b, inputs, **kw)
@@ -393,12 +393,6 @@ def equiv_equivalent(draw) -> Case:
 
         same = _same_diff(x)
     return Case(call, what, oracle, same, False, check=_report_check)
-
-
-def F_short(v) -> str:
-    from fuzz_api import _short
-
-    return _short(v)
 
 
 def _oracle_faithful(rec) -> bool:
@@ -456,7 +450,7 @@ def equiv_translate(draw) -> Case:
         str(t)
         t.to_dict()
 
-    return Case(lambda: translate(source, to, inputs=inputs), f"translate({source!r}, {to!r}, inputs={F_short(inputs)})",
+    return Case(lambda: translate(source, to, inputs=inputs), f"translate({source!r}, {to!r}, inputs={_short(inputs)})",
                 check=check)
 
 
