@@ -314,7 +314,8 @@ def test_fuzz_command_line(tmp_path_factory):
         if argv[0] == "warmup":
             assert code == 2, f"warmup with a bad argument did not fail: {what}"
         if code == 0 and argv[0] == "example" and "-h" not in argv and "--help" not in argv:
-            where = d / (argv[1] if len(argv) > 1 else ".")
+            named = [a for a in argv[1:] if not a.startswith("-")]
+            where = d / (named[-1] if named else ".")
             assert (where / "model.tflite").is_file() and (where / "weights.npy").is_file(), what
         left = set(os.listdir(d)) - before
         assert not any(n.endswith(".tmp") for n in left), f"a temporary file is left: {left}: {what}"
