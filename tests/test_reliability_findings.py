@@ -1006,3 +1006,20 @@ def test_fuzz_percentile_of_one_bin_is_refused_as_onnxruntime_fails(symmetric, t
             T._ort_calibrate(tmp_path, "Percentile", data, {"num_bins": 1, "symmetric": symmetric})
     with pytest.raises(InvalidArgumentError, match="num_bins"):
         C.PercentileObserver(num_bins=1, symmetric=symmetric).update(data[0][0]).range()
+
+
+def test_fuzz_convert_with_an_option_missing_its_value_prints_one_error_line(tmp_path, capsys, monkeypatch):
+    """``quantspec convert x.npy out --format -- compressed-tensors``: the pre-parser that finds SRC
+    printed its own usage and "__main__.py: error: ..." line before the converter's: two error lines
+    (found by the command-line fuzzer)."""
+    np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(["convert", "x.npy", "out.onnx", "--scheme", "mxfp4", "--format", "--", "compressed-tensors",
+                     "--quiet"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2
+    errors = [ln for ln in err.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith("quantspec convert: error:"), err
