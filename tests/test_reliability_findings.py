@@ -1023,3 +1023,20 @@ def test_fuzz_convert_with_an_option_missing_its_value_prints_one_error_line(tmp
     assert code == 2
     errors = [ln for ln in err.splitlines() if ": error:" in ln]
     assert len(errors) == 1 and errors[0].startswith("quantspec convert: error:"), err
+
+
+@pytest.mark.parametrize("text", ["tf:Dequantize T=qint8 min=-1.42 max=inf mode=MIN_FIRST",
+                                  "tf:QuantizeV2 T=qint8 min=-1.42 max=inf mode=MIN_FIRST"])
+def test_fuzz_translate_of_an_infinite_range_is_refused(text):
+    """``quantspec equiv --from "tf:Dequantize ... max=inf" --to onnx``: the source's grid has a NaN
+    zero, and translate raised "cannot convert float NaN to integer" (a traceback from the command)."""
+    import quantspec
+    from quantspec.equiv import parse
+    from quantspec.errors import QuantSpecError
+
+    try:
+        rec = parse(text)
+    except QuantSpecError:
+        return                       # refused when the record is made: nothing to translate
+    with pytest.raises(QuantSpecError):
+        quantspec.translate(rec, "onnx", inputs=None)
