@@ -990,3 +990,11 @@ TARGETS: dict[str, tuple[Callable, float]] = {
     "litert.fixedpoint (multiplications)": (fixedpoint_multiply, 1.5),
     "litert.fixedpoint (functions)": (fixedpoint_functions, 1.5),
 }
+
+# the translation between specs (quantspec.equiv) and the calibrators have their own recipe modules
+import fuzz_equiv  # noqa: E402 - they use Case and the helpers above
+
+TARGETS.update(fuzz_equiv.TARGETS)
+import fuzz_calibrate  # noqa: E402
+
+TARGETS.update(fuzz_calibrate.TARGETS)

@@ -41,10 +41,13 @@ def _litert(task: dict) -> Any:
     from ai_edge_litert import interpreter as L
 
     data = Path(task["path"]).read_bytes()
-    # loading: stock LiteRT's kernels (every operator version it has); running: the reference kernels
+    # loading: stock LiteRT's kernels (every operator version it has); running: the reference kernels,
+    # or the resolver ``task["resolver"]`` names (BUILTIN_WITHOUT_DEFAULT_DELEGATES, AUTO: with XNNPACK)
     resolver = L.OpResolverType.BUILTIN_REF if task.get("run") else L.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    if task.get("resolver"):
+        resolver = getattr(L.OpResolverType, task["resolver"])
     try:
-        it = L.Interpreter(model_content=data, experimental_op_resolver_type=resolver)
+        it = L.Interpreter(model_content=data, experimental_op_resolver_type=resolver, num_threads=1)
     except Exception as e:  # noqa: BLE001
         return {"stage": "load", "error": str(e)}
     if not task.get("run"):

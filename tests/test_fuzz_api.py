@@ -73,6 +73,11 @@ def test_fuzz_public_function(name):
         refs.require("tensorflow")
     elif name in ("litert.quantize", "litert.dequantize"):
         refs.require("ai_edge_litert.interpreter")
+    elif name == "equiv.equivalent":
+        for runtime in ("tensorflow", "onnx", "onnxruntime", "ai_edge_litert.interpreter"):
+            refs.require(runtime)
+    elif name.startswith("calibrate."):
+        refs.require("onnxruntime")
 
     stats = STATS.setdefault(name, {})
 
@@ -93,4 +98,5 @@ def test_fuzz_public_function(name):
 WITH_ORACLE = {"onnx.quantize_linear", "onnx.dequantize_linear", "onnx.pack", "tf.quantize", "tf.dequantize",
                "tf.quantize_and_dequantize_v2/v3/v4", "tf.fake_quant_with_min_max_args",
                "tf.fake_quant_with_min_max_vars", "tf.fake_quant_with_min_max_vars_per_channel", "litert.quantize",
-               "litert.dequantize", "litert.fixedpoint (multiplications)", "litert.fixedpoint (functions)"}
+               "litert.dequantize", "litert.fixedpoint (multiplications)", "litert.fixedpoint (functions)",
+               "equiv.equivalent", "calibrate.observers", "calibrate.params"}

@@ -1,6 +1,9 @@
 """Fuzzing of the ``quantspec`` command: hypothesis draws a command (quantize / dequantize of each
-spec, check of a .tflite or .onnx, run, audit, convert and verify of a checkpoint) with options from a vocabulary of valid and invalid values, and input files that
-are valid, damaged, missing or of the wrong kind.  The outcome rule for a command line:
+spec, check of a .tflite or .onnx, run -- with --kernels reference | optimized | xnnpack and --resolver,
+with and without --compare-litert --, audit, convert and verify of a checkpoint, equiv --from / --to
+over float16 or bfloat16 inputs (never the default float32 domain: a minute), example DIR, and warmup
+with bad arguments only, which must fail at once) with options from a vocabulary of valid and
+invalid values, and input files that are valid, damaged, missing or of the wrong kind.  The outcome rule for a command line:
 
 - the exit status is 0, 1 (``check`` found violations, ``run --compare-litert`` found a difference)
   or 2 (bad input); never a traceback;
@@ -148,7 +151,8 @@ def _onnx_seeds():
 
 @st.composite
 def command_lines(draw):
-    cmd = draw(st.sampled_from(["quantize", "dequantize", "check", "run", "convert", "verify", "audit"]))
+    cmd = draw(st.sampled_from(["quantize", "dequantize", "check", "run", "convert", "verify", "audit", "run",
+                                "equiv", "equiv", "example", "warmup"]))
     if cmd in ("quantize", "dequantize"):
         spec = draw(st.sampled_from(["onnx", "tf", "litert"]))
         argv = [cmd, draw(st.sampled_from(_INPUTS)), draw(st.sampled_from(_OUTPUTS)), "--spec", spec]
@@ -187,7 +191,7 @@ def command_lines(draw):
             argv.append("--params-from-dst")
         if F.chance(draw, 0.3):
             argv.append("--json")
-    else:
+    elif cmd == "run":
         argv = ["run", draw(st.sampled_from(["model.tflite", "model.tflite", "x.npy"]))]
         if F.chance(draw, 0.8):
             argv += ["--random", draw(st.sampled_from(["0", "7", "-1", "x"]))]
@@ -199,9 +203,64 @@ def command_lines(draw):
             argv += ["--output", draw(st.sampled_from(_OUTPUTS))]
         if F.chance(draw, 0.2):
             argv += ["--sum-semantics", draw(st.sampled_from(["correct", "reference", "x"]))]
-    if F.chance(draw, 0.03):
+        if F.chance(draw, 0.4):
+            argv += ["--kernels", draw(st.sampled_from(["reference", "optimized", "xnnpack", "optimized", "xnnpack",
+                                                        "x"]))]
+        if F.chance(draw, 0.3):
+            argv += ["--resolver", draw(st.sampled_from(["reference", "optimized", "default", "x"]))]
+    elif cmd == "equiv":
+        argv = ["equiv", "--from", _equiv_source(draw), "--to", _equiv_target(draw)]
+        argv += ["--inputs", draw(st.sampled_from(["float16", "bfloat16", "float16", "x"]))]   # never float32: minutes
+        if F.chance(draw, 0.4):
+            argv.append("--json")
+        if F.chance(draw, 0.05):
+            argv.remove(draw(st.sampled_from(["--from", "--to"])))
+    elif cmd == "example":
+        argv = ["example"] + draw(st.sampled_from([["out"], ["out"], ["."], ["x.npy"], ["nodir/deeper"], []]))
+    else:   # warmup: only with bad arguments (it must fail at once; a real warmup takes minutes)
+        argv = ["warmup"] + draw(st.sampled_from([["--spec", "x"], ["--processes", "x"], ["--processes", "0"],
+                                                  ["--processes", "-1"], ["--processes", "1.5"], ["--spec"],
+                                                  ["--spec", "onnx", "--processes", "x"], ["--bogus"]]))
+    if F.chance(draw, 0.03) and cmd != "warmup":
         argv.insert(draw(st.integers(1, len(argv))), draw(st.sampled_from(["--bogus", "-h", "--help", "--", "-"])))
     return argv, draw(st.integers(0, 2 ** 32 - 1))
+
+
+def _equiv_source(draw) -> str:
+    """A drawn ``--from`` string (fuzz_equiv's records, sometimes broken), never one whose translation
+    or comparison is slow: codes wider than 8 bits are translated in seconds, every 32-bit code of a
+    dequantizer compared in minutes."""
+    import fuzz_api  # noqa: F401 - imported first: it imports fuzz_equiv to register its recipes
+    import fuzz_equiv
+
+    text = fuzz_equiv.spec_string(draw, wild=0.5)
+    rec = fuzz_equiv._parsed(text)
+    if rec is not None and fuzz_equiv._bits(rec) > 8:
+        text = fuzz_equiv._break(draw, text)
+        rec = fuzz_equiv._parsed(text)
+        if rec is not None and fuzz_equiv._bits(rec) > 8:
+            text = "tf:QuantizeV2 min=-1 max=1 T=" + draw(st.sampled_from(["x", "qint32"]))
+    elif F.chance(draw, 0.2):
+        text = fuzz_equiv._break(draw, text)
+        rec = fuzz_equiv._parsed(text)
+        if rec is not None and fuzz_equiv._bits(rec) > 8:
+            text = "onnx:QuantizeLinear scale=x"
+    return text
+
+
+def _equiv_target(draw) -> str:
+    """A drawn ``--to``: a spec or SPEC:OP with fixed fields (a translation), or a complete 8-bit record
+    (a comparison)."""
+    import fuzz_api  # noqa: F401 - imported first: it imports fuzz_equiv to register its recipes
+    import fuzz_equiv
+
+    if F.chance(draw, 0.3):
+        for _ in range(3):
+            text = fuzz_equiv.spec_string(draw, wild=0.3)
+            rec = fuzz_equiv._parsed(text)
+            if rec is None or fuzz_equiv._bits(rec) <= 8:
+                return text
+    return draw(st.sampled_from([t for t in fuzz_equiv._TARGETS] + ["x", "onnx:Foo", "onnx opset=x", ""]))
 
 
 def run_cli(argv, d):
@@ -230,7 +289,7 @@ def test_fuzz_command_line(tmp_path_factory):
     base = tmp_path_factory.mktemp("cli")
     counts = {0: 0, 1: 0, 2: 0}
 
-    @F.fuzz_settings(6.0)
+    @F.fuzz_settings(7.0)   # 350 in CI: the commands added later (equiv, example, warmup) keep the others at ~300
     @seed(F.SEED)
     @given(command_lines())
     def run(example):
@@ -251,7 +310,13 @@ def test_fuzz_command_line(tmp_path_factory):
             assert len(errors) == 1, f"status 2 with {len(errors)} error lines: {what}"
             assert errors[0].startswith(f"quantspec {argv[0]}: error:"), what
         if code == 1:
-            assert argv[0] in ("check", "run", "verify", "audit"), what
+            assert argv[0] in ("check", "run", "verify", "audit", "equiv"), what
+        if argv[0] == "warmup":
+            assert code == 2, f"warmup with a bad argument did not fail: {what}"
+        if code == 0 and argv[0] == "example" and "-h" not in argv and "--help" not in argv:
+            named = [a for a in argv[1:] if not a.startswith("-")]
+            where = d / (named[-1] if named else ".")
+            assert (where / "model.tflite").is_file() and (where / "weights.npy").is_file(), what
         left = set(os.listdir(d)) - before
         assert not any(n.endswith(".tmp") for n in left), f"a temporary file is left: {left}: {what}"
         if code == 0 and argv[0] in ("quantize", "dequantize") and "-h" not in argv and "--help" not in argv:

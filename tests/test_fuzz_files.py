@@ -12,7 +12,9 @@
   ModelError or a report); LiteRT (in the worker) is the oracle: quantspec refuses, with a message
   naming LiteRT's flatbuffer verifier, exactly the files LiteRT's verifier refuses; a file quantspec
   calls conformant LiteRT loads; and where both interpreters run the model, the outputs are the same
-  bytes.
+  bytes -- with the reference kernels against LiteRT's BUILTIN_REF resolver, and on half of the
+  conformant models also ``kernels="optimized"`` against BUILTIN_WITHOUT_DEFAULT_DELEGATES or
+  ``kernels="xnnpack"`` against the default resolver with XNNPACK.
 
 ``QUANTSPEC_FUZZ_EXAMPLES`` scales every count (fuzz_support)."""
 
@@ -209,6 +211,9 @@ def test_fuzz_damaged_models_against_litert(name, tmp_path, worker):
     path = tmp_path / f"damaged{fmt.suffix}"
     stats = {"refused": 0, "verifier": 0, "conformant": 0, "ran": 0}
     stats["files"] = max(20, int(200 * F.SCALE))
+    for mode in MODE_RESOLVER:
+        stats.update({mode: 0, f"{mode} refused": 0, f"{mode} not run by LiteRT": 0})
+    mode_rng = random.Random(f"{F.SEED}-{name}-modes")
     for i, (seed_name, data) in enumerate(_model_mutants(fmt, stats["files"])):
         path.write_bytes(data)
         what = f"mutant {i} of {seed_name} ({len(data)} bytes)"
@@ -232,6 +237,9 @@ def test_fuzz_damaged_models_against_litert(name, tmp_path, worker):
                                                      f"({litert['error']}): {what}"
         # both interpreters on the same inputs
         inputs = random_inputs(model, i)
+        mode = mode_rng.choice(("optimized", "xnnpack", None, None))
+        if mode is not None:      # a share of the models also in another kernel mode, against its resolver
+            _check_mode(worker, model, path, inputs, mode, tmp_path, what, stats)
         ours = F.outcome(lambda: Interpreter(model, sum_semantics="reference").run(inputs), what + " run")
         if not ours.ok:
             continue
@@ -244,3 +252,30 @@ def test_fuzz_damaged_models_against_litert(name, tmp_path, worker):
         assert theirs["outputs"] == _digest(list(ours.value)), f"outputs differ from LiteRT's: {what}"
     print(f"{fmt.name}: {stats}")
     assert stats["refused"] and stats["conformant"], stats   # both kinds of file occur
+    if stats["files"] >= 200:
+        assert all(stats[m] for m in MODE_RESOLVER), f"a kernel mode was never compared with LiteRT: {stats}"
+
+
+#: quantspec's kernel modes besides the reference one -> the LiteRT resolver that runs them
+MODE_RESOLVER = {"optimized": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "xnnpack": "AUTO"}
+
+
+def _check_mode(worker, model, path, inputs, mode, tmp_path, what, stats):
+    """``Interpreter(model, kernels=mode)`` against LiteRT's resolver of that mode (single-threaded): a
+    quantspec error, or outputs of the same bytes where LiteRT runs the model (the rule of the
+    reference run above: a model LiteRT's resolver does not run is not compared)."""
+    from quantspec.litert import Interpreter
+
+    what = f"{what} (kernels={mode!r} against LiteRT's {MODE_RESOLVER[mode]})"
+    ours = F.outcome(lambda: Interpreter(model, kernels=mode).run(inputs), what)
+    if not ours.ok:
+        stats[f"{mode} refused"] += 1
+        return
+    np.savez(tmp_path / "in.npz", *inputs)
+    theirs = _litert(worker, {"kind": "litert", "path": str(path), "run": True, "resolver": MODE_RESOLVER[mode],
+                              "inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / "out.npz")}, what)
+    if theirs["stage"] != "ran":
+        stats[f"{mode} not run by LiteRT"] += 1
+        return
+    stats[mode] += 1
+    assert theirs["outputs"] == _digest(list(ours.value)), f"outputs differ from LiteRT's: {what}"

@@ -819,3 +819,323 @@ def test_f4_run_random_inputs_larger_than_memory(tmp_path, capsys):
     assert main(["run", str(path), "--random", "7"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("quantspec run: error:") and "--random" in err[0] and "elements" in err[0], err
+
+
+# --- the translation between specs (found by the fuzzers' equiv recipes) ------------------------
+
+@pytest.mark.parametrize("text", ["tf:FakeQuant variant=vars min=0 max=0",
+                                  "tf:FakeQuant variant=per_channel min=0,0,-1 max=0,0,2"])
+def test_fuzz_a_fake_quant_without_a_grid_is_refused_by_translate_and_equivalent(text):
+    """FakeQuant with min == max == 0 (Vars, PerChannel: TensorFlow gives 0 for every input) has no
+    grid: its zero point is NaN, and nudged() / grid() / real_range() raised a bare ValueError
+    ("cannot convert float NaN to integer"), which escaped from translate and equivalent."""
+    import quantspec
+    from quantspec.equiv import parse
+    from quantspec.errors import UnsupportedError
+
+    r = parse(text)
+    x = np.array([[1.0, -1.0, 0.5]] * 2, np.float32)
+    assert (r(x if r.variant == "per_channel" else x[0])[..., 0] == 0).all()    # the record runs
+    for call in (r.nudged, r.grid, r.real_range, lambda: quantspec.translate(r, "onnx", inputs=None),
+                 lambda: quantspec.translate(r, "litert", inputs="float16"),
+                 lambda: quantspec.equivalent(r, r, "float16")):
+        with pytest.raises(UnsupportedError, match="without a grid"):
+            call()
+
+
+# --- the calibration observers near the float32 limit (found by the fuzzers' calibrate recipes) -----
+
+_HUGE = np.array([3e38, -1.0, 2.0, 0.5], np.float32)
+_HUGE_BOTH = np.array([3e38, -3e38, 1.0, 0.0], np.float32)
+_SMALL = np.array([1.0, 2.0, -1.0, 0.5], np.float32)
+_TOP = np.array([3.3e38, 2.0, -1.0, 0.5], np.float32)
+_FULL = np.full(4, 3.4e38, np.float32)
+
+
+@pytest.mark.parametrize("make,groups,ok", [
+    # [-t, t] overflows float32: numpy (and onnxruntime) refuse "Too many bins"; numpy's overflow
+    # warning escaped before the refusal
+    (lambda C: C.EntropyObserver(num_bins=16), [[_HUGE]], False),
+    (lambda C: C.DistributionObserver(num_bins=512), [[_HUGE_BOTH]], False),
+    # a merge whose old bin width is infinite: Python's OverflowError escaped
+    (lambda C: C.PercentileObserver(num_bins=16, symmetric=False), [[_HUGE_BOTH], [_TOP]], False),
+    # the symmetric percentile's edges extended past the float32 range: numpy's "Maximum allowed
+    # size exceeded" ValueError escaped
+    (lambda C: C.PercentileObserver(num_bins=16), [[_SMALL], [_TOP]], False),
+    # |x| all equal to 3.4e38: numpy's widened range [x - 0.5, x + 0.5] is one value: "Too many bins"
+    # (quantspec returned a histogram of empty bins)
+    (lambda C: C.PercentileObserver(num_bins=16), [[_FULL]], False),
+    # a symmetric percentile range near the float32 limit: no warning, onnxruntime's result
+    (lambda C: C.PercentileObserver(num_bins=16), [[_HUGE_BOTH]], True),
+])
+def test_fuzz_histogram_observers_near_the_float32_limit(make, groups, ok, tmp_path):
+    """Histogram observers fed values near float32's largest: onnxruntime either fails (numpy's "Too
+    many bins", an OverflowError, "Maximum allowed size exceeded") -- quantspec must raise a quantspec
+    error there, not let Python's exception or numpy's overflow warning escape -- or gives a range
+    that quantspec must equal."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obs0 = make(C)
+            method = type(obs0).__name__.replace("Observer", "")
+            kw = {k: getattr(obs0, k) for k in ("num_bins", "symmetric") if hasattr(obs0, k)}
+            if method != "Percentile":
+                kw.pop("symmetric", None)
+            want = T._ort_calibrate(tmp_path, method, groups, kw)
+    except Exception:   # noqa: BLE001 - onnxruntime's refusal
+        want = None
+    assert (want is not None) == ok
+    obs = make(C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if not ok:
+            with pytest.raises(InvalidArgumentError):
+                for g in groups:
+                    for b in g:
+                        obs.update(b)
+                    obs.flush()
+                obs.range()
+            return
+        for g in groups:
+            for b in g:
+                obs.update(b)
+            obs.flush()
+        r = obs.range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+
+
+@pytest.mark.parametrize("make,groups", [
+    # the moving average of an infinite range and a finite one: inf + c * (x - inf) is NaN, and
+    # numpy's "invalid value encountered in add" escaped
+    (lambda C: C.MinMaxObserver(moving_average=True), [[np.array(np.inf, np.float32)],
+                                                       [np.array(-0.92, np.float32)]]),
+    # an empty batch: the Distribution statistics divide 0 by 0 ("invalid value encountered in
+    # scalar divide" escaped)
+    (lambda C: C.DistributionObserver(), [[np.zeros(0, np.float32)]]),
+])
+def test_fuzz_observers_print_no_numpy_warning(make, groups):
+    """Observers computing numpy's NaN the way onnxruntime does let numpy's RuntimeWarning escape."""
+    import quantspec.calibrate as C
+    from quantspec.errors import QuantSpecError
+
+    obs = make(C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            for g in groups:
+                for b in g:
+                    obs.update(b)
+                obs.flush()
+            obs.range()
+        except QuantSpecError:
+            pass
+
+
+def test_fuzz_entropy_over_a_histogram_grown_past_memory_is_refused():
+    """A second call 66,000 times wider than the first grows the entropy histogram to millions of bins;
+    its candidate distributions (about bins^2 / 4 values) would take 65 TiB: numpy's MemoryError escaped
+    (onnxruntime would loop bins^2 / 4 Python steps).  A TooLargeError is raised before allocating."""
+    import quantspec.calibrate as C
+    from quantspec.errors import TooLargeError
+
+    obs = C.EntropyObserver()
+    obs.update(np.array(0.5621489, np.float32)).flush()
+    obs.update(np.array(37200.29, np.float32)).flush()
+    with pytest.raises(TooLargeError, match="entropy"):
+        obs.range()
+
+
+@pytest.mark.parametrize("value", ["x", [1.0, 2.0], object()])
+def test_fuzz_onnx_params_refuses_a_min_real_range_that_is_not_a_number(value):
+    """``onnx_params(..., min_real_range="x")`` let numpy's ValueError (or TypeError) escape."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+
+    r = C.MinMaxObserver().update(np.array([-1.0, 2.0], np.float32)).range()
+    with pytest.raises(InvalidArgumentError, match="min_real_range"):
+        C.onnx_params(r, "uint8", min_real_range=value)
+    assert C.onnx_params(r, "uint8", min_real_range=0.5)[1].dtype == np.float32
+
+
+@pytest.mark.parametrize("lo,hi", [(-np.inf, np.inf), (-1.0, np.inf), (-np.inf, 2.0)])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_fuzz_onnx_params_of_an_infinite_range_prints_no_warning(lo, hi, symmetric):
+    """``onnx_params`` of a range with an infinite end (an observer fed inf) computed inf / inf and a
+    NaN cast as onnxruntime does, and numpy's "invalid value" RuntimeWarning escaped.  The result is
+    compute_scale_zp's."""
+    import quantspec.calibrate as C
+
+    q = refs.require("onnxruntime.quantization.quant_utils")
+    from onnx import TensorProto
+
+    rng_ = (np.array([lo], np.float32), np.array([hi], np.float32))
+    qmin, qmax = q.get_qmin_qmax_for_qType(TensorProto.UINT8, symmetric=symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z, s = q.compute_scale_zp(rng_[0], rng_[1], qmin, qmax, symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        z2, s2 = C.onnx_params(rng_, "uint8", symmetric=symmetric)
+    assert z.tobytes() == z2.tobytes() and s.tobytes() == s2.tobytes() and z.dtype == z2.dtype
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_fuzz_a_histogram_grown_past_memory_is_refused(symmetric):
+    """A call whose range is 10^38 times the first call's grows the histogram by whole bins of the first
+    call's width, to ~10^38 bins: numpy's "Maximum allowed size exceeded" ValueError escaped (from
+    linspace; from arange for the symmetric percentile), where a TooLargeError names the batch."""
+    import quantspec.calibrate as C
+    from quantspec.errors import TooLargeError
+
+    obs = C.PercentileObserver(num_bins=1, symmetric=symmetric)
+    obs.update(np.array([-1.5, -0.17, -5.7], np.float32)).flush()
+    with pytest.raises(TooLargeError, match="histogram"):
+        obs.update(np.array([-3.4e38, -1.0, 0.5], np.float32)).flush()
+
+
+def test_fuzz_symmetric_percentile_of_an_empty_first_call_is_onnxruntimes(tmp_path):
+    """An empty batch in the first call: numpy's histogram of no values bins [0, 1], and onnxruntime's
+    symmetric percentile gives the range (-0.0, 0.0); quantspec refused it ("holds NaN or inf values").
+    An empty later call fails in onnxruntime (np.nanmax of no values): quantspec refuses it."""
+    import quantspec.calibrate as C
+    from quantspec.errors import ShapeError
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    empty = np.zeros((2, 0), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = T._ort_calibrate(tmp_path, "Percentile", [[empty]], {"num_bins": 16})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = C.PercentileObserver(num_bins=16).update(empty).range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+    obs = C.PercentileObserver(num_bins=16).update(empty).flush()
+    with pytest.raises(ShapeError, match="at least one value"):
+        obs.update(empty).flush()
+
+
+@pytest.mark.parametrize("num_bins", [128, 16, 3, 1])
+def test_fuzz_entropy_with_one_quantized_bin_is_onnxruntimes(num_bins, tmp_path):
+    """``EntropyObserver(num_quantized_bins=1)`` was refused ("must be between 2 and ..."), where
+    onnxruntime's entropy search runs (its candidates start at width 1): the range must be its."""
+    import quantspec.calibrate as C
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    rng = np.random.default_rng(7)
+    data = [[rng.normal(0, 2, (6,)).astype(np.float32), rng.standard_cauchy(6).astype(np.float32)]]
+    kw = {"num_bins": num_bins, "num_quantized_bins": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = T._ort_calibrate(tmp_path, "Entropy", data, kw)
+    obs = C.EntropyObserver(**kw)
+    for b in data[0]:
+        obs.update(b)
+    r = obs.range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+
+
+def test_fuzz_calibration_range_of_no_value_prints():
+    """``repr`` of a CalibrationRange holding empty arrays raised IndexError (``as_floats`` read
+    element 0); ``as_floats`` now raises a ShapeError and ``repr`` shows the arrays."""
+    import quantspec.calibrate as C
+    from quantspec.errors import ShapeError
+
+    r = C.CalibrationRange("entropy", np.zeros(0, np.float32), np.zeros(0, np.float32))
+    assert "CalibrationRange(entropy" in repr(r)
+    with pytest.raises(ShapeError):
+        r.as_floats()
+
+
+@pytest.mark.parametrize("lo,hi", [(np.zeros(0, np.float32), np.zeros(0, np.float32)),
+                                   (np.array([-1.0, -2.0], np.float32), np.array([1.0, 2.0], np.float32)),
+                                   (np.array([-1], np.int32), np.array([2], np.int32))])
+def test_fuzz_onnx_params_refuses_a_range_that_is_not_one_float(lo, hi):
+    """``onnx_params`` of a range of no values or of several let numpy's "truth value of an array is
+    ambiguous" ValueError escape; an integer range, numpy's finfo ValueError."""
+    import quantspec.calibrate as C
+    from quantspec.errors import QuantSpecError
+
+    with pytest.raises(QuantSpecError, match="calibrated"):
+        C.onnx_params((lo, hi), "uint8")
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_fuzz_warmup_refuses_a_process_count_below_one(value, capsys):
+    """``quantspec warmup --processes 0`` (or -1) started a full warmup (minutes) on one process
+    per core, or one process, instead of refusing the count: exit status 2 and one error line,
+    at once."""
+    from quantspec.warmup import warmup
+    from quantspec.errors import InvalidArgumentError
+
+    t0 = time.perf_counter()
+    try:
+        code = main(["warmup", "--processes", value, "--spec", "equiv"])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2 and time.perf_counter() - t0 < 5
+    assert "error: argument --processes: must be a positive integer" in capsys.readouterr().err
+    with pytest.raises(InvalidArgumentError, match="processes"):
+        warmup(("equiv",), int(value))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_fuzz_percentile_of_one_bin_is_refused_as_onnxruntime_fails(symmetric, tmp_path):
+    """A one-bin percentile histogram: onnxruntime's calibrator fails (its result tuple holds
+    ``hist[:2]``, one element short: it raises while formatting its own TypeError), and quantspec
+    returned a range.  It now refuses, where a later call has not grown the histogram."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    data = [[np.array([0.945], np.float32)]]
+    with pytest.raises(Exception):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            T._ort_calibrate(tmp_path, "Percentile", data, {"num_bins": 1, "symmetric": symmetric})
+    with pytest.raises(InvalidArgumentError, match="num_bins"):
+        C.PercentileObserver(num_bins=1, symmetric=symmetric).update(data[0][0]).range()
+
+
+def test_fuzz_convert_with_an_option_missing_its_value_prints_one_error_line(tmp_path, capsys, monkeypatch):
+    """``quantspec convert x.npy out --format -- compressed-tensors``: the pre-parser that finds SRC
+    printed its own usage and "__main__.py: error: ..." line before the converter's: two error lines
+    (found by the command-line fuzzer)."""
+    np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(["convert", "x.npy", "out.onnx", "--scheme", "mxfp4", "--format", "--", "compressed-tensors",
+                     "--quiet"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2
+    errors = [ln for ln in err.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith("quantspec convert: error:"), err
+
+
+@pytest.mark.parametrize("text", ["tf:Dequantize T=qint8 min=-1.42 max=inf mode=MIN_FIRST",
+                                  "tf:QuantizeV2 T=qint8 min=-1.42 max=inf mode=MIN_FIRST"])
+def test_fuzz_translate_of_an_infinite_range_is_refused(text):
+    """``quantspec equiv --from "tf:Dequantize ... max=inf" --to onnx``: the source's grid has a NaN
+    zero, and translate raised "cannot convert float NaN to integer" (a traceback from the command)."""
+    import quantspec
+    from quantspec.equiv import parse
+    from quantspec.errors import QuantSpecError
+
+    try:
+        rec = parse(text)
+    except QuantSpecError:
+        return                       # refused when the record is made: nothing to translate
+    with pytest.raises(QuantSpecError):
+        quantspec.translate(rec, "onnx", inputs=None)

@@ -255,7 +255,10 @@ def warmup(specs=GROUPS, processes: int | None = None, out=sys.stderr) -> int:
     """Compile (or load from the cache) every kernel of ``specs``, in ``processes`` processes (one
     per core by default); the number of kernels."""
     from ._core import jit
+    from .errors import InvalidArgumentError
 
+    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
+        raise InvalidArgumentError("processes", "must be None (one per core) or a positive integer", processes)
     if not jit.enabled():
         print("quantspec warmup: the fast path is off (QUANTSPEC_FAST or numba missing): nothing to compile",
               file=out)
@@ -288,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only this spec's kernels, or those of calibrate, checkpoint or equiv (repeatable)")
     parser.add_argument("--processes", type=int, default=None, help="processes to compile in (default: one per core)")
     args = parser.parse_args(argv)
+    if args.processes is not None and args.processes < 1:
+        parser.error(f"argument --processes: must be a positive integer (got {args.processes})")
     from ._core import jit
 
     specs = tuple(args.spec or GROUPS)

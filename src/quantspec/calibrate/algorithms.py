@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 
+from .._core.arrays import check_fits
 from ..errors import InvalidArgumentError
 
 __all__ = ["percentile_threshold", "entropy_threshold", "entropy_threshold_reference", "avg_std", "smooth",
@@ -102,12 +103,16 @@ def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int
     zero = num_bins // 2
     half_q = num_quantized_bins // 2
     count = zero - half_q + 1
+    if half_q < 1 and count >= 1:     # one quantized bin: the candidates start at width 1 (the numpy path)
+        return entropy_threshold_reference(hist, edges, min_value, max_value, num_quantized_bins)
     if count < 1 or half_q < 1:
         raise InvalidArgumentError("num_quantized_bins", f"must be between 2 and about the number of bins ({num_bins}) "
                                    "for the entropy method", num_quantized_bins)
     widths = np.array([min(zero + i + 1, num_bins) - (zero - i) for i in range(half_q, zero + 1)], np.int64)
     offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
     size = int(offsets[-1])
+    check_fits((size,), 4 * 4, "batch", f"the entropy method's candidate distributions (a histogram of {num_bins} "
+               "bins, grown from the first call's range by the later calls')")
     pk, qk, ratio = np.empty(size, np.float32), np.empty(size, np.float32), np.ones(size, np.float32)
     state = np.zeros(count, np.int64)
     k.entropy_prepare(np.ascontiguousarray(hist, np.int64), zero, half_q, num_quantized_bins, offsets, pk, qk, ratio,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import fast, jit, pool
+from .._core.arrays import check_fits
 from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
 from . import algorithms
 from .minmax import _quiet, as_batch
@@ -125,10 +126,11 @@ class HistogramObserver:
             return self
         data = self._buffer[: self._pending_size]
         lo, hi = self._call_min_max(data)
-        if self._absolute:
-            self._add_absolute(data, lo, hi)
-        else:
-            self._add_values(data, lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):    # numpy's overflow near float32's limit: the
+            if self._absolute:                                 # values are numpy's, the warnings not printed
+                self._add_absolute(data, lo, hi)
+            else:
+                self._add_values(data, lo, hi)
         self._reset_pending()
         if self._buffer.size > _KEEP_BUFFER:      # a large call's buffer is not held between calls
             self._buffer = np.empty(0, np.float32)
@@ -167,7 +169,12 @@ class HistogramObserver:
         else:
             old_num_bins = len(old_hist)
             old_stride = 2 * old_threshold / old_num_bins
-            half = int((threshold - old_threshold) // old_stride + 1)
+            grow = (threshold - old_threshold) // old_stride + 1
+            if not np.isfinite(grow):
+                raise InvalidArgumentError("batch", f"widens the histogram's range [-{old_threshold}, {old_threshold}] "
+                                           "beyond float32's (its bin width overflows: onnxruntime fails here too, "
+                                           "'cannot convert float infinity to integer')", float(threshold))
+            half = int(grow)
             new_num_bins = old_num_bins + 2 * half
             threshold = half * old_stride + old_threshold
             hist, edges = self._bin_range(data, new_num_bins, -threshold, threshold)
@@ -177,10 +184,7 @@ class HistogramObserver:
     def _bin_range(self, data, bins: int, first, last):
         """``np.histogram(stacked data, bins, range=(first, last))``: counts and float32 edges."""
         first, last = _outer_edges(first, last)
-        edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
-        if np.any(edges[:-1] >= edges[1:]):
-            raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
-                                       f"data range. Cannot create {bins} finite-sized bins.')", bins)
+        edges = _edges(first, last, bins)
         return _count_uniform(data, False, first, last, edges), edges
 
     # -- the absolute values' histogram (collect_absolute_value) -------------------------------------
@@ -188,7 +192,9 @@ class HistogramObserver:
         amin, amax = self._pending_amin, self._pending_amax          # over the non-NaN |x|
         nan = self._pending_count < data.size
         if self._hist is None:
-            if nan:                   # numpy's min / max of the stacked values propagate NaN
+            if data.size == 0:        # numpy's automatic range of no values: [0, 1]
+                amin, amax = np.float32(0.0), np.float32(1.0)
+            elif nan:                 # numpy's min / max of the stacked values propagate NaN
                 amin = amax = np.float32(np.nan)
             if not (np.isfinite(amin) and np.isfinite(amax)):
                 raise InvalidArgumentError("batch", f"holds NaN or inf values: the symmetric percentile histogram "
@@ -196,16 +202,28 @@ class HistogramObserver:
                                            f"{amax}] is not finite'), so onnxruntime fails here too",
                                            (float(amin), float(amax)))
             first, last = _outer_edges(amin, amax)
-            edges = np.linspace(first, last, self.num_bins + 1, endpoint=True,
-                                dtype=np.result_type(first, last, np.float32)).astype(np.float32)
+            edges = _edges(first, last, self.num_bins).astype(np.float32)
             counts = _count_uniform(data, True, first, last, edges)
             self._hist = (counts, edges, min_value, max_value)
             return
         old_hist, old_edges, old_min, old_max = self._hist
+        if data.size == 0:
+            raise ShapeError("batch", "must hold at least one value in a later call of the symmetric percentile method "
+                             "(onnxruntime takes np.nanmax of the call's values, which fails on none: 'zero-size "
+                             "array to reduction operation fmax which has no identity')", data.shape)
         temp_amax = amax if amax >= 0 else np.float32(np.nan)       # np.nanmax: NaN when every value is NaN
         if temp_amax > old_edges[-1]:
             width = old_edges[1] - old_edges[0]
-            extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
+            more = (temp_amax - old_edges[-1]) / width
+            if np.isfinite(more):
+                check_fits((int(more) + len(old_edges) + 2,), 4 + 8, "batch", "the histogram (its edges extended to "
+                           f"{temp_amax} by steps of {width})")
+            try:
+                extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
+            except ValueError as e:     # the edges would pass float32's largest value
+                raise InvalidArgumentError("batch", f"extends the histogram's edges up to {temp_amax} by steps of "
+                                           f"{width}, which numpy cannot make (numpy: '{e}'; onnxruntime fails here "
+                                           "too)", float(temp_amax)) from None
             old_edges = np.hstack((old_edges, extra))
         edges = old_edges.astype(np.float32)
         counts = _count_edges(data, True, edges)
@@ -223,12 +241,20 @@ class HistogramObserver:
 
     def range(self) -> CalibrationRange:
         """The calibrated range (and histogram / statistics) as onnxruntime's ``compute_data()``."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # an empty histogram: 0 / 0
+            return self._range()
+
+    def _range(self) -> CalibrationRange:
         hist, edges = self.histogram()
         lo, hi = self._hist[2], self._hist[3]
         if self.method == "entropy":
             low, high = algorithms.entropy_threshold(hist, edges, lo, hi, self.num_quantized_bins)
             return CalibrationRange("Entropy", low, high, hist, edges)
         if self.method == "percentile":
+            if hist.size < 2:
+                raise InvalidArgumentError("num_bins", "must give a histogram of at least 2 bins for the percentile "
+                                           "method (onnxruntime's result holds hist[0] and hist[1]: with one bin its "
+                                           "calibrator fails, 'Unexpected tuple ... it has 3 elements')", hist.size)
             low, high = algorithms.percentile_threshold(hist, edges, lo, hi, self.percentile, self.symmetric)
             return CalibrationRange("Percentile", low, high, hist, edges)
         if self.num_bins < 512:
@@ -274,6 +300,17 @@ def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray
         fast.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),
                     -(-x.size // k.HIST_BLOCK), x.size)
     return rows.sum(axis=0)
+
+
+def _edges(first, last, bins: int) -> np.ndarray:
+    """``np.histogram``'s uniform bin edges over [first, last], refused as numpy refuses them."""
+    check_fits((bins + 1,), 4 + 8, "batch", f"the histogram ({bins} bins: its range grown by a later call, by "
+               "whole bins of the first call's width)")
+    edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
+    if np.any(edges[:-1] >= edges[1:]):
+        raise InvalidArgumentError("num_bins", f"is too large for the data's range (numpy: 'Too many bins for "
+                                   f"data range. Cannot create {bins} finite-sized bins.')", bins)
+    return edges
 
 
 def _outer_edges(first, last):

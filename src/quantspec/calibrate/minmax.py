@@ -89,7 +89,7 @@ class MinMaxObserver:
         into the range so far."""
         if not self._mins:
             return self
-        with np.errstate(invalid="ignore"), _quiet():
+        with np.errstate(over="ignore", invalid="ignore"), _quiet():
             if self.moving_average:
                 lo, hi = np.nanmean(self._mins, axis=0), np.nanmean(self._maxs, axis=0)
             else:
@@ -104,7 +104,8 @@ class MinMaxObserver:
             old_lo, old_hi = self._range
             if self.moving_average:
                 c = self.averaging_constant
-                self._range = (old_lo + c * (lo - old_lo), old_hi + c * (hi - old_hi))
+                with np.errstate(over="ignore", invalid="ignore"):     # inf - inf: NaN, as numpy gives it
+                    self._range = (old_lo + c * (lo - old_lo), old_hi + c * (hi - old_hi))
             else:
                 self._range = (_python_min(old_lo, lo), _python_max(old_hi, hi))
         return self

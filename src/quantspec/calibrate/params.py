@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from ..dtypes import qtype
-from ..errors import InvalidArgumentError, UnsupportedError
+from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .ranges import CalibrationRange
 
 __all__ = ["onnx_params", "float8_params", "QRANGES"]
@@ -63,6 +63,12 @@ def onnx_params(calibrated, quant_type: str = "uint8", *, symmetric: bool = Fals
                                        calibrated) from None
     rmin = rmin if hasattr(rmin, "dtype") else np.float32(rmin)
     rmax = rmax if hasattr(rmax, "dtype") else np.float32(rmax)
+    for name_, v in (("rmin", rmin), ("rmax", rmax)):
+        if np.size(v) != 1:
+            raise ShapeError("calibrated", f"must give one {name_} value (a per-tensor range)", np.shape(v))
+        if np.dtype(v.dtype).kind != "f":
+            raise DTypeError("calibrated", f"must give a floating-point {name_} (onnxruntime reads its dtype's "
+                             "smallest normal number)", str(v.dtype))
     name = qtype(quant_type, "quant_type").name
     if name not in QRANGES:
         raise UnsupportedError("quant_type", "must be one of " + ", ".join(QRANGES) + " (onnxruntime: 'Only INT8, "
@@ -71,24 +77,32 @@ def onnx_params(calibrated, quant_type: str = "uint8", *, symmetric: bool = Fals
     rmin = np.minimum(rmin, np.array(0, dtype=rmin.dtype))
     rmax = np.maximum(rmax, np.array(0, dtype=rmax.dtype))
     if min_real_range is not None:
-        rmax = max(rmax, rmin + np.asarray(min_real_range, dtype=rmin.dtype))
+        try:
+            mrr = np.asarray(min_real_range, dtype=rmin.dtype)
+        except (TypeError, ValueError):
+            mrr = None
+        if mrr is None or mrr.ndim or isinstance(min_real_range, (str, bytes)):
+            raise InvalidArgumentError("min_real_range", "must be None or a number", min_real_range)
+        rmax = max(rmax, rmin + mrr)
     if symmetric:
         absmax = np.maximum(np.abs(rmin), np.abs(rmax))
         rmin, rmax = -absmax, +absmax
-    dr = np.array(rmax, dtype=np.float64) - np.array(rmin, dtype=np.float64)
-    dq = np.array(qmax, dtype=np.float64) - np.array(qmin, dtype=np.float64)
-    scale = np.array(dr / dq)
+    with np.errstate(invalid="ignore"):     # inf - inf: NaN, refused below as onnxruntime's assertion does
+        dr = np.array(rmax, dtype=np.float64) - np.array(rmin, dtype=np.float64)
+        dq = np.array(qmax, dtype=np.float64) - np.array(qmin, dtype=np.float64)
+        scale = np.array(dr / dq)
     if not scale >= 0:
         raise InvalidArgumentError("calibrated", "gives a range whose width is not a number >= 0 (NaN in the range?); "
                                    "onnxruntime fails here too ('scale issue')", (float(np.ravel(rmin)[0]),
                                                                                   float(np.ravel(rmax)[0])))
     if scale < np.finfo(rmax.dtype).tiny:
         return np.array(0, dtype=qmin.dtype), np.array(1.0, dtype=rmax.dtype)
-    if symmetric:
-        zero = np.array(np.round((qmin + qmax) / np.array(2.0, dtype=np.float64)), dtype=qmin.dtype)
-    else:
-        zero = np.array(np.round(qmin - rmin / scale), dtype=qmin.dtype)
-    return zero, scale.astype(rmax.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):    # an infinite range: inf / inf, NaN cast, as numpy does
+        if symmetric:
+            zero = np.array(np.round((qmin + qmax) / np.array(2.0, dtype=np.float64)), dtype=qmin.dtype)
+        else:
+            zero = np.array(np.round(qmin - rmin / scale), dtype=qmin.dtype)
+        return zero, scale.astype(rmax.dtype)
 
 
 _E4M3 = None

@@ -31,9 +31,18 @@ class CalibrationRange:
         return self.lowest, self.highest
 
     def as_floats(self) -> tuple[float, float]:
-        return float(np.asarray(self.lowest).reshape(-1)[0]), float(np.asarray(self.highest).reshape(-1)[0])
+        lo, hi = np.asarray(self.lowest).reshape(-1), np.asarray(self.highest).reshape(-1)
+        if lo.size != 1 or hi.size != 1:
+            from ..errors import ShapeError
+
+            raise ShapeError("lowest", "must hold one value (and highest too) to be read as two floats",
+                             (lo.shape, hi.shape))
+        return float(lo[0]), float(hi[0])
 
     def __repr__(self) -> str:
-        lo, hi = self.as_floats()
+        if np.size(self.lowest) == 1 and np.size(self.highest) == 1:
+            lo, hi = self.as_floats()
+        else:
+            lo, hi = self.lowest, self.highest
         extra = "" if self.hist is None else f", {self.hist.size} bins"
         return f"CalibrationRange({self.method}: [{lo!r}, {hi!r}]{extra})"

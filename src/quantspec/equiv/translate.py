@@ -412,6 +412,15 @@ def _bound(source) -> float:
 def _translate_channel(source, spec: str, key: str, fixed: dict, converter_record, generator):
     made: list[tuple[Any, str, tuple]] = []
     errors: list[Exception] = []
+    try:
+        step, zero = source.grid()
+    except QuantSpecError:
+        raise
+    except (ZeroDivisionError, ValueError, OverflowError):     # a zero or NaN scale (an infinite range)
+        step, zero = math.nan, math.nan
+    if not (math.isfinite(step) and math.isfinite(zero) and step > 0):
+        raise UnsupportedError("source", f"has no finite grid (step {step}, zero {zero}: an infinite or NaN range): "
+                               "no record of another spec expresses it", source.spec_string())
     for make, rule, k in generator(source, fixed):
         try:
             made.append((make(), rule, k))

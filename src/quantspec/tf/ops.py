@@ -344,9 +344,16 @@ class FakeQuantOp(QuantizerRecord):
         """``(nudged_min, nudged_max, scale, zero_point)`` of the first channel, as the kernel computes
         them (float32 values; the zero point an integer of ``quant_range``)."""
         p = self._plan
+        if bool(p.zero[0]) or not np.isfinite(p.quant_zero[0]):
+            self._no_grid()
         quant_min = self.quant_range[0]
         return (float(p.nudged_min[0]), float(p.nudged_max[0]), float(p.scale[0]),
                 int(p.quant_zero[0]) + quant_min)
+
+    def _no_grid(self):
+        raise UnsupportedError("min", "gives a FakeQuant without a grid (min == max == 0: every output is 0, or "
+                               "a scale that is not a positive finite number): it has no codes to compare",
+                               (self.min, self.max))
 
     def real_range(self) -> tuple[float, float]:
         nmin, nmax, _, _ = self.nudged()
@@ -358,10 +365,8 @@ class FakeQuantOp(QuantizerRecord):
 
     def decode(self) -> tuple[float, int]:
         _, _, scale, zp = self.nudged()
-        if bool(self._plan.zero[0]) or not scale > 0 or not np.isfinite(scale):
-            raise UnsupportedError("min", "gives a FakeQuant without a grid (min == max == 0: every output is 0, or "
-                                   "a scale that is not a positive finite number): it has no codes to compare",
-                                   (self.min, self.max))
+        if not scale > 0 or not np.isfinite(scale):
+            self._no_grid()
         return scale, zp
 
     def spec_string(self) -> str:

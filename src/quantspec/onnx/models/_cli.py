@@ -128,16 +128,28 @@ _CHECKPOINT_SUFFIXES = (".safetensors", ".npz", ".npy", ".json")
 
 
 def _source_argument(argv: Sequence[str]) -> str | None:
-    """The first positional argument (SRC), skipping options and their values."""
-    pre = argparse.ArgumentParser(add_help=False)
+    """The first positional argument (SRC), skipping options and their values; None where the command
+    line does not parse (the converter's own parser then reports it, once)."""
+    pre = _SilentParser(add_help=False)
     pre.add_argument("src", nargs="?")
     for opt in _VALUE_OPTIONS:
         pre.add_argument(opt, action="append")
     try:
         known, _ = pre.parse_known_args(list(argv))
-    except SystemExit:
+    except (_PreParseError, SystemExit):
         return None
     return known.src
+
+
+class _PreParseError(Exception):
+    pass
+
+
+class _SilentParser(argparse.ArgumentParser):
+    """A parser that prints nothing on a usage error (argparse would print its usage and an error line)."""
+
+    def error(self, message):
+        raise _PreParseError(message)
 
 
 def is_onnx_source(path: str) -> bool:
