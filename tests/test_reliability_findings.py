@@ -1139,3 +1139,30 @@ def test_fuzz_translate_of_an_infinite_range_is_refused(text):
         return                       # refused when the record is made: nothing to translate
     with pytest.raises(QuantSpecError):
         quantspec.translate(rec, "onnx", inputs=None)
+
+
+@pytest.mark.parametrize("extra", [{}, {"moving_average": True}, {"symmetric": True}])
+def test_fuzz_minmax_of_empty_batches_is_onnxruntimes(extra, tmp_path):
+    """An empty batch was refused by MinMaxObserver (ShapeError: 'onnxruntime's ReduceMin has no
+    value'); onnxruntime's ReduceMin / ReduceMax of no value are +inf / -inf, and its calibrator
+    goes on from there: the ranges must be its, byte for byte."""
+    import quantspec.calibrate as C
+    import test_calibrate as T
+
+    refs.require("onnxruntime")
+    empty = np.zeros((3, 0), np.float32)
+    for groups in ([[empty]], [[empty, empty]], [[empty], [empty, empty]]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = T._ort_calibrate(tmp_path, "MinMax", groups, extra)
+        obs = C.MinMaxObserver(**extra)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for group in groups:
+                for b in group:
+                    obs.update(b)
+                obs.flush()
+            r = obs.range()
+        lo, hi = want.range_value
+        assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes(), \
+            (groups, extra, want.range_value, r)

@@ -6,7 +6,8 @@
 
 - per batch (one inference), the minimum and maximum of the tensor as onnxruntime's ``ReduceMin`` /
   ``ReduceMax`` compute them (:func:`quantspec.calibrate._kernels.ort_min_max`: a NaN counts or not
-  depending on where it is, as in onnxruntime);
+  depending on where it is, as in onnxruntime; an empty batch gives their identities, ``+inf`` and
+  ``-inf``);
 - per ``collect_data`` call (:meth:`MinMaxObserver.flush`; :meth:`range` flushes), ``np.nanmin`` /
   ``np.nanmax`` over the batches, or ``np.nanmean`` with ``moving_average``; ``symmetric``:
   ``(-m, m)`` with ``m = nanmax(|min|, |max|)``;
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import jit
-from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
+from ..errors import DTypeError, InvalidArgumentError, UnsupportedError
 from .ranges import CalibrationRange
 
 __all__ = ["MinMaxObserver", "TFLiteMinMaxObserver", "as_batch"]
@@ -76,10 +77,10 @@ class MinMaxObserver:
     def update(self, batch) -> MinMaxObserver:
         """One batch: the tensor's values in one inference."""
         x = as_batch(batch)
-        if x.size == 0:
-            raise ShapeError("batch", "must hold at least one value (onnxruntime's ReduceMin has no value for an "
-                             "empty tensor)", np.shape(batch))
-        mn, mx = ort_min_max(x)
+        if x.size == 0:      # onnxruntime's ReduceMin / ReduceMax of no value: their identities
+            mn, mx = np.float32(np.inf), np.float32(-np.inf)
+        else:
+            mn, mx = ort_min_max(x)
         self._mins.append(np.array([mn], np.float32))
         self._maxs.append(np.array([mx], np.float32))
         return self
