@@ -1166,3 +1166,25 @@ def test_fuzz_minmax_of_empty_batches_is_onnxruntimes(extra, tmp_path):
         lo, hi = want.range_value
         assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes(), \
             (groups, extra, want.range_value, r)
+
+
+def test_f6_reference_short_blocked_axis_of_an_empty_tensor():
+    """compat="reference": onnx.reference expands a blocked scale by np.repeat then np.take of x's
+    length, and numpy's take checks no index when its result is empty, so a blocked scale whose
+    blocked axis is too short (even empty) is accepted for an empty x (another axis of length 0) and
+    refused otherwise (found by a 20000-example fuzz run)."""
+    import ml_dtypes
+
+    import quantspec.onnx as O
+
+    outcomes = set()
+    for x_shape, s_shape in [((0, 5, 2), (0, 5, 0)), ((0, 5, 9), (0, 5, 1)), ((0, 5, 8), (0, 5, 2)),
+                             ((1, 5, 9), (1, 5, 1)), ((1, 5, 8), (1, 5, 2)), ((2, 0, 6), (2, 0, 1))]:
+        x = np.zeros(x_shape, np.int32)
+        scale = np.full(s_shape, 0.5, np.float32)
+        zp = np.zeros(s_shape, ml_dtypes.uint4)
+        outcomes.add(_same_as_onnx_reference(
+            "QuantizeLinear", lambda x=x, scale=scale, zp=zp: O.quantize_linear(x, scale, zp, axis=2, block_size=4,
+                                                                               compat="reference"),
+            x, scale, zp, axis=2, block_size=4))
+    assert outcomes == {"refused", "equal"}
