@@ -182,10 +182,24 @@ def safetensors_reader(path: Path) -> dict[str, tuple]:
 
 def same_as_safetensors(want: dict, got: dict) -> bool:
     """The safetensors package knows fewer types (it gives quantspec's narrow types as their storage
-    or not at all): compare the bytes of each tensor both read."""
+    or not at all): compare the bytes of each tensor both read, and where quantspec reads a narrow
+    type the package gives as its storage type (int4 as int8), the values (int4 -1 is the byte 0x0F
+    in ml_dtypes, int8 -1 the byte 0xFF)."""
+    from quantspec.dtypes import qtype
+
     if set(want) != set(got):
         return False
-    return all(want[k][1] == got[k][1] and want[k][2] == got[k][2] for k in got)
+    for k in got:
+        (wt, ws, wb), (gt, gs, gb) = want[k], got[k]
+        if ws != gs:
+            return False
+        if wt != gt:
+            values = np.frombuffer(gb, qtype(gt).dtype).astype(np.dtype(wt))
+            if values.tobytes() != wb:
+                return False
+        elif wb != gb:
+            return False
+    return True
 
 
 FORMATS: dict[str, Format] = {
