@@ -136,6 +136,13 @@ _SLOW_WRITER = textwrap.dedent("""
 """)
 
 
+def _default_termination_signals() -> None:
+    """The child starts with SIGTERM / SIGHUP at their defaults, whatever this test runs under (under
+    ``nohup`` SIGHUP is ignored, and quantspec rightly leaves an ignored signal ignored)."""
+    for name in ("SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def _interrupted_write(tmp_path: Path, sig: int, suffix: str) -> tuple[int, set[str], str]:
     x = np.linspace(-1, 1, 1000, dtype=np.float32)
     np.save(tmp_path / "x.npy", x)
@@ -143,7 +150,8 @@ def _interrupted_write(tmp_path: Path, sig: int, suffix: str) -> tuple[int, set[
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), QUANTSPEC_FAST="0")
     p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "quantize", str(tmp_path / "x.npy"), str(out),
                           "--spec", "onnx", "--scale", "0.01", "--output-dtype", "int8"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                         preexec_fn=_default_termination_signals)
     try:
         assert p.stdout.readline() == "writing\n"
         p.send_signal(sig)
