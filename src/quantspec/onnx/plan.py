@@ -358,6 +358,9 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
     if compat == "onnxruntime" and g == "block" and x_shape[a] == 0:
         raise RuntimeUnsupportedError("x", f"onnxruntime 1.31 crashes the process (SIGFPE, an integer division by "
                                       f"zero) on a blocked QuantizeLinear whose blocked axis {a} is empty", x_shape)
+    if compat == "onnxruntime" and g == "block" and 0 in x_shape[a + 1:]:
+        raise RuntimeUnsupportedError("x", f"onnxruntime 1.31 crashes the process (SIGSEGV) on a blocked "
+                                      f"QuantizeLinear with an empty axis after the blocked axis {a}", x_shape)
     scale = _broadcast_scale(scale, zp, compat)
     return QuantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
                         scale=scale, zero_point=zp, x_type=x_type, out=out, precision=p, saturate=saturate)
