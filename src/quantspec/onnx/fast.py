@@ -213,7 +213,8 @@ def prepare_quantize(plan: QuantizePlan, cached: bool = False) -> QPrepared:
     serve many calls (it then keeps the kernels' entry points)."""
     t = plan.out
     pname = _precision(plan)
-    scale = np.asarray(plan.scale).astype(qtype(pname).dtype, copy=False).astype(np.float32, copy=False)  # in P
+    with np.errstate(over="ignore"):       # a scale beyond float16's range is inf in that precision
+        scale = np.asarray(plan.scale).astype(qtype(pname).dtype, copy=False).astype(np.float32, copy=False)  # in P
     quotient = None
     if pname != "float":
         # a float16 / bfloat16 quotient: computed first (as float32 values), then the output rule
