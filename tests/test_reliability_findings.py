@@ -137,9 +137,10 @@ _SLOW_WRITER = textwrap.dedent("""
 
 
 def _default_termination_signals() -> None:
-    """The child starts with SIGTERM / SIGHUP at their defaults, whatever this test runs under (under
-    ``nohup`` SIGHUP is ignored, and quantspec rightly leaves an ignored signal ignored)."""
-    for name in ("SIGTERM", "SIGHUP"):
+    """The child starts with SIGINT / SIGTERM / SIGHUP at their defaults, whatever this test runs under
+    (under ``nohup`` SIGHUP is ignored, a background job of a shell without job control ignores
+    SIGINT, and quantspec, like Python, rightly leaves an ignored signal ignored)."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
