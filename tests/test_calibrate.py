@@ -52,6 +52,16 @@ def batches(kind: str, rng, count: int = 5, shape=(3, 211)) -> list[np.ndarray]:
 
 
 # -- onnxruntime through its API ------------------------------------------------------------------------------
+def observe(obs, groups):
+    """Feed ``groups`` (one list of batches per ``collect_data`` call) to the observer, flushing after
+    each group, and return its range."""
+    for group in groups:
+        for b in group:
+            obs.update(b)
+        obs.flush()
+    return obs.range()
+
+
 def _ort_calibrate(tmp_path, method: str, groups: list[list[np.ndarray]], extra: dict):
     onnx = require("onnx")
     q = require("onnxruntime.quantization.calibrate")
@@ -118,17 +128,9 @@ def test_ranges_and_parameters_equal_onnxruntime(tmp_path, method, option, kind,
     obs = make(**extra)
     if ort_error is not None:
         with pytest.raises(InvalidArgumentError):
-            for group in data:
-                for b in group:
-                    obs.update(b)
-                obs.flush()
-            obs.range()
+            observe(obs, data)
         return
-    for group in data:
-        for b in group:
-            obs.update(b)
-        obs.flush()
-    got = obs.range()
+    got = observe(obs, data)
     lo, hi = want.range_value
     assert _same(got.lowest, lo) and _same(got.highest, hi), (want.range_value, got.range_value)
     if method in ("Entropy", "Distribution"):

@@ -904,17 +904,9 @@ def test_fuzz_histogram_observers_near_the_float32_limit(make, groups, ok, tmp_p
         warnings.simplefilter("error")
         if not ok:
             with pytest.raises(InvalidArgumentError):
-                for g in groups:
-                    for b in g:
-                        obs.update(b)
-                    obs.flush()
-                obs.range()
+                T.observe(obs, groups)
             return
-        for g in groups:
-            for b in g:
-                obs.update(b)
-            obs.flush()
-        r = obs.range()
+        r = T.observe(obs, groups)
     lo, hi = want.range_value
     assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
 
@@ -1167,11 +1159,7 @@ def test_fuzz_minmax_of_empty_batches_is_onnxruntimes(extra, tmp_path):
         obs = C.MinMaxObserver(**extra)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            for group in groups:
-                for b in group:
-                    obs.update(b)
-                obs.flush()
-            r = obs.range()
+            r = T.observe(obs, groups)
         lo, hi = want.range_value
         assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes(), \
             (groups, extra, want.range_value, r)
