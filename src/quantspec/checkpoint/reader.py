@@ -130,7 +130,7 @@ class QuantizedCheckpoint:
         return t
 
     def _part(self, spec: Any, packing: str = "none") -> Part:
-        name = spec["name"] if isinstance(spec, dict) else spec
+        name = spec.get("name") if isinstance(spec, dict) else spec
         if not isinstance(name, str):
             raise TensorFileError("path", "has a damaged manifest (a stored tensor without a name)", str(self.path))
         t = self._tensor(name)
