@@ -395,7 +395,9 @@ def test_parallel_counts_equal_the_serial_kernels_and_numpy(monkeypatch):
     for n in (0, 1, 15, 16, 17, 1000, 65_537):
         for kind in range(5):
             x = _corpus(rng, n, kind) if n else np.zeros(0, np.float32)
-            mn, mx, count, amn, amx = k.min_max_abs(x)
+            kept = np.full(x.size, np.float32(7.0))
+            mn, mx, count, amn, amx = k.min_max_abs(x, kept)
+            assert kept.tobytes() == x.tobytes(), (n, kind)
             m2, x2, c2 = k.nan_min_max(x)
             assert mn == m2 and mx == x2 and count == c2, (n, kind)
             a = np.abs(x)
@@ -430,3 +432,51 @@ def test_min_max_shortcut_equals_the_lane_kernels():
                 assert bool(got[2]) == bool(want[2]) and all(
                     np.float32(a).tobytes() == np.float32(b).tobytes() for a, b in zip(got[:2], want[:2])), (n, kind)
     assert shortcut > 40      # both paths were taken
+
+
+def test_computed_edges_histogram_equals_numpy_at_every_edge(monkeypatch):
+    """The kernel that computes a value's two edges instead of looking them up (used where the edges
+    are exactly np.linspace's float32 formula) against np.histogram, over ranges of every kind: wide,
+    narrow far from zero, denormal, signed zeros, one side of zero, 1 to 2^20 bins; values on every
+    edge, one ulp either side, on the index arithmetic's own bin boundaries, outside, NaN, inf.  The
+    ranges where the formula does not give numpy's edges, or the arithmetic is not exact, take the
+    lookup kernel (also checked), and the test asserts both kinds occur."""
+    require_fast()
+    from quantspec._core import fast, jit
+    from quantspec.calibrate import histogram as H
+
+    k = jit.load("quantspec.calibrate._kernels")
+    monkeypatch.setattr(fast, "SERIAL_BELOW", 1)
+    rng = np.random.default_rng([SEED, 23])
+    ranges = [(-31.0, 31.0), (0.0, 1.0), (-0.0, 1e-3), (1000.0, 1000.001), (-1e-40, 1e-40), (1e-45, 3e-45),
+              (-3e38, 3e38), (-3.4e38, -1e38), (2.0, 2.0000002), (-7.25, -7.0), (0.1, 0.7), (-1.0, 16777216.0)]
+    taken = set()
+    for i, (a, b) in enumerate(ranges * 3):
+        first, last = np.float32(a), np.float32(b)
+        bins = int(rng.choice([1, 2, 3, 7, 128, 1000, 2048, 4099, 1 << 20]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            edges = np.linspace(first, last, bins + 1, dtype=np.float32)
+            if np.any(edges[:-1] >= edges[1:]):
+                continue
+            ties = (first + (np.arange(bins + 1, dtype=np.float32) / np.float32(bins)) * (last - first)).astype(np.float32)
+        on = rng.choice(np.concatenate([edges, ties]), 30_000)
+        x = np.concatenate([on, np.nextafter(on, np.float32(np.inf)), np.nextafter(on, np.float32(-np.inf)),
+                            rng.uniform(a, b, 20_000).astype(np.float32), -on[:100],
+                            np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38, -3.4e38], np.float32)])
+        x = rng.permutation(x).astype(np.float32)
+        taken.add(H._formula_step(edges, first, last) is not None)
+        # edges computed in float64 and rounded: not the float32 formula (the lookup kernel takes them)
+        rounded = np.linspace(float(first), float(last), bins + 1).astype(np.float32)
+        taken.add(H._formula_step(rounded, first, last) is not None)
+        for absolute in (False, True):
+            monkeypatch.setenv("QUANTSPEC_NUM_THREADS", str(1 + (i + absolute) % 3))
+            v = np.abs(x) if absolute else x
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = np.histogram(v, bins, range=(first, last))[0]
+            assert _same(H._count_uniform(x, absolute, first, last, edges), want), (a, b, bins, absolute)
+            want = np.zeros(bins, np.int64)
+            k.histogram_uniform(v, first, last, rounded, want)      # numpy's arithmetic on these edges
+            assert _same(H._count_uniform(x, absolute, first, last, rounded), want), (a, b, bins, absolute)
+    assert taken == {True, False}

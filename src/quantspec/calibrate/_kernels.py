@@ -20,8 +20,12 @@
   ``|x|``), the same arithmetic value by value, on quantspec's thread pool: each thread claims blocks
   of values (``quantspec._core.fast.launch``) and counts them into its own row of ``parts``; the
   caller sums the rows in integers, so the counts do not depend on which thread counted what.
+- :func:`histogram_formula_parts`: :func:`histogram_uniform_parts` where the edges are exactly
+  ``np.linspace``'s float32 formula (:func:`uniform_edges_formula` checks every edge): the two edges
+  around a value are computed instead of looked up, so the pass vectorises.
 - :func:`min_max_abs`: a batch's minimum, maximum and number of non-NaN values (:func:`nan_min_max`)
-  and the minimum and maximum of its absolute values, in one pass compared as integers.
+  and the minimum and maximum of its absolute values, in one pass compared as integers, which also
+  copies the batch to where the observer keeps it.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from .._core.nbprim import claim, f32_from_bits, finished, function, inline, ker
 HIST_BLOCK = 512
 
 __all__ = ["ort_min_max", "min_max_skip_nan", "nan_min_max", "min_max_abs", "histogram_uniform", "histogram_edges",
-           "abs_into", "histogram_uniform_parts", "histogram_edges_parts", "pairwise_sum", "entropy_prepare",
+           "abs_into", "histogram_uniform_parts", "histogram_edges_parts", "uniform_edges_formula",
+           "histogram_formula_parts", "pairwise_sum", "entropy_prepare",
            "entropy_finish"]
 
 
@@ -195,13 +200,14 @@ def histogram_edges(x, edges, counts):
 
 
 @kernel
-def min_max_abs(x):
-    """(min, max, number of non-NaN values, min |x|,
-    max |x|), the extremes over the non-NaN values (inf / -inf where there are none).  Compared as
+def min_max_abs(x, out):
+    """``out[:] = x`` (the batch kept, in the same pass); returns (min, max, number of non-NaN values,
+    min |x|, max |x|), the extremes over the non-NaN values (inf / -inf where there are none).  Compared as
     integers (the bits, the negative ones' magnitude bits flipped: the float order, with -0.0 below
     0.0), which vectorises where float comparisons with NaN in mind do not; so a zero minimum or
     maximum may have either sign (the observer takes a zero's sign from numpy)."""
     bits = x.view(np.int32)
+    kept = out.view(np.int32)
     n = bits.size
     magnitude = np.int32(0x7FFFFFFF)
     inf_bits = np.int32(0x7F800000)
@@ -212,6 +218,7 @@ def min_max_abs(x):
     nans = 0
     for i in range(n):
         u = bits[i]
+        kept[i] = u
         a = u & magnitude
         nan = a > inf_bits
         key = u ^ ((u >> np.int32(31)) & magnitude)
@@ -285,6 +292,66 @@ def histogram_uniform_parts(x, absolute, first, last, edges, parts, slots, claim
                 if v >= edges[k + one] and k != unb - one:
                     k += one
                 counts[k] += 1
+        finished(claims, w1 - w0)
+    return finished(claims, 0)
+
+
+@kernel
+def uniform_edges_formula(edges, start, step):
+    """Whether every edge ``edges[k]`` but the last is ``float32(float32(k * step) + start)``, the
+    float32 arithmetic of ``np.linspace`` (``arange(bins + 1) * step + start``; it sets the last edge
+    to ``stop``, which the counting never needs), evaluated as :func:`histogram_formula_parts` does."""
+    nb = edges.size - 1
+    for k in range(nb):
+        if np.float32(np.float32(k) * step) + start != edges[k]:
+            return False
+    return True
+
+
+@kernel
+def histogram_formula_parts(x, absolute, first, last, start, step, parts, slots, claims, work_step):
+    """:func:`histogram_uniform_parts` for edges that :func:`uniform_edges_formula` accepts (at most
+    2^24 bins), with the two edges around a value computed, not looked up: numpy's index, the same
+    corrections, no gather, so the whole index pass vectorises (in float32: every bin number is
+    exact there).  ``parts`` has one more column than there are bins: NaN and values outside the
+    range are counted in it (and dropped by the caller)."""
+    slot = claim(slots, 1)
+    if slot >= parts.shape[0]:
+        return finished(claims, 0)
+    counts = parts[slot]
+    nb = parts.shape[1] - 1
+    outside = np.int32(nb)
+    denom = np.float32(last - first)
+    scale = np.float32(nb)
+    top = np.float32(nb - 1)
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    n = x.size
+    work = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    idx = np.empty(HIST_BLOCK, np.int32)
+    while True:
+        w0 = claim(claims, work_step)
+        if w0 >= work:
+            break
+        w1 = min(w0 + work_step, work)
+        for s in range(w0 * HIST_BLOCK, min(w1 * HIST_BLOCK, n), HIST_BLOCK):
+            m = min(s + HIST_BLOCK, n) - s
+            for j in range(m):
+                v = abs(x[s + j]) if absolute else x[s + j]
+                t = ((v - first) / denom) * scale
+                inside = (v >= first) & (v <= last)
+                k = np.float32(np.int32(t if inside else zero))     # numpy's index (at most bins)
+                k = k if k < top else top                            # index == bins: the last bin
+                low = np.float32(k * step) + start                   # edges[k]
+                high = np.float32((k + one) * step) + start          # edges[k + 1] (unused for the last bin)
+                # numpy moves the index down where v < edges[k], then up where v >= edges[k + 1] of
+                # the moved index, except from the last bin: after a move down that never holds, so
+                # the two are one choice
+                up = (v >= high) & (k != top)
+                k = k - one if v < low else (k + one if up else k)
+                idx[j] = np.int32(k) if inside else outside
+            for j in range(m):
+                counts[idx[j]] += 1
         finished(claims, w1 - w0)
     return finished(claims, 0)
 

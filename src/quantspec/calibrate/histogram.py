@@ -18,8 +18,10 @@ The observers here keep the same histogram, bin for bin: the data of a call are 
 after another into one buffer that grows by doubling, their extremes (and those of their absolute
 values) taken in one pass while they arrive; the binning is one fused pass over the call's values
 (of ``|x|`` for the absolute histogram, with no temporary array) whose arithmetic is numpy's own
-(:mod:`quantspec.calibrate._kernels`), on quantspec's thread pool from
-``quantspec._core.fast.SERIAL_BELOW`` values: each thread counts the blocks of values it claims into
+(:mod:`quantspec.calibrate._kernels`; where the edges are exactly ``np.linspace``'s float32 formula,
+which is checked edge by edge, the two edges around a value are computed rather than looked up, so
+the pass vectorises), on quantspec's thread pool from ``quantspec._core.fast.SERIAL_BELOW / 8``
+values: each thread counts the blocks of values it claims into
 its own row of counts and the rows are summed in integers, so the histogram is the same on any
 number of threads.  The bin edges are computed with the same numpy calls on the same float32
 scalars.  From the histogram, :mod:`.algorithms` finds the
@@ -100,13 +102,15 @@ class HistogramObserver:
             raise ShapeError("batch", f"must have the size of the call's first batch ({self._batch_size} values): "
                              "onnxruntime stacks a call's batches into one array", x.size)
         need = self._pending_size + x.size
-        if need > self._buffer.size:              # grown by doubling: a call's batches copied once each
-            grown = np.empty(max(need, 2 * self._buffer.size), np.float32)
+        if need > self._buffer.size:              # grown by doubling: a call's batches copied once each;
+            # room for _RESERVE_BATCHES batches at once where that is at most _RESERVE values (pages
+            # never written are never given memory by the system)
+            reserve = _RESERVE_BATCHES * x.size if _RESERVE_BATCHES * x.size <= _RESERVE else 0
+            grown = np.empty(max(need, 2 * self._buffer.size, reserve), np.float32)
             grown[: self._pending_size] = self._buffer[: self._pending_size]
             self._buffer = grown
         kept = self._buffer[self._pending_size: need]
-        kept[...] = x
-        lo, hi, count, amin, amax = _kernels().min_max_abs(kept)
+        lo, hi, count, amin, amax = _kernels().min_max_abs(x, kept)      # kept = x, in the same pass
         self._pending_size = need
         self._batch_size = x.size
         self._pending_count += int(count)
@@ -272,23 +276,61 @@ class HistogramObserver:
 
 #: a buffer of kept batches larger than this (float32 values) is released after its call's flush
 _KEEP_BUFFER = 1 << 24
+#: a call's first batch reserves room for this many batches, where that is at most _RESERVE values
+_RESERVE_BATCHES = 32
+_RESERVE = 1 << 22
+
+
+#: the binning pass costs about this many elementwise passes per value: it goes parallel from
+#: ``SERIAL_BELOW / _COST`` values (:func:`_weighted`)
+_COST = 8
+
+
+def _weighted(n: int) -> int:
+    """``n`` values counted as the elementwise work they cost, for the pool's threshold."""
+    return n * _COST
 
 
 def _parts(n: int) -> int:
     """Threads that count ``n`` values (as :func:`quantspec._core.fast.launch` chooses them)."""
     work = -(-n // _kernels().HIST_BLOCK)
-    return min(pool.threads(), work) if fast.parallel(n) else 1
+    return min(pool.threads(), work) if fast.parallel(_weighted(n)) else 1
 
 
 def _count_uniform(x: np.ndarray, absolute: bool, first, last, edges: np.ndarray) -> np.ndarray:
     """``np.histogram(x or |x|, edges.size - 1, range=(first, last))``'s counts (int64), the values
     counted on the pool's threads, each into its own rows, the rows summed in integers."""
     k = _kernels()
-    rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
-    if x.size:
-        fast.launch(k.histogram_uniform_parts, (x, bool(absolute), np.float32(first), np.float32(last), edges, rows,
-                                                np.zeros(2, np.int64)), -(-x.size // k.HIST_BLOCK), x.size)
+    bins = edges.size - 1
+    if not x.size:
+        return np.zeros(bins, np.int64)
+    first, last = np.float32(first), np.float32(last)
+    work = -(-x.size // k.HIST_BLOCK)
+    step = _formula_step(edges, first, last)
+    if step is not None:
+        rows = np.zeros((_parts(x.size), bins + 1), np.int64)      # the last column: values not counted
+        fast.launch(k.histogram_formula_parts, (x, bool(absolute), first, last, first, step, rows,
+                                                np.zeros(2, np.int64)), work, _weighted(x.size))
+        return rows[:, :bins].sum(axis=0)
+    rows = np.zeros((_parts(x.size), bins), np.int64)
+    fast.launch(k.histogram_uniform_parts, (x, bool(absolute), first, last, edges, rows, np.zeros(2, np.int64)),
+                work, _weighted(x.size))
     return rows.sum(axis=0)
+
+
+def _formula_step(edges: np.ndarray, first, last):
+    """The float32 step of ``np.linspace(first, last, bins + 1)`` when ``edges`` are exactly its
+    formula (``float32(k * step) + first``, checked edge by edge, and ``last``) and the index
+    arithmetic stays exact in float32 (at most 2^24 bins, a finite positive width); else None."""
+    bins = edges.size - 1
+    if edges.dtype != np.float32 or not 1 <= bins <= 1 << 24 or edges[0] != first or edges[-1] != last:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        denom = np.float32(last - first)
+        step = np.float32(denom / np.float32(bins))
+    if not (np.isfinite(denom) and denom > 0 and np.isfinite(step) and step > 0):
+        return None
+    return step if _kernels().uniform_edges_formula(edges, first, step) else None
 
 
 def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray:
@@ -298,7 +340,7 @@ def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray
     rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
     if x.size:
         fast.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),
-                    -(-x.size // k.HIST_BLOCK), x.size)
+                    -(-x.size // k.HIST_BLOCK), _weighted(x.size))
     return rows.sum(axis=0)
 
 

@@ -70,8 +70,8 @@ class MinMaxObserver:
         self.symmetric = bool(symmetric)
         self.moving_average = bool(moving_average)
         self.averaging_constant = averaging_constant
-        self._mins: list[np.ndarray] = []
-        self._maxs: list[np.ndarray] = []
+        self._mins: list = []          # each run's ReduceMin / ReduceMax (float32 values)
+        self._maxs: list = []
         self._range: tuple[np.ndarray, np.ndarray] | None = None
 
     def update(self, batch) -> MinMaxObserver:
@@ -81,8 +81,8 @@ class MinMaxObserver:
             mn, mx = np.float32(np.inf), np.float32(-np.inf)
         else:
             mn, mx = ort_min_max(x)
-        self._mins.append(np.array([mn], np.float32))
-        self._maxs.append(np.array([mx], np.float32))
+        self._mins.append(mn)
+        self._maxs.append(mx)
         return self
 
     def flush(self) -> MinMaxObserver:
@@ -90,11 +90,15 @@ class MinMaxObserver:
         into the range so far."""
         if not self._mins:
             return self
+        # onnxruntime passes numpy a list of the runs' 1-element outputs (a list, not an array: np.nanmin
+        # of an array takes another path, fmin.reduce, which keeps another zero's sign)
+        mins = list(np.array(self._mins, np.float32).reshape(-1, 1))
+        maxs = list(np.array(self._maxs, np.float32).reshape(-1, 1))
         with np.errstate(over="ignore", invalid="ignore"), _quiet():
             if self.moving_average:
-                lo, hi = np.nanmean(self._mins, axis=0), np.nanmean(self._maxs, axis=0)
+                lo, hi = np.nanmean(mins, axis=0), np.nanmean(maxs, axis=0)
             else:
-                lo, hi = np.nanmin(self._mins, axis=0), np.nanmax(self._maxs, axis=0)
+                lo, hi = np.nanmin(mins, axis=0), np.nanmax(maxs, axis=0)
             if self.symmetric:
                 m = np.nanmax([np.abs(lo), np.abs(hi)], axis=0)
                 lo, hi = -m, +m
@@ -133,7 +137,7 @@ def _plain_min_max(x: np.ndarray):
     extreme values are unique bit patterns (two nonzero floats that compare equal have the same
     bits), so any order of comparisons that keeps a value unless another is strictly smaller
     (larger) ends with exactly these."""
-    mn, mx = x.min(), x.max()
+    mn, mx = np.minimum.reduce(x), np.maximum.reduce(x)
     if mn == mn and mx == mx and mn != 0 and mx != 0:
         return mn, mx
     return None
