@@ -231,8 +231,9 @@ def onnx_quantize(draw) -> Case:
               saturate=saturate, precision=precision, opset=opset, compat=compat)
     out = None
     if _rare(draw, 0.1):
-        res_t = qtype(output_dtype if output_dtype is not None and zp is None else
-                      (zp.dtype if zp is not None else "uint8")) if not isinstance(output_dtype, (str, int)) or \
+        zp_t = zp.dtype.newbyteorder("=") if zp is not None else "uint8"      # a big-endian layout's type
+        res_t = qtype(output_dtype if output_dtype is not None and zp is None else zp_t) \
+            if not isinstance(output_dtype, (str, int)) or \
             output_dtype in Q_OUT else qtype("uint8")
         out = np.empty(shape if not _rare(draw, 0.3) else shape + (1,), res_t.dtype)
         if _rare(draw, 0.2):
