@@ -520,3 +520,36 @@ def test_bench_only_convert_runs_and_its_int4_codes_equal_onnxruntimes(capsys):
     out = capsys.readouterr().out
     assert "of the f.read rate" in out and "convert int4-b32" in out and "byte-identical" in out
     assert "quantize_data" in out and "all timed outputs equal the peers'" in out
+
+
+def test_written_bytes_are_handed_to_the_disk_as_they_are_written(tmp_path, monkeypatch):
+    """Every output byte a slab writes is passed to ``sync_file_range(SYNC_FILE_RANGE_WRITE)`` right
+    after its write (so the shard's fsync finds little left to write); without the call (another
+    system) the output is the same."""
+    from safetensors.numpy import save_file
+
+    from quantspec.checkpoint import encode
+
+    rng = np.random.default_rng(5)
+    save_file({"a.weight": rng.normal(size=(96, 64)).astype(np.float32), "norm": np.ones(64, np.float32)},
+              str(tmp_path / "m.safetensors"))
+    calls = []
+    real = encode._SYNC_FILE_RANGE
+
+    def record(fd, offset, nbytes, flags):
+        calls.append((os.fstat(fd).st_ino, offset, nbytes, flags))
+        return real(fd, offset, nbytes, flags) if real is not None else 0
+
+    monkeypatch.setattr(encode, "_SYNC_FILE_RANGE", record)
+    checkpoint.convert(tmp_path / "m.safetensors", tmp_path / "out", "int8", progress=False)
+    assert calls and all(flags == 2 for *_, flags in calls)
+    ck = checkpoint.open(tmp_path / "out")
+    written = sum(n for _, _, n, _ in calls)
+    assert written == sum(p.stat().st_size for p in (tmp_path / "out").glob("*.safetensors")) - \
+        sum(8 + struct.unpack("<Q", p.read_bytes()[:8])[0] for p in (tmp_path / "out").glob("*.safetensors"))
+    monkeypatch.setattr(encode, "_SYNC_FILE_RANGE", None)
+    checkpoint.convert(tmp_path / "m.safetensors", tmp_path / "out2", "int8", progress=False)
+    for name in ck.names():
+        assert np.array_equal(checkpoint.open(tmp_path / "out2").codes(name), ck.codes(name))
+    if sys.platform.startswith("linux"):
+        assert real is not None, "Linux has sync_file_range"
