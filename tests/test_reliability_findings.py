@@ -821,11 +821,23 @@ def test_f4_run_random_inputs_larger_than_memory(tmp_path, capsys):
 
     from quantspec.cli import main
 
+    from quantspec._core import arrays
+
     shape = (2 ** 31 - 1, 12, 12, 3)
     model = build("QUANTIZE", [T(shape, "float32", name="x")], [T(shape, "int8", 0.05, 0, name="y")])
     path = tmp_path / "huge.tflite"
     path.write_bytes(model)
     assert main(["run", str(path), "--random", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    # the model's tensors alone exceed memory: refused when the interpreter is made
+    assert len(err) == 1 and err[0].startswith("quantspec run: error:") and "machine's memory" in err[0], err
+    # tensors that fit, random values (float64, 8 bytes a value, against the model's 4 + 1) that do not
+    shape = (4000,)
+    model = build("QUANTIZE", [T(shape, "float32", name="x")], [T(shape, "int8", 0.05, 0, name="y")])
+    path.write_bytes(model)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(arrays, "_MEMORY_LIMIT", [6 * 4000])
+        assert main(["run", str(path), "--random", "7"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("quantspec run: error:") and "--random" in err[0] and "elements" in err[0], err
 
@@ -1236,3 +1248,32 @@ def test_fuzz_a_kept_tensor_record_without_a_stored_name_is_a_damaged_manifest(f
         checkpoint.verify(src, dst)
     with pytest.raises(QuantSpecError):
         checkpoint.open(dst).codes("norm")
+
+
+def test_fuzz_a_model_whose_tensors_together_exceed_memory_is_refused_at_load(monkeypatch):
+    """A damaged model can declare tensors that each fit in memory but not together (the .tflite
+    fuzzer at 20000 examples met 0.3-1,700 GB in all, which filled the machine): the Interpreter
+    refuses it when made, naming the bytes, instead of a run the system kills.  The bundled model's
+    own tensors pass; with the limit set just below their sum (72 bytes), the same model is refused."""
+    from quantspec._core import arrays
+    from quantspec.litert import Interpreter
+
+    data = example_bytes("mlp_softmax")
+    model = load_model(data)
+    sg = model.subgraphs[0]
+    total = sum(int(np.prod(t.shape)) * t.dtype.dtype.itemsize for t in sg.tensors
+                if t.data is None and t.dtype is not None)
+    Interpreter(data)                                     # fits
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [total - 1])
+    with pytest.raises(ModelError, match=f"declares tensors of {total} bytes"):
+        Interpreter(data)
+
+    def huge(obj):        # every activation 2^31 - 1 rows
+        sub = obj.subgraphs[0]
+        for t in sub.tensors:
+            if obj.buffers[t.buffer].data is None and list(t.shape) and t.shape[0] == 1:
+                t.shape = [(1 << 31) - 1] + list(t.shape[1:])
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [])
+    grown = edit(data, huge)
+    with pytest.raises(ModelError, match="more than this machine's memory"):
+        Interpreter(grown)

@@ -26,6 +26,7 @@ shape or type, or a missing input is a clear :mod:`quantspec.errors` error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -106,6 +107,7 @@ class _Graph:
                                    missing, detail="kernels exist for: " + ", ".join(sorted(ops)))
         for t in sg.tensors:
             _check_tensor(t)
+        _check_memory(sg, self.where)
         self.specs = [_spec(t) for t in sg.tensors]
         # every operator input must exist before the operator runs: a subgraph input, a constant, or
         # the output of an earlier operator (LiteRT runs the operators in the order listed)
@@ -471,6 +473,25 @@ def _check_tensor(t: Tensor) -> None:
     if t.quantization is not None and t.quantization.scale.size and t.params is None:
         raise ModelError(where, "has quantization parameters LiteRT refuses to load "
                          "(run quantspec.litert.check_model for the details)")
+
+
+def _check_memory(sg: Subgraph, where: str) -> None:
+    """Refuse a subgraph whose tensors computed at run time (not its constants) declare more bytes in
+    all than this machine's memory (physical plus swap, or the container's limit): a run that kept
+    them all would be killed by the system rather than fail, as a damaged model's shapes can ask
+    (each tensor alone may fit).  An upper bound of what a run holds at once; a model made by a
+    converter declares a tiny fraction of any memory."""
+    from .._core.arrays import _bytes, memory_limit
+
+    total = 0
+    for t in sg.tensors:
+        if t.data is None and t.dtype is not None:
+            total += math.prod(max(int(d), 0) for d in t.shape) * t.dtype.dtype.itemsize
+    limit = memory_limit()
+    if total > limit:
+        raise ModelError(f"{where}model".strip(), f"declares tensors of {total} bytes ({_bytes(total)}) in all, more "
+                         f"than this machine's memory ({_bytes(limit)}): a run would be killed by the system "
+                         "(a damaged model?)", total)
 
 
 def _spec(t: Tensor):
