@@ -1277,3 +1277,38 @@ def test_fuzz_a_model_whose_tensors_together_exceed_memory_is_refused_at_load(mo
     grown = edit(data, huge)
     with pytest.raises(ModelError, match="more than this machine's memory"):
         Interpreter(grown)
+
+
+def test_fuzz_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_quantspec_error():
+    """A damaged .onnx model whose scale constant declares 3 x (2^31 - 1)^3 elements (found by the
+    20000-example run: numpy's 'iterator is too large' ValueError escaped from ``check_model``, which
+    broadcast a stand-in array to the declared shape): a quantspec error, from check and audit."""
+    from onnx import TensorProto, helper
+
+    import quantspec.onnx as qo
+    from quantspec.errors import QuantSpecError
+
+    s = TensorProto()
+    s.name, s.data_type, s.raw_data = "s", TensorProto.FLOAT, b""
+    s.dims.extend([3, 2**31 - 1, 2**31 - 1, 2**31 - 1])
+    z = helper.make_tensor("z", TensorProto.INT8, [3], vals=np.zeros(3, np.int8).tobytes(), raw=True)
+    g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [3, 4])], [s, z])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    data = m.SerializeToString()
+    with pytest.raises(QuantSpecError):
+        qo.check_model(data)
+    with pytest.raises(QuantSpecError):
+        qo.audit(data, {"x": np.zeros((3, 4), np.float32)}, run=True, seed=1)
+    # the same shape declared by a graph input (no data to read): a scale-shape finding naming it
+    g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, list(s.dims))],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [3, 4])], [z])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    report = qo.check_model(m.SerializeToString())
+    found = [v for v in report.violations if v.rule == "scale-shape"]
+    assert found and "a shape no tensor can have" in found[0].message, report

@@ -279,6 +279,11 @@ def _shapes(c: _Collector, node: Node, x_shape, s_shape, z_shape, axis: int, blo
             c.add("zero-point-shape", node, z, f"{names[2]} must have the shape of {names[1]}",
                   position=_position(2, names), expected=s_shape, found=z_shape)
         return
+    for rule, shape, tensor, k in (("scale-shape", s_shape, s, 1), ("zero-point-shape", z_shape, z, 2)):
+        if shape is not None and not _holdable(shape):     # a damaged declaration: no array has that shape
+            c.add(rule, node, tensor, f"{names[k]} declares {math.prod(shape)} elements ({list(shape)}), a shape no "
+                  "tensor can have", position=_position(k, names), found=tuple(shape))
+            return
     filled = _fill(x_shape, s_shape, axis, block)
     scale = np.broadcast_to(np.zeros((), np.float32), s_shape)
     zp = None if z_shape is None else np.broadcast_to(np.zeros((), np.uint8), z_shape)
@@ -292,6 +297,11 @@ def _shapes(c: _Collector, node: Node, x_shape, s_shape, z_shape, axis: int, blo
                     "scale-shape": _position(1, names), "zero-point-shape": _position(2, names)}[rule]
         c.add(rule, node, tensor, f"{e.argument} {e.rule}", position=position,
               expected=_expected(rule, filled, s_shape, axis, block, version), found=e.value)
+
+
+def _holdable(shape) -> bool:
+    """Whether an array can have ``shape``: no negative dimension, fewer than 2^62 elements."""
+    return all(d >= 0 for d in shape) and math.prod(shape) < 1 << 62
 
 
 def _expected(rule: str, x_shape: tuple, s_shape: tuple, axis: int, block: int, version: int) -> Any:
