@@ -7,7 +7,8 @@ exception, a numpy warning escaping to the user, a crash, a hang -- fails the te
 
 **Sizes.**  ``QUANTSPEC_FUZZ_EXAMPLES`` (default :data:`DEFAULT_EXAMPLES`) is the number of examples
 each hypothesis property runs and scales the mutation fuzzers' counts; ``QUANTSPEC_FUZZ_SEED``
-(default 1818) seeds everything, so a CI failure reproduces.  A long local run::
+(default 1818) seeds everything, so a CI failure reproduces; ``QUANTSPEC_FUZZ_FROM`` resumes the
+mutation fuzzers of a long run at a mutant number (:data:`FROM`).  A long local run::
 
     QUANTSPEC_FUZZ_EXAMPLES=20000 pytest -p no:xdist tests/test_fuzz_*.py
 
@@ -44,6 +45,9 @@ SEED = int(os.environ.get("QUANTSPEC_FUZZ_SEED", "1818"))
 SCALE = EXAMPLES / DEFAULT_EXAMPLES
 #: QUANTSPEC_FUZZ_SHRINK=0 reports the first failing example as found (no shrinking: quicker to triage)
 SHRINK = os.environ.get("QUANTSPEC_FUZZ_SHRINK", "1") != "0"
+#: QUANTSPEC_FUZZ_FROM=N: the mutation fuzzers make their first N mutants (so that mutant N is the
+#: same as in a full run) but check only the mutants from N on: a long run resumed after a fix
+FROM = max(0, int(os.environ.get("QUANTSPEC_FUZZ_FROM", "0")))
 
 
 def fuzz_settings(factor: float = 1.0) -> settings:
