@@ -553,3 +553,33 @@ def test_written_bytes_are_handed_to_the_disk_as_they_are_written(tmp_path, monk
         assert np.array_equal(checkpoint.open(tmp_path / "out2").codes(name), ck.codes(name))
     if sys.platform.startswith("linux"):
         assert real is not None, "Linux has sync_file_range"
+
+
+def test_a_file_replaced_under_the_same_name_is_read_afresh(tmp_path):
+    """Descriptors kept open between reads follow the path: a shard replaced by another file of the
+    same name (a second convert into the same directory by another process, a copy) is read afresh
+    by the next ``open`` / ``verify`` in this process, not through the old file's descriptor (found
+    while checking the fuzzers' results: a damaged shard verified as identical after a checkpoint
+    of the same path had been read)."""
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(9)
+    w = rng.normal(size=(8, 64)).astype(np.float32)
+    save_file({"w": w}, str(tmp_path / "m.safetensors"))
+    checkpoint.convert(tmp_path / "m.safetensors", tmp_path / "a", "int8", progress=False)
+    checkpoint.convert(tmp_path / "m.safetensors", tmp_path / "b", "int8", progress=False)
+    before = checkpoint.open(tmp_path / "a").codes("w").copy()             # keeps a descriptor of a's shard
+    shard = next((tmp_path / "a").glob("*.safetensors"))
+    data = bytearray(shard.read_bytes())
+    hlen = struct.unpack("<Q", data[:8])[0]
+    start = json.loads(bytes(data[8:8 + hlen]))["w"]["data_offsets"][0]
+    data[8 + hlen + start] ^= 0x5A                                          # the first code
+    (tmp_path / "new").write_bytes(bytes(data))
+    os.replace(tmp_path / "new", shard)                                     # another file, the same name
+    after = checkpoint.open(tmp_path / "a").codes("w")
+    assert after.reshape(-1)[0] != before.reshape(-1)[0]
+    assert np.array_equal(after.reshape(-1)[1:], before.reshape(-1)[1:])
+    assert not checkpoint.verify(tmp_path / "m.safetensors", tmp_path / "a").ok
+    shard.unlink()
+    with pytest.raises(QuantSpecError):
+        checkpoint.open(tmp_path / "a").codes("w")

@@ -326,8 +326,9 @@ def _retyped(t: SourceTensor, name: str | None) -> SourceTensor:
 
 # -- reading ----------------------------------------------------------------------------------------
 _PREADV = hasattr(os, "preadv")
-_FDS: dict[str, int] = {}
+_FDS: dict[str, tuple[int, tuple]] = {}     # path -> (descriptor, (device, inode) it reads)
 _FDS_LOCK = threading.Lock()
+_RETIRED: list[int] = []        # descriptors of files since replaced, closed by close_all
 _ARRAYS: dict[tuple, np.ndarray] = {}
 _PRIVATE = threading.local()
 
@@ -360,24 +361,40 @@ def _open(path: str) -> int:
 
 
 def _fd(path: str) -> int:
-    fd = _FDS.get(path)
-    if fd is None:
+    """This process's descriptor of ``path``, opened once and kept, and opened again when ``path`` now
+    names another file than the one kept open (replaced, or deleted and written again, since: a kept
+    descriptor would go on reading the old file's bytes)."""
+    try:
+        st = os.stat(path)
+        now = (st.st_dev, st.st_ino)
+    except OSError:
+        now = None
+    hit = _FDS.get(path)
+    if hit is None or hit[1] != now:
         with _FDS_LOCK:
-            fd = _FDS.get(path)
-            if fd is None:
-                fd = _FDS[path] = _open(path)
-    return fd
+            hit = _FDS.get(path)
+            if hit is None or hit[1] != now:
+                if hit is not None:      # closed by close_all: another thread may be reading through it
+                    _RETIRED.append(hit[0])
+                fd = _open(path)
+                st = os.fstat(fd)
+                hit = _FDS[path] = (fd, (st.st_dev, st.st_ino))
+    return hit[0]
 
 
 def close_all() -> None:
     """Close the source files this process opened (and forget arrays read whole)."""
     with _FDS_LOCK:
-        for fd in _FDS.values():
+        for fd, _ in _FDS.values():
             try:
                 os.close(fd)
             except OSError:
                 pass
         _FDS.clear()
+        for fd in _RETIRED:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _RETIRED.clear()
         _ARRAYS.clear()
 
 
@@ -388,7 +405,7 @@ def _array(t: SourceTensor) -> np.ndarray:
         st = os.stat(t.path)
     except OSError as e:
         raise TensorFileError("src", "could not be opened", t.path, detail=e.strerror or str(e)) from None
-    key = (t.path, t.name, st.st_mtime_ns, st.st_size)
+    key = (t.path, t.name, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
     a = _ARRAYS.get(key)
     if a is None:
         with _FDS_LOCK:
