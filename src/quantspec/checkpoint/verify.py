@@ -279,6 +279,8 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
     checks, scans = _plan(ck, source, params_from_dst, report)
     if ck.layout == "compressed-tensors" and not ck.foreign:
         _check_config(ck, source, report)
+    if not ck.foreign:
+        _check_embedded(ck, report)
     be = make_backend(dask)
     prog = progress_for(progress)
     try:
@@ -290,6 +292,41 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
         sources.close_all()
     report.seconds = time.perf_counter() - start
     return report
+
+
+#: fields of a tensor's record in quantspec.json that its shard's header does not repeat (known only
+#: once every shard is written)
+_JSON_ONLY = ("shard", "error")
+
+
+def _check_embedded(ck: QuantizedCheckpoint, report: VerifyReport) -> None:
+    """Each shard's header repeats the manifest records of its tensors (``quantspec.manifest`` in its
+    metadata: the checkpoint's description where ``quantspec.json`` is lost): they must be
+    ``quantspec.json``'s records, less :data:`_JSON_ONLY`, for exactly the tensors that file places in
+    the shard."""
+    placed: dict[str, list[str]] = {}
+    for name, rec in ck.manifest.get("tensors", {}).items():
+        shard = rec.get("shard") if isinstance(rec, dict) else None
+        if isinstance(shard, str):
+            placed.setdefault(shard, []).append(name)
+    for shard in sorted(placed):
+        if not (ck.path / shard).is_file():
+            continue                                   # reported by the tensors' checks
+        try:
+            embedded = json.loads(ck._metadata(shard).get("quantspec.manifest", ""))
+            records = embedded["tensors"]
+            ok = isinstance(records, dict)
+        except (ValueError, TypeError, KeyError):
+            ok = False
+        if not ok:
+            report.files.append(f"{shard}: its header's manifest is missing or damaged")
+            continue
+        for name in sorted(set(placed[shard]) | set(records)):
+            rec = ck.manifest["tensors"].get(name)
+            want = {k: v for k, v in rec.items() if k not in _JSON_ONLY} if isinstance(rec, dict) else None
+            if name not in placed[shard] or records.get(name) != want:
+                report.files.append(f"{shard}: its header's manifest differs from quantspec.json (tensor {name!r})")
+                break
 
 
 def _check_config(ck: QuantizedCheckpoint, source: sources.Source, report: VerifyReport) -> None:
