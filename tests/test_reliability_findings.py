@@ -1312,3 +1312,27 @@ def test_fuzz_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_
     report = qo.check_model(m.SerializeToString())
     found = [v for v in report.violations if v.rule == "scale-shape"]
     assert found and "a shape no tensor can have" in found[0].message, report
+
+
+def test_fuzz_an_operator_whose_run_time_inputs_outgrow_memory_is_refused_before_it_runs(monkeypatch):
+    """A damaged model whose run-time data grow a tensor far past its declared shape (the bundled
+    mixed.tflite with RESIZE_BILINEAR's size constant set to 9 x 4194313: the 20000-example .tflite
+    fuzzer met it, and the reference kernels' int64 working arrays took 10 GB, then the machine's
+    out-of-memory killer ended the fuzzer): the next operator is refused with a ModelError naming the
+    working memory, before it runs, where that passes the machine's memory (here set to 2 GiB)."""
+    from litert_models import random_inputs
+
+    from quantspec._core import arrays
+    from quantspec.litert import Interpreter
+
+    def grow(obj):
+        sub = obj.subgraphs[0]
+        t = next(t for t in sub.tensors if t.name.decode() == "ResizeBilinear/size")
+        obj.buffers[t.buffer].data = list(np.array([9, 4194313], "<i4").view(np.uint8))
+    model = load_model(edit(example_bytes("mixed"), grow))
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [2 << 30])
+    with pytest.raises(ModelError, match=r"operator 1 \(PAD\): needs about .* of working memory"):
+        Interpreter(model).run(random_inputs(model, 0))
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [])
+    out = Interpreter(load_model(example_bytes("mixed"))).run(random_inputs(load_model(example_bytes("mixed")), 0))
+    assert out[0].shape == (1, 8, 12, 12)

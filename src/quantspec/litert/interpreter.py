@@ -384,11 +384,12 @@ class _Graph:
         planned = PLANS and jit.enabled()
         steps = self.plan_steps() if planned else self.steps
         for k, op, kernel, prepared, op_inputs, op_outputs, release, known in steps:
+            ins = [arrays[i] for i in op_inputs]
             if changed and any(i in changed for i in op_inputs):
+                _check_working_memory(op, ins, self.where)
                 kernel = self.prepared[k][1]              # the kernel itself: a plan is for the model's shapes
                 prepared = self._prepared_again(k, changed)
                 known = -1
-            ins = [arrays[i] for i in op_inputs]
             try:
                 outs = kernel.compute(prepared, ins)
             except QuantSpecError as e:
@@ -462,6 +463,27 @@ def _prepare(op: Operator, kernel: Any, options: dict, specs: Any, where: str = 
     except (MemoryError, ValueError) as e:
         _too_big(e, op, inputs + outputs)
         raise
+
+
+#: bytes of working memory the reference kernels may take per element of an operator's inputs (their
+#: int64 working arrays: a few of 8 bytes per element)
+WORK_BYTES = 32
+
+
+def _check_working_memory(op: Operator, ins: Sequence[Any], where: str) -> None:
+    """An operator whose inputs a run made larger than the model declares (shapes computed from
+    run-time data: PAD's paddings, RESHAPE's shape, ... of a damaged model) is refused before it runs
+    where its working arrays would pass this machine's memory, which the system would answer by
+    killing the process rather than by an error."""
+    from .._core.arrays import _bytes, memory_limit
+
+    elements = sum(int(a.size) for a in ins if isinstance(a, np.ndarray))
+    need = elements * WORK_BYTES
+    if need > memory_limit():
+        raise ModelError(f"{where}operator {op.index} ({op.name})", f"needs about {need} bytes ({_bytes(need)}) of "
+                         f"working memory for inputs of {elements} elements that this run's data made larger than "
+                         f"the model declares, more than this machine's memory ({_bytes(memory_limit())})",
+                         [list(a.shape) for a in ins if isinstance(a, np.ndarray)])
 
 
 def _check_tensor(t: Tensor) -> None:
