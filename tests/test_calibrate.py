@@ -13,6 +13,9 @@ and groups whose range grows (the histogram merges).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -480,3 +483,52 @@ def test_computed_edges_histogram_equals_numpy_at_every_edge(monkeypatch):
             k.histogram_uniform(v, first, last, rounded, want)      # numpy's arithmetic on these edges
             assert _same(H._count_uniform(x, absolute, first, last, rounded), want), (a, b, bins, absolute)
     assert taken == {True, False}
+
+
+def test_entropy_candidates_in_groups_give_the_same_range(monkeypatch):
+    """The entropy search holds its candidates' working arrays a group at a time (about bins^2 / 4
+    values in all: 24 GB for a histogram grown to 52,000 bins, which the 20000-example fuzz run met
+    and the machine's out-of-memory killer ended); any grouping gives the same bits as one group."""
+    from quantspec.calibrate import algorithms
+
+    rng = np.random.default_rng([SEED, 31])
+    for t in range(6):
+        bins = int(rng.choice([128, 256, 1001, 2048]))
+        hist = rng.integers(0, 50, bins).astype(np.int64)
+        if t % 2:
+            hist[rng.integers(bins, size=bins // 3)] = 0
+        edges = np.linspace(-3.0, 3.0, bins + 1, dtype=np.float32)
+        nq = int(rng.choice([2, 16, 128]))
+        want = algorithms.entropy_threshold(hist, edges, np.float32(-2.9), np.float32(2.95), nq)
+        ref = algorithms.entropy_threshold_reference(hist, edges, np.float32(-2.9), np.float32(2.95), nq)
+        assert _same(want[0], ref[0]) and _same(want[1], ref[1]), (t, want, ref)
+        for group in (1, 7, 1000, 1 << 40):
+            monkeypatch.setattr(algorithms, "ENTROPY_GROUP", group)
+            got = algorithms.entropy_threshold(hist, edges, np.float32(-2.9), np.float32(2.95), nq)
+            assert _same(got[0], want[0]) and _same(got[1], want[1]), (t, group)
+        monkeypatch.undo()
+
+
+def test_entropy_over_a_histogram_grown_to_many_bins_stays_within_memory(tmp_path):
+    """The fuzz run's case (Entropy, 128 bins over [-0.17, 0.17], then a call reaching 68.9: 51,840
+    bins, 672 million candidate values), in a child process whose address space is capped at 6 GB:
+    it finishes with the answer the whole search gives (here: too few non-empty bins to smooth)."""
+    require_fast()
+    code = textwrap.dedent("""
+        import resource, numpy as np
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+        import quantspec.calibrate as C
+        from quantspec.errors import InvalidArgumentError
+        obs = C.EntropyObserver(num_quantized_bins=64)
+        obs.update(np.array([1.4254341351715993e-07], np.float32)); obs.update(np.array(-0.17017517983913422, np.float32))
+        obs.flush(); obs.update(np.array(68.92398071289062, np.float32)); obs.flush()
+        try:
+            obs.range()
+            print(obs.histogram()[0].size, "range")
+        except InvalidArgumentError as e:      # too few non-empty bins to smooth: onnxruntime fails too
+            print(obs.histogram()[0].size, e.argument)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    bins, outcome = out.stdout.split()
+    assert int(bins) > 50_000 and outcome == "num_quantized_bins", out.stdout

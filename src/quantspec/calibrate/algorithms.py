@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from .._core.arrays import check_fits
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, TooLargeError
 
 __all__ = ["percentile_threshold", "entropy_threshold", "entropy_threshold_reference", "avg_std", "smooth",
            "kl_divergence"]
@@ -91,6 +91,14 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.float32:
     return np.sum(terms, axis=0).astype(pk.dtype)
 
 
+#: values of candidate distributions the entropy search holds at once (each takes about 36 bytes of
+#: working arrays: the float32 distributions, ratios, logs and terms, the int64 counts)
+ENTROPY_GROUP = 1 << 22
+#: the most candidate values the entropy search weighs (about bins^2 / 4; 2^31 takes seconds to a
+#: minute); a histogram grown past that by a later call is refused
+ENTROPY_LIMIT = 1 << 31
+
+
 def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int):
     """The entropy method's range: every candidate width in two fused passes (the integer
     distributions, their smoothing, normalisation and ratio; then the divergences), numpy's float32
@@ -110,20 +118,35 @@ def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int
                                    "for the entropy method", num_quantized_bins)
     widths = np.array([min(zero + i + 1, num_bins) - (zero - i) for i in range(half_q, zero + 1)], np.int64)
     offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
-    size = int(offsets[-1])
-    check_fits((size,), 4 * 4, "batch", f"the entropy method's candidate distributions (a histogram of {num_bins} "
-               "bins, grown from the first call's range by the later calls')")
-    pk, qk, ratio = np.empty(size, np.float32), np.empty(size, np.float32), np.ones(size, np.float32)
+    # the candidates in groups of about ENTROPY_GROUP values (every candidate is computed on its own,
+    # so the grouping changes no bit): the working arrays of a histogram grown to many bins (their
+    # values number about bins^2 / 4) stay a few hundred MB, not all at once
+    total = int(offsets[-1])
+    if total > ENTROPY_LIMIT:
+        raise TooLargeError("batch", f"grows the entropy method's histogram to {num_bins} bins (from the first call's "
+                            f"range, by the later calls'): its search would weigh {total} candidate values (about "
+                            f"bins^2 / 4), more than quantspec's limit of {ENTROPY_LIMIT} (onnxruntime would loop "
+                            "that many Python steps)", total)
+    hist64 = np.ascontiguousarray(hist, np.int64)
     state = np.zeros(count, np.int64)
-    k.entropy_prepare(np.ascontiguousarray(hist, np.int64), zero, half_q, num_quantized_bins, offsets, pk, qk, ratio,
-                      state)
-    if np.any(state < 0):
-        raise InvalidArgumentError("num_quantized_bins", "leaves too few non-empty bins to smooth the distribution "
-                                   "(onnxruntime fails here too)", num_quantized_bins)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(ratio)
     divergences = np.empty(count)
-    k.entropy_finish(offsets, pk, qk, logs, state, np.empty(size, np.float32), divergences)
+    c0 = 0
+    while c0 < count:
+        c1 = int(np.searchsorted(offsets, offsets[c0] + max(ENTROPY_GROUP, int(widths[c0])), "right")) - 1
+        c1 = min(max(c1, c0 + 1), count)
+        offs = offsets[c0:c1 + 1] - offsets[c0]
+        size = int(offs[-1])
+        check_fits((size,), 36, "batch", f"the entropy method's candidate distributions (a histogram of {num_bins} "
+                   "bins, grown from the first call's range by the later calls')")
+        pk, qk, ratio = np.empty(size, np.float32), np.empty(size, np.float32), np.ones(size, np.float32)
+        k.entropy_prepare(hist64, zero, half_q + c0, num_quantized_bins, offs, pk, qk, ratio, state[c0:c1])
+        if np.any(state[c0:c1] < 0):
+            raise InvalidArgumentError("num_quantized_bins", "leaves too few non-empty bins to smooth the distribution "
+                                       "(onnxruntime fails here too)", num_quantized_bins)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.log(ratio)
+        k.entropy_finish(offs, pk, qk, logs, state[c0:c1], np.empty(size, np.float32), divergences[c0:c1])
+        c0 = c1
     best = int(np.argmin(divergences))
     i = half_q + best
     low, high = edges[zero - i], edges[min(zero + i + 1, num_bins)]
