@@ -1312,6 +1312,22 @@ def test_fuzz_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_
     report = qo.check_model(m.SerializeToString())
     found = [v for v in report.violations if v.rule == "scale-shape"]
     assert found and "a shape no tensor can have" in found[0].message, report
+    # no element at all (a zero dimension), but numpy counts the others (about 2^93 here) and refuses
+    g.input[1].type.tensor_type.shape.dim[0].dim_value = 0
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    report = qo.check_model(m.SerializeToString())
+    found = [v for v in report.violations if v.rule == "scale-shape"]
+    assert found and "a shape no tensor can have" in found[0].message, report
+    # fewer elements than an int64 counts, more bytes than numpy allows (its "array is too big"
+    # ValueError, mutant 38412 of the same run)
+    g.input[1].type.tensor_type.shape.dim[1].dim_value = 1 << 60
+    del g.input[1].type.tensor_type.shape.dim[2:]
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    report = qo.check_model(m.SerializeToString())
+    found = [v for v in report.violations if v.rule == "scale-shape"]
+    assert found and "a shape no tensor can have" in found[0].message, report
 
 
 def test_fuzz_an_operator_whose_run_time_inputs_outgrow_memory_is_refused_before_it_runs(monkeypatch):
