@@ -696,3 +696,18 @@ def test_int16_gemm_with_an_int32_bias_is_refused(op, mode):
                 select(mode, op, ins, [spec(out)], {})
         else:
             assert select(mode, op, ins, [spec(out)], {})[1] == "optimized"
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "reference"])
+@pytest.mark.filterwarnings("error::RuntimeWarning")          # numpy's overflow warning must not reach the user
+@pytest.mark.parametrize("s_in, beta, nan", [(0.05, float("inf"), True), (100.0, 3e38, True), (0.05, 3e38, False)])
+def test_softmax_of_an_infinite_beta_wraps_its_nan_as_litert(mode, s_in, beta, nan):
+    """beta = inf (or a beta whose product with the input scale overflows) puts NaN in the optimized
+    kernel's exp table: the row's sum and probabilities are NaN, int32(round(NaN)) is INT32_MIN on
+    x86, and adding the output zero point (-128, the only one LiteRT takes) wraps in int32 to a
+    large positive value, clamped to 127.  Found by the 20000-example .tflite fuzzer (a damaged mlp_softmax.tflite
+    in the xnnpack mode); the same bytes as LiteRT's resolver."""
+    x = np.array([[-128, -5, 0, 7, 7, 127, 3, -1]], np.int8)
+    out = check_mode("SOFTMAX", [T(x.shape, "int8", s_in, 2)], [T(x.shape, "int8", 1 / 256, -128)], {"beta": beta},
+                     [x], mode=mode)
+    assert (out[0] == 127).all() == nan          # a finite table: 127 for the largest input only

@@ -6,7 +6,7 @@ arithmetic is not used, and neither is their abort on ``beta · s_in · 2^26 <= 
 With ``table[255 - v] = expf(f32(-s_in · beta) · v)`` (v = 0..255) and, per row of the last axis,
 ``e_j = table[255 - max + x_j]`` and ``sum`` their float32 sum in order::
 
-    SOFTMAX:      out_j = clamp(int32(roundf(e_j · f32(1 / (sum · s_out)))) + z_out)
+    SOFTMAX:      out_j = clamp(int32(roundf(e_j · f32(1 / (sum · s_out)))) + z_out)   (an int32 sum: it wraps)
     LOG_SOFTMAX:  p = f32((f32(s_in · max) + logf(sum)) / s_out)
                   out_j = clamp(int32(rintf(f32(f32(s_in / s_out) · x_j) - p) + z_out))   (ties to even)
 
@@ -56,10 +56,10 @@ def _logf(x: np.ndarray) -> np.ndarray:
 
 def exp_table(input_scale: np.float32, beta: float) -> np.ndarray:
     """``PopulateSoftmaxLookupTable``: float32 ``table[255 - v] = expf(f32(-s_in · beta) · v)``."""
-    scale = np.float32(-np.float32(input_scale) * np.float32(beta))
     v = np.arange(256, dtype=np.float32)
     table = np.empty(256, np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):     # s_in · beta may overflow to -inf, then 0 · inf: NaN
+        scale = np.float32(-np.float32(input_scale) * np.float32(beta))
         table[255 - np.arange(256)] = ref._expf(np.float32(scale * v))
     return table
 
@@ -81,6 +81,11 @@ def _to_int32(v: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         inside = (v >= np.float32(-2.0 ** 31)) & (v < np.float32(2.0 ** 31))
         return np.where(inside, v, INT32_MIN).astype(np.int64)
+
+
+def _wrap_int32(v: np.ndarray) -> np.ndarray:
+    """int64 values reduced to int32 as two's complement addition wraps."""
+    return (v + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +113,10 @@ class Softmax(ref.Softmax):
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             inv = np.float32(1) / (_sequential_sum(e) * p.output_scale)
             prob = (e * inv[:, None]).astype(np.float32)
-        q = _to_int32(half_away_from_zero(prob)) + p.output_zero_point
+        # QuantizeSoftmaxOutput: int32(round(prob)) + zero_point in int32, which wraps on x86 (NaN,
+        # from beta = inf or an infinite sum, converts to INT32_MIN: plus a negative zero point it
+        # wraps to a large positive value, clamped to 127)
+        q = _wrap_int32(_to_int32(half_away_from_zero(prob)) + p.output_zero_point)
         return [np.clip(q, -128, 127).astype(np.int8).reshape(x.shape)]
 
 
