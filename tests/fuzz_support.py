@@ -45,8 +45,9 @@ SEED = int(os.environ.get("QUANTSPEC_FUZZ_SEED", "1818"))
 SCALE = EXAMPLES / DEFAULT_EXAMPLES
 #: QUANTSPEC_FUZZ_SHRINK=0 reports the first failing example as found (no shrinking: quicker to triage)
 SHRINK = os.environ.get("QUANTSPEC_FUZZ_SHRINK", "1") != "0"
-#: QUANTSPEC_FUZZ_FROM=N: the mutation fuzzers make their first N mutants (so that mutant N is the
-#: same as in a full run) but check only the mutants from N on: a long run resumed after a fix
+#: QUANTSPEC_FUZZ_FROM=N: the .onnx and .tflite mutation fuzzers make their first N mutants (so that
+#: mutant N is the same as in a full run) but check only the mutants from N on: a long run resumed
+#: after a fix
 FROM = max(0, int(os.environ.get("QUANTSPEC_FUZZ_FROM", "0")))
 
 
