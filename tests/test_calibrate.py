@@ -532,3 +532,29 @@ def test_entropy_over_a_histogram_grown_to_many_bins_stays_within_memory(tmp_pat
     assert out.returncode == 0, out.stderr[-2000:]
     bins, outcome = out.stdout.split()
     assert int(bins) > 50_000 and outcome == "num_quantized_bins", out.stdout
+
+
+@pytest.mark.parametrize("cls, extra", [("DistributionObserver", {}), ("PercentileObserver", {}),
+                                        ("PercentileObserver", {"symmetric": False})])
+def test_a_grown_histogram_takes_at_most_its_counted_bytes_per_bin(cls, extra):
+    """The memory check of a histogram grown by a later call counts ``_BIN_BYTES`` per bin (a count
+    of 12 let a grown histogram through whose working arrays filled the machine): measured in a child
+    process, a histogram grown to about 10 million bins raises the peak memory by less than that."""
+    code = textwrap.dedent(f"""
+        import resource, numpy as np
+        import quantspec.calibrate as C
+        from quantspec.calibrate import histogram as H
+        obs = C.{cls}(**{extra!r})
+        obs.update(np.linspace(-1.5, 1.5, 4096, dtype=np.float32)); obs.flush()
+        obs.range()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        obs.update(np.array([1.5, 7300.0, -7300.0], np.float32)); obs.flush()
+        bins = obs.histogram()[0].size
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(bins, after - before, H._BIN_BYTES)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "QUANTSPEC_NUM_THREADS": "2"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    bins, grew, per_bin = map(int, out.stdout.split())
+    assert bins > 5_000_000 and grew < per_bin * bins, (bins, grew, grew / bins)

@@ -220,7 +220,7 @@ class HistogramObserver:
             width = old_edges[1] - old_edges[0]
             more = (temp_amax - old_edges[-1]) / width
             if np.isfinite(more):
-                check_fits((int(more) + len(old_edges) + 2,), 4 + 8, "batch", "the histogram (its edges extended to "
+                check_fits((int(more) + len(old_edges) + 2,), _BIN_BYTES, "batch", "the histogram (its edges extended to "
                            f"{temp_amax} by steps of {width})")
             try:
                 extra = np.arange(old_edges[-1] + width, temp_amax + width, width)
@@ -274,6 +274,9 @@ class HistogramObserver:
         return onnx_params(self.range(), quant_type, **options)
 
 
+#: the working bytes a histogram takes per bin while it grows: its edges (float32, numpy's
+#: intermediate copies), a row of int64 counts per thread, their sum and the merged histogram
+_BIN_BYTES = 48
 #: a buffer of kept batches larger than this (float32 values) is released after its call's flush
 _KEEP_BUFFER = 1 << 24
 #: a call's first batch reserves room for this many batches, where that is at most _RESERVE values
@@ -346,7 +349,7 @@ def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray
 
 def _edges(first, last, bins: int) -> np.ndarray:
     """``np.histogram``'s uniform bin edges over [first, last], refused as numpy refuses them."""
-    check_fits((bins + 1,), 4 + 8, "batch", f"the histogram ({bins} bins: its range grown by a later call, by "
+    check_fits((bins + 1,), _BIN_BYTES, "batch", f"the histogram ({bins} bins: its range grown by a later call, by "
                "whole bins of the first call's width)")
     edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=np.result_type(first, last, np.float32))
     if np.any(edges[:-1] >= edges[1:]):
