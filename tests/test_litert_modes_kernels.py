@@ -711,3 +711,19 @@ def test_softmax_of_an_infinite_beta_wraps_its_nan_as_litert(mode, s_in, beta, n
     out = check_mode("SOFTMAX", [T(x.shape, "int8", s_in, 2)], [T(x.shape, "int8", 1 / 256, -128)], {"beta": beta},
                      [x], mode=mode)
     assert (out[0] == 127).all() == nan          # a finite table: 127 for the largest input only
+
+
+@pytest.mark.parametrize("filt, stride, padding", [((2, 2050), (2, 2), "VALID"), ((13, 2), (1, 2), "VALID"),
+                                                   ((20, 30), (3, 5), "VALID"), ((12, 3), (2, 2), "VALID"),
+                                                   ((13, 2), (1, 2), "SAME")])
+def test_max_pool_with_a_window_longer_than_the_input_as_xnnpack_sizes_it(filt, stride, padding):
+    """MAX_POOL_2D with a VALID window longer than its input (a damaged model, found by the
+    20000-example .tflite fuzzer): LiteRT's own kernel gives an empty output, XNNPACK one position
+    per such axis, the maximum over the whole input there; quantspec's modes give each one's bytes."""
+    r = np.random.default_rng(5)
+    x = r.integers(-128, 128, (1, 12, 12, 3)).astype(np.int8)
+    opts = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1], "filter_height": filt[0],
+            "filter_width": filt[1], "fused_activation_function": "NONE"}
+    for mode in MODES:
+        check_mode("MAX_POOL_2D", [T(x.shape, "int8", 0.03, -26)], [T((1, 6, 6, 3), "int8", 0.03, -26)], opts, [x],
+                   mode=mode)

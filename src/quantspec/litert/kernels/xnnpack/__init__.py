@@ -3,7 +3,7 @@ the optimized builtin kernels for the rest (``OpResolverType.AUTO``, ai-edge-lit
 
 :func:`declines` (:mod:`.delegate`) says whether the delegate takes an operator; :data:`OPS` maps
 each operator it can take to quantspec's kernel for XNNPACK's arithmetic (the reference kernel
-where XNNPACK gives the same bytes: data movement, MAX_POOL_2D, DEQUANTIZE).  One module per kernel
+where XNNPACK gives the same bytes: data movement, DEQUANTIZE; MAX_POOL_2D with its own output sizes).  One module per kernel
 family; :mod:`._fp32` holds XNNPACK's float32 requantization.
 """
 
@@ -13,7 +13,7 @@ from .. import REGISTRY
 from ..base import Kernel
 from .binary import Add, Mul, Sub
 from .delegate import RULES, declines, fails
-from .extra import BatchMatMul, LeakyRelu, TransposeConv
+from .extra import BatchMatMul, LeakyRelu, MaxPool2D, TransposeConv
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .reduce import Mean, Sum
 from .resize import ResizeBilinear
@@ -23,7 +23,7 @@ __all__ = ["OPS", "declines", "fails"]
 
 _OWN: dict[str, Kernel] = {k.name: k for k in (cls() for cls in (Conv2D, DepthwiseConv2D, FullyConnected, Add, Sub, Mul,
                                                                    Mean, Sum, Quantize, Logistic, Tanh, ResizeBilinear,
-                                                                   LeakyRelu, BatchMatMul, TransposeConv))}
+                                                                   LeakyRelu, BatchMatMul, TransposeConv, MaxPool2D))}
 
 #: operator name -> the kernel that reproduces XNNPACK's bytes, for every operator the delegate can take
 #: (and quantspec has a reference kernel for: the XNNPACK kernels validate with it)

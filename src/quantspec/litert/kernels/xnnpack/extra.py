@@ -19,14 +19,14 @@ Validation is the reference kernels' (``REGISTRY[name].prepare``); the delegate'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..._gemm import matmul_exact
 from ...fixedpoint import wrap_int32
-from .. import REGISTRY
+from .. import REGISTRY, pooling
 from .. import _common as c
 from ..base import Kernel
 from ._fp32 import activation_bounds, requantize_fp32
@@ -145,3 +145,23 @@ class TransposeConv(Kernel):
             return REGISTRY[self.name].compute(p, arrays)          # the reference kernel's error
         acc = transpose_conv_accumulators(p, x)
         return [requantize_fp32(acc, q.scale, p.output_zero_point, q.qmin, q.qmax)]
+
+
+class MaxPool2D(pooling.MaxPool2D):
+    """MAX_POOL_2D as XNNPACK sizes it: with VALID padding, an output length ``doz(in, filter) /
+    stride + 1`` per axis (XNNPACK's ``xnn_compute_convolution_output_dimension``; ``doz`` is the
+    difference or zero), so a window longer than the input gives one output over the whole input,
+    where LiteRT's own kernel gives none.  Elsewhere the reference kernel's sizes and bytes."""
+
+    def prepare(self, inputs, outputs, options) -> pooling.PoolPrepared:
+        p = super().prepare(inputs, outputs, options)
+        if options.get("padding") != "VALID":
+            return p
+        n, h, w, c = p.input_shape
+        (fh, fw), (sh, sw) = p.filter_hw, p.stride
+        if fh <= h and fw <= w:
+            return p
+        oh, ow = max(h - fh, 0) // sh + 1, max(w - fw, 0) // sw + 1
+        # a window past the input's end reads only the input: the filter cut to the input's length
+        # along such an axis gives the same taps
+        return replace(p, output_shape=(n, oh, ow, c), filter_hw=(min(fh, h), min(fw, w)), pad=(0, 0))
