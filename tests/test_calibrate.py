@@ -558,3 +558,36 @@ def test_a_grown_histogram_takes_at_most_its_counted_bytes_per_bin(cls, extra):
     assert out.returncode == 0, out.stderr[-2000:]
     bins, grew, per_bin = map(int, out.stdout.split())
     assert bins > 5_000_000 and grew < per_bin * bins, (bins, grew, grew / bins)
+
+
+@pytest.mark.parametrize("method, extra", [("Entropy", {"num_bins": 1, "num_quantized_bins": 1}),
+                                           ("Distribution", {}), ("Percentile", {"symmetric": False})])
+def test_a_histogram_range_wider_than_float32_is_refused_where_onnxruntime_fails(method, extra, tmp_path):
+    """A call whose values reach 3e38 makes the histogram's range [-3e38, 3e38], wider than float32's
+    largest value: numpy's index of a value far from the start is NaN there and np.histogram, so
+    onnxruntime, raises an IndexError (found by the 20000-example run: the observer returned a
+    histogram).  A value close to the start only is no failure: both give the same histogram."""
+    require("onnxruntime")
+    rng = np.random.default_rng(41)
+    far = np.concatenate([np.full(6, 3e38, np.float32), rng.normal(0, 2, 60).astype(np.float32)])
+    near = np.concatenate([np.full(6, -3e38, np.float32), np.float32([3e38]), np.full(5, -1e38, np.float32)])
+    for groups, fails in (([[far]], True), ([[near]], None)):
+        try:
+            want = _ort_calibrate(tmp_path, method, groups, extra)
+            ort_error = None
+        except Exception as e:  # noqa: BLE001 - onnxruntime's IndexError
+            ort_error = e
+        if fails:      # 2048 bins: numpy's linspace fails first ("Too many bins"); one bin: the IndexError
+            assert isinstance(ort_error, IndexError if method == "Entropy" else ValueError), ort_error
+        obs = getattr(C, f"{method}Observer")(**extra)
+        if ort_error is not None:
+            with pytest.raises(InvalidArgumentError, match="wider than float32" if isinstance(ort_error, IndexError)
+                               else None):
+                for b in groups[0]:
+                    obs.update(b)
+                obs.range()
+        else:
+            for b in groups[0]:
+                obs.update(b)
+            got = obs.range()
+            assert _same(got.lowest, want.range_value[0]) and _same(got.highest, want.range_value[1])

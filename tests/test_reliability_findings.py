@@ -1352,3 +1352,32 @@ def test_fuzz_an_operator_whose_run_time_inputs_outgrow_memory_is_refused_before
     monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [])
     out = Interpreter(load_model(example_bytes("mixed"))).run(random_inputs(load_model(example_bytes("mixed")), 0))
     assert out[0].shape == (1, 8, 12, 12)
+
+
+@pytest.mark.parametrize("shape", [[944111617, 1295271263, 51, 4], [1 << 30, 1 << 30, 1 << 4, 1]])
+def test_fuzz_a_tensor_whose_size_overflows_64_bits_is_refused_as_litert_refuses_it(shape):
+    """A tensor whose dimensions multiply past 2^64 elements (or bytes) counted as LiteRT's
+    BytesRequired counts them: LiteRT refuses the model at load ("Tensor 7 is invalidly specified in
+    schema"); check_model called it conformant (found by the 20000-example .tflite fuzzer, mutant
+    21401 of mixed.tflite)."""
+    def big(obj):
+        obj.subgraphs[0].tensors[7].shape = shape
+    data = edit(example_bytes("mixed"), big)
+    reason = _litert_refuses(data)
+    assert "overflowed" in reason or "invalidly specified" in reason, reason
+    report = check_model(data)
+    found = [v for v in report.violations if v.rule == "litert-load" and v.tensor_index == 7]
+    assert not report.ok and found and "overflows 64 bits" in found[0].message, report
+    assert check_model(example_bytes("mixed")).ok
+
+
+@pytest.mark.parametrize("value", [np.array([0.0, 0.0], np.float32), np.float32(2.0), [1.0], None])
+def test_fuzz_float8_params_of_something_that_is_not_a_range_is_refused(value):
+    """``float8_params(np.array([0., 0.]))`` read the array's ``std`` method as a standard deviation
+    (a TypeError escaped; found by the 20000-example run): anything but a calibrated range (or an
+    observer) is an InvalidArgumentError naming ``calibrated``."""
+    from quantspec.calibrate import float8_params
+    from quantspec.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="calibrated"):
+        float8_params(value)

@@ -315,10 +315,28 @@ def _count_uniform(x: np.ndarray, absolute: bool, first, last, edges: np.ndarray
         fast.launch(k.histogram_formula_parts, (x, bool(absolute), first, last, first, step, rows,
                                                 np.zeros(2, np.int64)), work, _weighted(x.size))
         return rows[:, :bins].sum(axis=0)
+    _check_width(x, absolute, first, last)
     rows = np.zeros((_parts(x.size), bins), np.int64)
     fast.launch(k.histogram_uniform_parts, (x, bool(absolute), first, last, edges, rows, np.zeros(2, np.int64)),
                 work, _weighted(x.size))
     return rows.sum(axis=0)
+
+
+def _check_width(x: np.ndarray, absolute: bool, first, last) -> None:
+    """A range wider than float32's largest value (``last - first`` is inf): numpy's index of a value
+    ``v`` is then ``((v - first) / inf) * bins``, NaN where ``v - first`` overflows too, and numpy's
+    ``np.histogram`` (so onnxruntime) fails there with an IndexError (the NaN index cast to
+    INT64_MIN); the pass would skip such values.  Refused as numpy refuses it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.float32(last) - np.float32(first)):
+            return
+        v = np.abs(x) if absolute else x
+        kept = v[(v >= first) & (v <= last)]
+        if np.isinf(kept - np.float32(first)).any():
+            raise InvalidArgumentError("batch", f"gives a histogram range [{first}, {last}] wider than float32's "
+                                       "largest value, with values whose distance from its start overflows: numpy's "
+                                       "histogram, and so onnxruntime, fails there (an IndexError)",
+                                       (float(first), float(last)))
 
 
 def _formula_step(edges: np.ndarray, first, last):

@@ -114,7 +114,7 @@ def float8_params(calibrated):
     global _E4M3
     if hasattr(calibrated, "range") and callable(calibrated.range):
         calibrated = calibrated.range()
-    std = getattr(calibrated, "std", None)
+    std = getattr(calibrated, "std", None) if isinstance(calibrated, CalibrationRange) else None
     if std is None:
         raise InvalidArgumentError("calibrated", "needs a standard deviation (the Distribution method's range)",
                                    calibrated)

@@ -483,7 +483,33 @@ def _load_checks(model: Model) -> list[Violation]:
                                      for i, j in enumerate(ids) if j == t.index), (None, ""))
                 add("is a variable tensor with constant data (LiteRT: 'a variable tensor with buffer or external "
                     "buffer. It's not supported now')", "no constant data", "constant data", sg, op, t, position)
+            overflow = _bytes_required_overflows(t)
+            if overflow:
+                op, position = next(((op, f"{side} {i}") for op in sg.operators
+                                     for side, ids in (("input", op.inputs), ("output", op.outputs))
+                                     for i, j in enumerate(ids) if j == t.index), (None, ""))
+                add(f"has a shape whose number of {overflow} overflows 64 bits, counted as LiteRT counts it (its "
+                    "dimensions as unsigned 64-bit numbers; LiteRT: 'BytesRequired number of "
+                    f"{overflow} overflowed', 'Tensor {t.index} is invalidly specified in schema')",
+                    "a shape of fewer than 2^64 elements and bytes", list(t.shape), sg, op, t, position)
     return out
+
+
+def _bytes_required_overflows(t: Tensor) -> str | None:
+    """LiteRT's ``BytesRequired`` for a tensor's shape, which it runs on every tensor but strings,
+    resources and variants when it loads a model: the product of the dimensions as ``size_t`` (a
+    negative dimension wraps to a huge one), each step checked for overflow, then times the type's
+    size; "elements" or "bytes" where a product passes 2^64, else None."""
+    if t.dtype is None or t.type_name in ("STRING", "RESOURCE", "VARIANT"):
+        return None
+    top = 1 << 64
+    count = 1
+    for d in t.shape:
+        b = int(d) % top
+        if count and count * b >= top:
+            return "elements"
+        count = count * b
+    return "bytes" if count * t.dtype.dtype.itemsize >= top else None
 
 
 #: the prepare pass skips operators with a tensor of more elements than this (a damaged or hostile model
