@@ -1381,3 +1381,24 @@ def test_fuzz_float8_params_of_something_that_is_not_a_range_is_refused(value):
 
     with pytest.raises(InvalidArgumentError, match="calibrated"):
         float8_params(value)
+
+
+def test_fuzz_a_run_whose_grown_tensors_fill_half_the_memory_is_stopped(monkeypatch):
+    """PAD's paddings constant of a damaged model set to 1000 on both spatial axes: the padded tensor
+    (1 x 2012 x 2012 x 4 int8, 16 MB) fits a machine of 20 MB, but it leaves the run holding more than
+    half of it, with the next operators still to run: the run stops there with a ModelError naming
+    the bytes, before the next operator's working arrays (a chain of such operators filled the
+    machine in the 20000-example .tflite run)."""
+    from litert_models import random_inputs
+
+    from quantspec._core import arrays
+    from quantspec.litert import Interpreter
+
+    def pad(obj):
+        sub = obj.subgraphs[0]
+        t = next(t for t in sub.tensors if t.name.decode() == "Pad/paddings")
+        obj.buffers[t.buffer].data = list(np.array([0, 0, 1000, 1000, 1000, 1000, 0, 0], "<i4").view(np.uint8))
+    model = load_model(edit(example_bytes("mixed"), pad))
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [20 << 20])
+    with pytest.raises(ModelError, match=r"operator 1 \(PAD\): leaves this run holding"):
+        Interpreter(model).run(random_inputs(model, 0))

@@ -408,6 +408,8 @@ class _Graph:
             if release and not keep_all:
                 for i in release:
                     arrays.pop(i, None)
+            if changed:
+                _check_live_memory(op, arrays, self.constants, self.where)
         del arrays[-1]
         return [arrays[i] for i in sg.outputs], arrays
 
@@ -484,6 +486,20 @@ def _check_working_memory(op: Operator, ins: Sequence[Any], where: str) -> None:
                          f"working memory for inputs of {elements} elements that this run's data made larger than "
                          f"the model declares, more than this machine's memory ({_bytes(memory_limit())})",
                          [list(a.shape) for a in ins if isinstance(a, np.ndarray)])
+
+
+def _check_live_memory(op: Operator, arrays: Mapping[int, Any], constants: Mapping[int, Any], where: str) -> None:
+    """After an operator of a run whose data grew tensors past the model's shapes: the tensors this
+    run computed and still holds (not the model's constants, which the file holds) must fit in half
+    this machine's memory, leaving room for the next operator's working arrays (a chain of operators
+    each growing a tensor would otherwise fill it)."""
+    from .._core.arrays import _bytes, memory_limit
+
+    live = sum(a.nbytes for i, a in arrays.items() if isinstance(a, np.ndarray) and i not in constants)
+    if live * 2 > memory_limit():
+        raise ModelError(f"{where}operator {op.index} ({op.name})", f"leaves this run holding {live} bytes "
+                         f"({_bytes(live)}) of tensors that the run's data made larger than the model declares, more "
+                         f"than half this machine's memory ({_bytes(memory_limit())})", live)
 
 
 def _check_tensor(t: Tensor) -> None:
