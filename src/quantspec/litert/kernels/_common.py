@@ -35,7 +35,6 @@ purpose:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -215,10 +214,11 @@ def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Seque
 # -- the op table ---------------------------------------------------------------------------------
 
 def _memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
-        return 1 << 40
+    """This machine's memory as every quantspec size check counts it (``quantspec._core.arrays.memory_limit``:
+    physical memory and swap, or the container's limit)."""
+    from ..._core.arrays import memory_limit
+
+    return memory_limit()
 
 
 def fits_memory(op: str, argument: str, shape: Sequence[int], itemsize: int, value: Any) -> None:
