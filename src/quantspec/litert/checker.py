@@ -478,21 +478,24 @@ def _load_checks(model: Model) -> list[Violation]:
     for sg in model.subgraphs:
         for t in sg.tensors:
             if t.is_variable and (t.data is not None or t.external_buffer):
-                op, position = next(((op, f"{side} {i}") for op in sg.operators
-                                     for side, ids in (("input", op.inputs), ("output", op.outputs))
-                                     for i, j in enumerate(ids) if j == t.index), (None, ""))
+                op, position = _first_use(sg, t)
                 add("is a variable tensor with constant data (LiteRT: 'a variable tensor with buffer or external "
                     "buffer. It's not supported now')", "no constant data", "constant data", sg, op, t, position)
             overflow = _bytes_required_overflows(t)
             if overflow:
-                op, position = next(((op, f"{side} {i}") for op in sg.operators
-                                     for side, ids in (("input", op.inputs), ("output", op.outputs))
-                                     for i, j in enumerate(ids) if j == t.index), (None, ""))
+                op, position = _first_use(sg, t)
                 add(f"has a shape whose number of {overflow} overflows 64 bits, counted as LiteRT counts it (its "
                     "dimensions as unsigned 64-bit numbers; LiteRT: 'BytesRequired number of "
                     f"{overflow} overflowed', 'Tensor {t.index} is invalidly specified in schema')",
                     "a shape of fewer than 2^64 elements and bytes", list(t.shape), sg, op, t, position)
     return out
+
+
+def _first_use(sg, t: Tensor) -> tuple[Operator | None, str]:
+    """The first operator of ``sg`` that reads or writes ``t``, and where (``"input 1"``); (None, "")."""
+    return next(((op, f"{side} {i}") for op in sg.operators
+                 for side, ids in (("input", op.inputs), ("output", op.outputs))
+                 for i, j in enumerate(ids) if j == t.index), (None, ""))
 
 
 def _bytes_required_overflows(t: Tensor) -> str | None:
