@@ -467,3 +467,18 @@ def test_signalling_nan_examples_raise_no_warning():
         tr = quantspec.translate("tf:FakeQuant variant=args min=-1.3 max=2.7", "onnx", inputs="bfloat16")
     rep = tr.report
     assert rep.nonfinite > 0 and rep.examples[0].bits == 0x7F81 and np.isnan(rep.examples[0].x)
+
+
+def test_a_grid_beyond_float32_raises_no_warning():
+    """A LiteRT dequantizer whose grid reaches past float32's range (scale 3e38): TensorFlow's range
+    candidates are float32's largest values, chosen without numpy's overflow warning (the fuzzer's
+    20000-example run met it as an escaping RuntimeWarning)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            quantspec.translate("litert:DEQUANTIZE scale=3e38 zero_point=0 input_dtype=int8", "tf:Dequantize",
+                                inputs=None)
+        except QuantSpecError:
+            pass

@@ -314,7 +314,12 @@ def test_fuzz_command_line(tmp_path_factory):
         if argv[0] == "warmup":
             assert code == 2, f"warmup with a bad argument did not fail: {what}"
         if code == 0 and argv[0] == "example" and "-h" not in argv and "--help" not in argv:
-            named = [a for a in argv[1:] if not a.startswith("-")]
+            named, after = [], False           # positional: "-", a word, anything after "--"
+            for a in argv[1:]:
+                if a == "--" and not after:
+                    after = True
+                elif after or a == "-" or not a.startswith("-"):
+                    named.append(a)
             where = d / (named[-1] if named else ".")
             assert (where / "model.tflite").is_file() and (where / "weights.npy").is_file(), what
         left = set(os.listdir(d)) - before

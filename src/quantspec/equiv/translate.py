@@ -135,8 +135,10 @@ def _f32(v: float) -> float:
 
 
 def _neighbours(v: float, k: int = 2) -> list[float]:
-    """``v`` as float32 and its ``k`` float32 neighbours on each side (finite, same sign)."""
-    f = np.float32(v)
+    """``v`` as float32 and its ``k`` float32 neighbours on each side (finite, same sign; a ``v``
+    beyond float32's range: float32's largest value and those below it)."""
+    with np.errstate(over="ignore"):
+        f = np.float32(v)
     out = [float(f)]
     up = down = f
     for _ in range(k):
