@@ -405,6 +405,29 @@ def test_a_finished_shard_whose_source_changed_is_recomputed(tmp_path, small_sla
     assert checkpoint.open(dst).scheme("l1.weight") == "int4-b32"
 
 
+
+@pytest.mark.parametrize("damage", [b"x", b"-"])
+def test_a_finished_shard_whose_header_records_are_damaged_is_converted_again(tmp_path, small_slabs, damage):
+    """A rerun keeps a finished shard only where its header's records are those the plan writes (an
+    error sum that is no number, or a negative one, made the rerun fail with a bare ValueError); the
+    damaged shard is converted again and the output is a fresh run's."""
+    rng = np.random.default_rng(6)
+    tensors = {f"l{i}.weight": _w(rng, 16, 64) for i in range(3)}
+    tensorio.write_tensors(tmp_path / "m.safetensors", tensors)
+    dst = tmp_path / "dst"
+    checkpoint.convert(tmp_path / "m.safetensors", dst, "int8", max_shard_size="1KB", progress=False)
+    pristine = _all_bytes(dst)
+    shard = dst / checkpoint.open(dst).describe("l1.weight")["shard"]
+    data = bytearray(shard.read_bytes())
+    k = data.index(b'"stats\\":\\"') + len(b'"stats\\":\\"')
+    while data[k:k + 1] == b" ":
+        k += 1
+    data[k:k + 1] = damage                                          # "+1.2e-02": "x1.2e-02" or "-1.2e-02"
+    shard.write_bytes(bytes(data))
+    rep = checkpoint.convert(tmp_path / "m.safetensors", dst, "int8", max_shard_size="1KB", progress=False)
+    assert shard.name not in rep.resumed and len(rep.resumed) == len(rep.shards) - 1
+    assert _all_bytes(dst) == pristine and checkpoint.verify(tmp_path / "m.safetensors", dst).ok
+
 # -- memory ------------------------------------------------------------------------------------------------
 def test_peak_memory_is_a_few_slabs_for_a_tensor_larger_than_1_gib(tmp_path):
     """One bfloat16 tensor of 1.125 GiB (a sparse file: zeros, made instantly) converts with a peak

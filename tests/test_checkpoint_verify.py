@@ -360,3 +360,92 @@ def test_a_shard_header_whose_manifest_differs_from_quantspec_json_is_reported(f
     shard.write_bytes(bytes(data))
     rep = checkpoint.verify(tmp_path / "m.safetensors", out)
     assert not rep.ok and rep.files == [f"{shard.name}: its header's manifest is missing or damaged"], rep.files
+
+
+def _edit_manifest(out: Path, edit) -> None:
+    path = out / "quantspec.json"
+    m = json.loads(path.read_text())
+    edit(m)
+    path.write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("fmt", ["quantspec", "compressed-tensors"])
+def test_the_description_of_the_run_is_checked(fmt, tmp_path):
+    """``quantspec.json`` and the index must be what ``convert`` writes for SRC with the recipe, shard
+    size and slab size they record: each tensor's scheme, its shard, its error summary (recomputed
+    from the same slabs), the shards, the index.  Damage to any of them that leaves the tensors'
+    bytes intact (the fuzzer's damaged outputs left 123 such checkpoints verified as identical) is a
+    line of ``rep.files``; where the source was is not compared.  A run resumed from finished shards
+    verifies as identical."""
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(5)
+    src = tmp_path / "m.safetensors"
+    save_file({"a.weight": rng.normal(size=(40, 64)).astype(np.float32),
+               "b.weight": rng.normal(size=(24, 48)).astype(np.float32),
+               "c.weight": rng.normal(size=(16, 32)).astype(np.float32), "norm": np.ones(64, np.float32)}, str(src))
+    recipe = {"default": "int8", "rules": [{"match": "b.*", "scheme": "fp8-e4m3"}]}
+    out = tmp_path / "out"
+    saved = layout.SLAB_BYTES
+    layout.SLAB_BYTES = 1000                          # several slabs a tensor: their error sums add up
+    try:
+        checkpoint.convert(src, out, recipe=recipe, format=fmt, max_shard_size="3KB", progress=False)
+        shards = sorted(out.glob("*.safetensors"))
+        assert len(shards) >= 2
+        pristine = {p.name: p.read_bytes() for p in out.iterdir()}
+        shards[-1].unlink()
+        rep = checkpoint.convert(src, out, recipe=recipe, format=fmt, max_shard_size="3KB", progress=False)
+        assert rep.resumed and {p.name: p.read_bytes() for p in out.iterdir()} == pristine
+    finally:
+        layout.SLAB_BYTES = saved
+    rep = checkpoint.verify(src, out)
+    assert rep.ok and rep.files == [], rep.files
+
+    def damaged(edit, index=None):
+        for name, data in pristine.items():
+            (out / name).write_bytes(data)
+        if edit is not None:
+            _edit_manifest(out, edit)
+        if index is not None:
+            p = out / "model.safetensors.index.json"
+            ix = json.loads(p.read_text())
+            index(ix)
+            p.write_text(json.dumps(ix))
+        r = checkpoint.verify(src, out)
+        assert all(t.status == "identical" for t in r.tensors), r.summary()
+        return r.files
+
+    def error(m):
+        m["tensors"]["a.weight"]["error"]["rel_rms"] *= 2
+
+    assert damaged(error) == ["quantspec.json: tensor 'a.weight': its record's 'error' is not what convert writes"]
+
+    def stats(m):
+        a, b, c = (float(v) for v in m["tensors"]["c.weight"]["stats"].split())
+        m["tensors"]["c.weight"]["stats"] = " ".join(f"{v:+.15e}".rjust(len(x)) for v, x in
+                                                     zip((a * 1.5, b, c), m["tensors"]["c.weight"]["stats"].split()))
+
+    files = damaged(stats)
+    assert "quantspec.json: tensor 'c.weight': its record's 'stats' is not what convert writes" in files, files
+
+    def rule(m):
+        m["recipe"]["rules"][0]["match"] = "x.*"         # b.weight would be int8
+
+    files = damaged(rule)
+    assert any(f.startswith("quantspec.json: tensor 'b.weight': its record's") and "'scheme'" in f
+               for f in files), files
+
+    def shard_size(m):
+        m["max_shard_size"] = 10 ** 9
+
+    files = damaged(shard_size)
+    assert "quantspec.json: its 'shards' is not what convert writes for SRC" in files, files
+    assert any("'shard'" in f for f in files), files
+    assert damaged(lambda m: m.__setitem__("recipe", "int8")) == \
+        ["quantspec.json: its recipe is damaged (recipe: is not a recipe's description (got 'int8'))"]
+    assert damaged(lambda m: m.__setitem__("slab_bytes", -1)) == ["quantspec.json: its slab_bytes is damaged (-1)"]
+    assert damaged(lambda m: m.__setitem__("version", "2")) == \
+        ["quantspec.json: its format version is '2' (this quantspec writes 2)"]
+    assert damaged(None, index=lambda ix: ix["metadata"].__setitem__("total_size", ix["metadata"]["total_size"] + 1)) \
+        == ["model.safetensors.index.json: is not the index convert writes for these shards"]
+    assert damaged(lambda m: m.__setitem__("source", {"path": "/elsewhere"})) == []   # where SRC was: not checked

@@ -40,7 +40,7 @@ from .report import ConversionReport, TensorReport, format_stats, parse_stats
 from .schemes import KEEP, SCHEMES, load_recipe
 from .writer import Output, read_header
 
-__all__ = ["convert", "FORMATS"]
+__all__ = ["convert", "FORMATS", "manifest", "finish_record"]
 
 FORMATS = {"quantspec": layout.QuantspecFormat, "compressed-tensors": CompressedTensorsFormat}
 
@@ -151,12 +151,37 @@ class _Run:
                 records = json.loads(meta["quantspec.manifest"])["tensors"] if ok else None
             except Exception:
                 records = None
+            if records is not None and not self._fits(sh, records):
+                records = None
             if records is None:
                 if path == out.done(sh):
                     path.unlink(missing_ok=True)
                 continue
             candidates.append((sh, records))
         return candidates
+
+    def _fits(self, sh, records) -> bool:
+        """Whether a finished shard's header records are those this plan writes for its tensors, but
+        for the source digests and error sums, which must be a digest and three numbers (a damaged
+        header is converted again, not kept)."""
+        plan = self.plan
+        if not isinstance(records, dict) or set(records) != {plan.entries[i].source.name for i in sh.entries}:
+            return False
+        for i in sh.entries:
+            e = plan.entries[i]
+            rec = records[e.source.name]
+            src = rec.get("source") if isinstance(rec, dict) else None
+            digest = src.get("digest") if isinstance(src, dict) else None
+            stats = rec.get("stats") if isinstance(rec, dict) and e.scheme != KEEP else None
+            if not isinstance(digest, str) or (e.scheme != KEEP and not isinstance(stats, str)):
+                return False
+            if rec != plan.format.entry_manifest(e, digest, stats):
+                return False
+            try:
+                finish_record(plan, i, rec)
+            except (TypeError, ValueError):
+                return False
+        return True
 
     def verify(self, candidates) -> None:
         """Keep each candidate whose recorded source digests equal the source's now."""
@@ -262,33 +287,14 @@ class _Run:
 
     # -- step 5 ------------------------------------------------------------------------------------
     def _record(self, i: int) -> dict:
-        e = self.plan.entries[i]
-        rec = self.records.get(e.source.name)
+        rec = self.records.get(self.plan.entries[i].source.name)
         if rec is None:
             digest, stats = self._done(i)
-            rec = self.plan.format.entry_manifest(e, digest, stats)
-        rec = dict(rec)
-        rec["shard"] = self.plan.shards[e.shard].name
-        if e.scheme != KEEP:
-            rel, mx = TensorReport.errors(*parse_stats(rec["stats"]))
-            rec["error"] = {"rel_rms": rel, "max_abs": mx}
-        return rec
+            rec = self.plan.format.entry_manifest(self.plan.entries[i], digest, stats)
+        return finish_record(self.plan, i, rec)
 
     def manifest(self, src) -> dict:
-        plan = self.plan
-        return {
-            "format": plan.format.name, "version": FORMAT_VERSION, "quantspec": __version__,
-            "source": {"path": str(src), "kind": plan.source.kind,
-                       "files": [str(Path(f).relative_to(Path(plan.source.root).resolve()))
-                                 if Path(f).is_relative_to(Path(plan.source.root).resolve()) else Path(f).name
-                                 for f in plan.source.files]},
-            "recipe": plan.recipe.describe(),
-            "max_shard_size": plan.max_shard_size,
-            "slab_bytes": plan.slab_bytes,
-            "shards": [{"name": sh.name, "size": sh.size, "tensors": [plan.entries[i].source.name for i in sh.entries]}
-                       for sh in plan.shards],
-            "tensors": {plan.entries[i].source.name: self._record(i) for i in range(len(plan.entries))},
-        }
+        return manifest(self.plan, src, self._record)
 
     def report(self, src: str, dst: str) -> ConversionReport:
         plan = self.plan
@@ -302,3 +308,34 @@ class _Run:
                 t.rel_rms, t.max_abs = rec["error"]["rel_rms"], rec["error"]["max_abs"]
             rep.tensors.append(t)
         return rep
+
+
+def finish_record(plan: Plan, i: int, rec: dict) -> dict:
+    """Entry ``i``'s record in ``quantspec.json``: its shard's record ``rec`` (what the shard's header
+    repeats) with the fields known once every shard is written, its shard's name and, for a quantized
+    tensor, the error summary its error sums give."""
+    e = plan.entries[i]
+    rec = dict(rec)
+    rec["shard"] = plan.shards[e.shard].name
+    if e.scheme != KEEP:
+        rel, mx = TensorReport.errors(*parse_stats(rec["stats"]))
+        rec["error"] = {"rel_rms": rel, "max_abs": mx}
+    return rec
+
+
+def manifest(plan: Plan, src, record) -> dict:
+    """``quantspec.json`` of the conversion planned as ``plan`` from the source ``src``; ``record(i)``:
+    entry ``i``'s record (:func:`finish_record`)."""
+    root = Path(plan.source.root).resolve()
+    return {
+        "format": plan.format.name, "version": FORMAT_VERSION, "quantspec": __version__,
+        "source": {"path": str(src), "kind": plan.source.kind,
+                   "files": [str(Path(f).relative_to(root)) if Path(f).is_relative_to(root) else Path(f).name
+                             for f in plan.source.files]},
+        "recipe": plan.recipe.describe(),
+        "max_shard_size": plan.max_shard_size,
+        "slab_bytes": plan.slab_bytes,
+        "shards": [{"name": sh.name, "size": sh.size, "tensors": [plan.entries[i].source.name for i in sh.entries]}
+                   for sh in plan.shards],
+        "tensors": {plan.entries[i].source.name: record(i) for i in range(len(plan.entries))},
+    }

@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import __version__
 from ..dtypes import qtype
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, QuantSpecError
 from . import digest as digests
 from . import encode, layout, rederive, sources
 from .backend import backend as make_backend
@@ -42,8 +43,8 @@ from .encode import Task
 from .paths import local_path
 from .progress import progress_for
 from .reader import QuantizedCheckpoint
-from .report import Difference, TensorCheck, VerifyReport
-from .schemes import KEEP, SCHEMES
+from .report import Difference, TensorCheck, VerifyReport, format_stats
+from .schemes import KEEP, SCHEMES, Recipe, load_recipe
 from .stored import Part, Stored
 
 __all__ = ["verify", "Check", "CheckResult", "run_check", "POSITIONS"]
@@ -102,6 +103,7 @@ class CheckResult:
     other: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     explained: int = 0
+    stats: np.ndarray | None = None                     # derive: the slab's error sums, as convert's
 
 
 def _positions(diff: np.ndarray, shape: tuple[int, ...], r0: int) -> np.ndarray:
@@ -157,6 +159,7 @@ def run_check(c: Check) -> CheckResult:
     res.elements = rows * cols
     if c.kind == "derive":
         stats, arrays = encode.compute(Task(c.entry, c.r0, c.r1, "encode", None, c.params, hash=False), raw)
+        res.stats = stats[:3].copy()
         expected = st
         parts = {"codes": st.codes_part, "scale": st.scale_part, "zero_point": st.zp_part, "shape": c.data}
         for role, offset, data in encode.placed(c.entry, c.r0, c.r1, arrays):
@@ -276,7 +279,7 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
                                    "stored scales and zero points with --params-from-dst)", str(dst))
     source = sources.discover(src)
     report = VerifyReport(str(src), str(dst), params_from_dst, ck.layout)
-    checks, scans = _plan(ck, source, params_from_dst, report)
+    checks, scans, steps = _plan(ck, source, params_from_dst, report)
     if ck.layout == "compressed-tensors" and not ck.foreign:
         _check_config(ck, source, report)
     if not ck.foreign:
@@ -285,7 +288,9 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
     prog = progress_for(progress)
     try:
         prog.start(sum(c.nbytes for c in checks) + sum(c.nbytes for c in scans), 0)
-        _run(be, prog, ck, checks, scans, report)
+        sums = _run(be, prog, ck, checks, scans, report)
+        if not ck.foreign and not params_from_dst:
+            _check_description(ck, source, report, sums, steps)
     finally:
         prog.close()
         be.close()
@@ -360,6 +365,128 @@ def _check_config(ck: QuantizedCheckpoint, source: sources.Source, report: Verif
         report.files.append("config.json: differs from the source's config.json besides the quantization_config")
 
 
+#: differences in the description of the run reported, at most
+DESCRIPTION_LINES = 5
+
+
+def _recorded_plan(ck: QuantizedCheckpoint, source: sources.Source):
+    """The plan ``convert`` makes for ``source`` with the recipe, shard size and slab size that
+    ``ck``'s manifest records; a text saying why there is none."""
+    m = ck.manifest
+    r = m.get("recipe")
+    try:
+        if not isinstance(r, dict) or set(r) != {"default", "rules", "include", "exclude", "from"} \
+                or not isinstance(r["from"], str):
+            raise InvalidArgumentError("recipe", "is not a recipe's description", r)
+        given = {"rules": r["rules"]} if r["default"] is None else {"default": r["default"], "rules": r["rules"]}
+        rules = load_recipe(given, None, r["include"], r["exclude"])
+        recipe = Recipe(rules.default, rules.rules, rules.include, rules.exclude, r["from"])
+    except QuantSpecError as e:
+        return None, f"its recipe is damaged ({e})"
+    sizes = {}
+    for key in ("max_shard_size", "slab_bytes"):
+        v = m.get(key)
+        if type(v) is not int or v <= 0:
+            return None, f"its {key} is damaged ({v!r})"
+        sizes[key] = v
+    try:
+        from .converter import FORMATS
+        return layout.plan(source, recipe, sizes["max_shard_size"], FORMATS[ck.layout](), sizes["slab_bytes"]), None
+    except QuantSpecError as e:
+        return None, f"convert cannot plan SRC with the recipe it records ({e})"
+
+
+def _check_description(ck: QuantizedCheckpoint, source: sources.Source, report: VerifyReport,
+                       sums: dict[str, np.ndarray], steps: dict[str, int]) -> None:
+    """``quantspec.json`` and the index must describe the run that wrote ``ck``: what ``convert``
+    writes for ``source`` with the recipe, shard size and slab size the manifest records — the
+    scheme and reason of every tensor, the shards and their tensors, the error summary of every
+    quantized tensor whose values are identical (recomputed from the same slabs), the index, and
+    each shard's plan fingerprint (when written by this version of quantspec).  Not compared: where
+    the source was (``source``, each record's ``file``), the version that wrote it, and the source
+    digests (compared per tensor).  A manifest of an earlier format version is not checked."""
+    from .converter import finish_record, manifest
+
+    m = ck.manifest
+    version = m.get("version")
+    if type(version) is int and 0 < version < layout.FORMAT_VERSION:
+        return
+    found: list[str] = []
+    if version != layout.FORMAT_VERSION:
+        found.append(f"its format version is {version!r} (this quantspec writes {layout.FORMAT_VERSION})")
+    plan, why = _recorded_plan(ck, source)
+    if plan is None:
+        report.files.append(f"{layout.QuantspecFormat.manifest_name}: {why}")
+        return
+    checks = {tc.name: tc for tc in report.tensors}
+    records = m.get("tensors", {})
+
+    def expected(i: int) -> dict:
+        e = plan.entries[i]
+        name = e.source.name
+        rec = records.get(name) if isinstance(records.get(name), dict) else {}
+        src = rec.get("source") if isinstance(rec.get("source"), dict) else {}
+        digest = src.get("digest") if isinstance(src.get("digest"), str) else layout.DIGEST_PLACEHOLDER
+        tc = checks.get(name)
+        same_slabs = name in steps and min(steps[name], e.source.rows) == min(e.slab_rows, e.source.rows)
+        ours = e.scheme != KEEP and tc is not None and tc.ok_values and same_slabs and \
+            e.scheme == (rec.get("scheme") if isinstance(rec.get("scheme"), str) else None)
+        stats = format_stats(sums.get(name, np.zeros(3))) if ours else None
+        want = plan.format.entry_manifest(e, digest, stats)
+        if e.scheme != KEEP and not ours:                # not recomputed: the recorded summary stands
+            if not isinstance(rec.get("stats"), str):
+                return {**want, "stats": None, "shard": plan.shards[e.shard].name, "error": None}
+            want["stats"] = rec["stats"]
+            try:
+                return finish_record(plan, i, want)
+            except (TypeError, ValueError):
+                return {**want, "shard": plan.shards[e.shard].name, "error": rec.get("error")}
+        return finish_record(plan, i, want)
+
+    want = manifest(plan, m.get("source"), expected)
+    for key in sorted(set(want) | set(m)):
+        if key in ("source", "quantspec", "tensors", "version"):
+            continue
+        if m.get(key) != want.get(key):
+            found.append(f"its {key!r} is not what convert writes for SRC")
+    got_t = records if isinstance(records, dict) else {}
+    for name in list(want["tensors"]) + [n for n in got_t if n not in want["tensors"]]:
+        a, b = got_t.get(name), want["tensors"].get(name)
+        if a is None or b is None:
+            found.append(f"tensor {name!r} is {'not recorded' if a is None else 'not in the plan of SRC'}")
+            continue
+        fields = [k for k in sorted(set(a) | set(b)) if _field(a, k) != _field(b, k)]
+        if fields:
+            found.append(f"tensor {name!r}: its record's {', '.join(repr(f) for f in fields)} "
+                         f"{'is' if len(fields) == 1 else 'are'} not what convert writes")
+    for line in found[:DESCRIPTION_LINES]:
+        report.files.append(f"{layout.QuantspecFormat.manifest_name}: {line}")
+    if len(found) > DESCRIPTION_LINES:
+        report.files.append(f"{layout.QuantspecFormat.manifest_name}: and {len(found) - DESCRIPTION_LINES} more differences from "
+                            "what convert writes")
+    index = _read_json(os.path.join(ck.path, plan.format.index_name))
+    if index != plan.format.index(plan):
+        report.files.append(f"{plan.format.index_name}: is not the index convert writes for these shards")
+    if m.get("quantspec") == __version__ and plan.shard_fingerprints:
+        for sh in plan.shards:
+            if not (ck.path / sh.name).is_file():
+                continue
+            try:
+                meta = ck._metadata(sh.name)
+            except QuantSpecError:
+                continue                                      # reported by the tensors' checks
+            if meta.get("quantspec.plan") != plan.shard_fingerprints[sh.index]:
+                report.files.append(f"{sh.name}: its header's plan fingerprint is not that of the plan")
+
+
+def _field(rec: dict, key: str):
+    """A record's field as compared: its ``source`` without ``file`` and ``digest``."""
+    v = rec.get(key)
+    if key == "source" and isinstance(v, dict):
+        return {k: x for k, x in v.items() if k not in ("file", "digest")}
+    return v
+
+
 @dataclass
 class _ConfigEntry:
     scheme: str
@@ -384,6 +511,7 @@ def _plan(ck: QuantizedCheckpoint, source: sources.Source, params_from_dst: bool
     fmt = CompressedTensorsFormat() if ck.layout == "compressed-tensors" else layout.QuantspecFormat()
     checks: list[Check] = []
     scans: list[Check] = []
+    steps: dict[str, int] = {}          # rows per derive check, by tensor
     for name in ck.names():
         scheme = ck.scheme(name)
         tc = TensorCheck(name, scheme)
@@ -428,6 +556,7 @@ def _plan(ck: QuantizedCheckpoint, source: sources.Source, params_from_dst: bool
         shape_part = ck._part(next(o.name for o in outs if o.role == "shape")) if any(
             o.role == "shape" for o in outs) else None
         per_tensor = SCHEMES[st.scheme].granularity == "tensor"
+        steps[name] = step
         for r0 in range(0, t.rows, step):
             r1 = min(r0 + step, t.rows)
             if per_tensor:
@@ -437,7 +566,7 @@ def _plan(ck: QuantizedCheckpoint, source: sources.Source, params_from_dst: bool
     for t in source.tensors:
         if t.name not in held:
             report.tensors.append(TensorCheck(t.name, "", status="missing in DST"))
-    return checks, scans
+    return checks, scans, steps
 
 
 def _slab_rows(t: sources.SourceTensor, step: int, digest_rows: Any) -> int:
@@ -450,8 +579,12 @@ def _slab_rows(t: sources.SourceTensor, step: int, digest_rows: Any) -> int:
     return max(step, per - per % step)
 
 
-def _run(be, prog, ck: QuantizedCheckpoint, checks: list[Check], scans: list[Check], report: VerifyReport) -> None:
+def _run(be, prog, ck: QuantizedCheckpoint, checks: list[Check], scans: list[Check],
+         report: VerifyReport) -> dict[str, np.ndarray]:
+    """Run the checks into ``report``; returns each derived tensor's error sums, added slab by slab in
+    order as ``convert`` adds them."""
     by = {tc.name: tc for tc in report.tensors}
+    sums: dict[str, np.ndarray] = {}
     ranges: dict[str, list[float]] = {}
     if scans:
         def scanned(c, res):
@@ -472,6 +605,11 @@ def _run(be, prog, ck: QuantizedCheckpoint, checks: list[Check], scans: list[Che
         tc.elements += res.elements
         if res.piece is not None:
             pieces.setdefault(c.name, []).append(res.piece)
+        if res.stats is not None:
+            acc = sums.setdefault(c.name, np.zeros(3))
+            acc[0] += res.stats[0]
+            acc[1] += res.stats[1]
+            acc[2] = max(acc[2], res.stats[2])
         if res.nonfinite_row >= 0 and not tc.other:
             tc.other.append(f"the source holds NaN or infinity (row {res.nonfinite_row})")
         n, largest, pos = res.codes
@@ -504,3 +642,4 @@ def _run(be, prog, ck: QuantizedCheckpoint, checks: list[Check], scans: list[Che
         if algorithm and tc.name in pieces:
             tc.source_digest_ok = digests.combine(pieces[tc.name], algorithm) == want
         tc.status = "identical" if tc.ok_values else "different"
+    return sums
