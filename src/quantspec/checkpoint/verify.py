@@ -4,7 +4,8 @@ its scheme give?
 ``verify(src, dst)`` re-derives every tensor of the quantized checkpoint ``dst`` from the float
 checkpoint ``src`` and ``dst``'s manifest — the scheme of each tensor, chosen parameters and codes,
 placed as ``dst``'s layout stores them — and compares the bytes: codes, scales, zero points, kept
-tensors.  ``params_from_dst=True`` takes ``dst``'s stored scales and zero points as given (for
+tensors; and checks that ``dst``'s manifest and index describe that run as ``convert`` writes it
+(:func:`_check_description`).  ``params_from_dst=True`` takes ``dst``'s stored scales and zero points as given (for
 checkpoints made by other tools, such as a compressed-tensors checkpoint without a quantspec manifest)
 and checks only that each code is what the scheme's operator gives for its input and those
 parameters (``quantspec.checkpoint.rederive``).
