@@ -482,3 +482,20 @@ def test_a_grid_beyond_float32_raises_no_warning():
                                 inputs=None)
         except QuantSpecError:
             pass
+
+
+def test_an_integer_scale_type_takes_integers_only():
+    """A QuantizeLinear record of int32 x has an int32 scale (x's type, before opset 23): a scale of
+    0.05 was truncated to a zero scale, and inf cast with numpy's invalid-value warning (the fuzzer's
+    20000-example run); both are now refused naming the scale, and integer scales still work."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for text in ("onnx:QuantizeLinear x_dtype=int32 scale=0.05 zero_point=0 output_dtype=int8",
+                     "onnx:QuantizeLinear x_dtype=int8 scale=inf zero_point=-86 output_dtype=int8"):
+            with pytest.raises(InvalidArgumentError, match="scale: must hold integers"):
+                parse(text)
+    r = parse("onnx:QuantizeLinear x_dtype=int32 scale=3 zero_point=0 output_dtype=int8")
+    assert parse(r.spec_string()) == r
+    assert r(np.array([-7, -1, 1, 5, 300], np.int32)).tolist() == [-2, 0, 0, 2, 100]   # rint(x / 3)

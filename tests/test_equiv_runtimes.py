@@ -296,3 +296,20 @@ def test_pair_against_runtimes(pair):
             f"quantspec.equivalent on {int(flagged[~tf_corner].sum())}"
         assert on_sample.differing == int(flagged.sum())
     assert checked > 0, f"{pair.id}: no sample input is covered by the proof's kept differing inputs"
+
+
+def test_litert_refuses_an_int16_dequantize_with_a_zero_point_the_record_takes():
+    """What docs/translate.md says: LiteRT's DEQUANTIZE kernel refuses an int16 input whose zero
+    point is not 0 when the model is prepared; the record computes ``litert.dequantize``'s
+    arithmetic, and LiteRT's own result with a zero point of 0 equals the record's."""
+    import equiv_runtimes as R
+
+    from quantspec.equiv import parse
+
+    x = np.array([-32768, -9710, 25466, -1, 0, 7, 32767], np.int16)
+    rec = parse("litert:DEQUANTIZE scale=0.025490688 zero_point=5440 input_dtype=int16")
+    assert np.array_equal(rec(x), (np.float64(np.float32(0.025490688)) * (x.astype(np.int64) - 5440)).astype(np.float32))
+    with pytest.raises(RuntimeError, match="zero_point"):
+        R.run(rec, x)
+    zero = parse("litert:DEQUANTIZE scale=0.025490688 zero_point=0 input_dtype=int16")
+    assert R.run(zero, x).tobytes() == zero(x).tobytes()

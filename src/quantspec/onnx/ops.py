@@ -77,7 +77,10 @@ def _common(op, argument_scale: str, argument_zp: str, code: Any):
         raise InvalidArgumentError("opset", "must be None (the newest) or an integer", op.opset)
     if isinstance(op.axis, (bool, np.bool_)) or not isinstance(op.axis, (int, np.integer)):
         raise InvalidArgumentError("axis", "must be an integer", op.axis)
-    scale = _values(op.scale, argument_scale, qtype(op.scale_dtype).dtype, "float")
+    sdt = qtype(op.scale_dtype).dtype
+    # an integer scale type (int32 x before opset 23): the values must be integers of that type, not
+    # truncated to them (0.05 would become a zero scale)
+    scale = _values(op.scale, argument_scale, sdt, "int" if sdt.kind in "iu" else "float")
     ct = qtype(code)
     zp = _values(op.zero_point, argument_zp, ct.dtype, "int" if ct.is_int else "float")
     if isinstance(scale, tuple) and zp is not None and not isinstance(zp, tuple):
