@@ -101,7 +101,10 @@ def codes_of(op: QuantizerRecord, x: np.ndarray, offset: int = 0) -> np.ndarray:
         k = np.rint(v / step)
     out = np.where(np.isnan(v), -(1 << 62), 0).astype(np.int64)
     ok = ~np.isnan(v)
-    out[ok] = k[ok].astype(np.int64) + zero
+    with np.errstate(invalid="ignore"):
+        # an infinite output (a range near float32's largest value) converts as in the kernels'
+        # ``_code``: the x86 conversion of an out-of-range float, INT64_MIN, without numpy's warning
+        out[ok] = k[ok].astype(np.int64) + zero
     return out
 
 
