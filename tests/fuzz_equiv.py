@@ -399,10 +399,14 @@ def _oracle_faithful(rec) -> bool:
     """Whether the real runtime this record names computes what the record does on every input (the
     runtimes' own divergences from the spec are documented and tested elsewhere): ONNX records in
     the ``reference`` mode (onnx.reference) or ``onnxruntime`` mode (onnxruntime), float32 to 8/16-bit
-    integers in the ``spec`` mode (run on onnxruntime), every TensorFlow record, and every LiteRT
+    integers in the ``spec`` mode (run on onnxruntime) — but a DequantizeLinear record in the
+    ``reference`` mode before opset 19, where onnx.reference has no implementation and quantspec
+    computes the unchanged arithmetic (documented) —, every TensorFlow record, and every LiteRT
     record but a DEQUANTIZE that LiteRT's kernel refuses at Prepare (int16 codes with a zero point
     other than 0; uint16 and int32 codes), which the record computes as ``litert.dequantize`` does."""
     if rec.spec == "onnx":
+        if rec.compat == "reference" and rec.kind == "dequantize" and _opset(rec) < 19:
+            return False      # documented (dq-before-19): onnx.reference has no DequantizeLinear there
         return rec.compat in ("reference", "onnxruntime") or (
             rec.x_dtype == "float" and rec.code_type.name in ("int8", "uint8", "int16", "uint16")
             and getattr(rec, "precision", None) is None)
@@ -410,6 +414,12 @@ def _oracle_faithful(rec) -> bool:
         name = rec.code_type.name
         return name in ("int8", "uint8") or (name == "int16" and not np.any(rec.params.zero_point))
     return True
+
+
+def _opset(rec) -> int:
+    from quantspec.onnx import opsets
+
+    return opsets.version_for(rec.opset)
 
 
 def _report_check(report) -> None:
