@@ -266,10 +266,7 @@ class _Run:
             if res.digest is not None:
                 self.pieces.setdefault(i, []).append(res.digest)
             if res.stats is not None:
-                acc = self.stats.setdefault(i, np.zeros(3))
-                acc[0] += res.stats[0]
-                acc[1] += res.stats[1]
-                acc[2] = max(acc[2], res.stats[2])
+                encode.add_error_sums(self.stats.setdefault(i, np.zeros(3)), res.stats)
             self.prog.advance(task.nbytes, e.source.name)
             left[sh.index] -= 1
             if left[sh.index] == 0:

@@ -29,7 +29,7 @@ from .layout import Entry
 from .schemes import SCHEMES, Scheme
 
 __all__ = ["Task", "SlabResult", "run", "compute", "encode_rows", "placed", "tensor_params", "write_at", "close_file", "close_all",
-           "digest"]
+           "digest", "add_error_sums"]
 
 _KIND = {"float": 0, "float16": 1, "bfloat16": 2}
 _SRC_DTYPE = {"float": np.float32, "float16": np.float16}
@@ -74,6 +74,14 @@ class SlabResult:
     digest: bytes | None
     stats: np.ndarray | None = None    # [sum (x-dq)^2, sum x^2, max |x-dq|]
     minmax: tuple[float, float] | None = None
+
+
+def add_error_sums(acc: np.ndarray, stats: np.ndarray) -> None:
+    """Add a slab's error sums ``[sum (x-dq)^2, sum x^2, max |x-dq|]`` to a tensor's ``acc`` (slabs in
+    plan order, so that convert and verify get the same bits)."""
+    acc[0] += stats[0]
+    acc[1] += stats[1]
+    acc[2] = max(acc[2], stats[2])
 
 
 def digest(pieces) -> str:

@@ -460,11 +460,11 @@ def _check_description(ck: QuantizedCheckpoint, source: sources.Source, report: 
         if fields:
             found.append(f"tensor {name!r}: its record's {', '.join(repr(f) for f in fields)} "
                          f"{'is' if len(fields) == 1 else 'are'} not what convert writes")
+    mname = layout.QuantspecFormat.manifest_name
     for line in found[:DESCRIPTION_LINES]:
-        report.files.append(f"{layout.QuantspecFormat.manifest_name}: {line}")
+        report.files.append(f"{mname}: {line}")
     if len(found) > DESCRIPTION_LINES:
-        report.files.append(f"{layout.QuantspecFormat.manifest_name}: and {len(found) - DESCRIPTION_LINES} more differences from "
-                            "what convert writes")
+        report.files.append(f"{mname}: and {len(found) - DESCRIPTION_LINES} more differences from what convert writes")
     index = _read_json(os.path.join(ck.path, plan.format.index_name))
     if index != plan.format.index(plan):
         report.files.append(f"{plan.format.index_name}: is not the index convert writes for these shards")
@@ -607,10 +607,7 @@ def _run(be, prog, ck: QuantizedCheckpoint, checks: list[Check], scans: list[Che
         if res.piece is not None:
             pieces.setdefault(c.name, []).append(res.piece)
         if res.stats is not None:
-            acc = sums.setdefault(c.name, np.zeros(3))
-            acc[0] += res.stats[0]
-            acc[1] += res.stats[1]
-            acc[2] = max(acc[2], res.stats[2])
+            encode.add_error_sums(sums.setdefault(c.name, np.zeros(3)), res.stats)
         if res.nonfinite_row >= 0 and not tc.other:
             tc.other.append(f"the source holds NaN or infinity (row {res.nonfinite_row})")
         n, largest, pos = res.codes
