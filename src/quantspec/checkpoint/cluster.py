@@ -32,6 +32,7 @@ server when the task closes its file, before the client finishes the shard.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import deque
 from typing import Any
@@ -122,8 +123,11 @@ class DaskBackend(Backend):
         self._own = kind != "client"
         try:
             if kind == "local":
+                # silence_logs: the worker processes' own log lines (at ERROR, a heartbeat that meets the
+                # scheduler closing at the end of the run prints a traceback); a task's failure still
+                # reaches this process through its future
                 self._cluster = distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
-                                                         dashboard_address=":0")
+                                                         dashboard_address=":0", silence_logs=logging.CRITICAL)
                 self.client = distributed.Client(self._cluster)
             elif kind == "address":
                 self.client = distributed.Client(value, timeout=CONNECT_TIMEOUT)
