@@ -97,6 +97,12 @@ PAIRS = [
     Pair("qdq-v3-onnx", "tf:QuantizeAndDequantizeV3 min=-1.3 max=2.7", "to:onnx"),
     Pair("qdq-v4-unsigned-onnx", "tf:QuantizeAndDequantizeV4 min=0 max=3 signed_input=false range_given=true",
          "to:onnx"),
+    # with an axis and a given range (TensorFlow 2.21 refuses V2 / V4 there: the oracle runs the slice)
+    Pair("qdq-v4-axis-onnx", "tf:QuantizeAndDequantize version=4 min=-1.0661212 max=2.2142518 signed_input=true "
+         "num_bits=8 range_given=true round_mode=HALF_TO_EVEN axis=0", "onnx:QuantizeLinear opset=13 "
+         "scale=0.017435053 zero_point=0 output_dtype=int8", "bfloat16"),
+    Pair("qdq-v2-axis-halfup-onnx", "tf:QuantizeAndDequantize version=2 min=-1,-0.5 max=2,0.5 range_given=true "
+         "round_mode=HALF_UP axis=1", "to:onnx"),
     # float16 and bfloat16 ONNX against float32
     Pair("onnx-f16-f32", "onnx:QuantizeLinear opset=21 scale=0.05 zero_point=-3 output_dtype=int8 x_dtype=float16 "
          "compat=onnxruntime", "onnx:QuantizeLinear opset=21 scale=0.049987793 zero_point=-3 output_dtype=int8",
