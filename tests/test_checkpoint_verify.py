@@ -448,4 +448,46 @@ def test_the_description_of_the_run_is_checked(fmt, tmp_path):
         ["quantspec.json: its format version is '2' (this quantspec writes 2)"]
     assert damaged(None, index=lambda ix: ix["metadata"].__setitem__("total_size", ix["metadata"]["total_size"] + 1)) \
         == ["model.safetensors.index.json: is not the index convert writes for these shards"]
-    assert damaged(lambda m: m.__setitem__("source", {"path": "/elsewhere"})) == []   # where SRC was: not checked
+    assert damaged(lambda m: m["source"].__setitem__("path", "/elsewhere")) == []   # where SRC was: not checked
+    # but the source's description must be one, naming the file of every record
+    assert damaged(lambda m: m.__setitem__("source", {"path": "/elsewhere"})) == \
+        ["quantspec.json: its 'source' is not a description of a source (path, kind, files)"]
+    assert damaged(lambda m: m["source"].__setitem__("files", ["m.safetensorz"])) == \
+        ["quantspec.json: tensor 'a.weight': its record's source file 'm.safetensors' is not among the source files"]
+    assert damaged(lambda m: m["source"].__setitem__("kind", "safetensmrs")) == \
+        ["quantspec.json: its source kind 'safetensmrs' is none of safetensors, npz, npy"]
+
+
+@pytest.mark.parametrize("fmt", ["quantspec", "compressed-tensors"])
+def test_a_shard_header_is_the_one_convert_writes(fmt, tmp_path):
+    """Each shard's whole header must be the bytes ``convert`` writes for its tensors (metadata, the
+    records it repeats, types, shapes, offsets, padding): damage to its metadata that leaves every
+    tensor's bytes and the embedded manifest intact (the fuzzer's damaged outputs left such shards
+    verified as identical) is a line of ``rep.files``."""
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(7)
+    src = tmp_path / "m.safetensors"
+    save_file({"a.weight": rng.normal(size=(16, 64)).astype(np.float32),
+               "b.weight": rng.normal(size=(8, 32)).astype(np.float32), "norm": np.ones(64, np.float32)}, str(src))
+    out = tmp_path / "out"
+    checkpoint.convert(src, out, recipe={"default": "int8", "rules": [{"match": "b.*", "scheme": "fp8-e4m3"}]},
+                       format=fmt, progress=False)
+    rep = checkpoint.verify(src, out)
+    assert rep.ok and rep.files == [], rep.files
+    shard = next(out.glob("*.safetensors"))
+    pristine = shard.read_bytes()
+    hlen = struct.unpack("<Q", pristine[:8])[0]
+    value = b'"format":"quantspec"' if fmt == "quantspec" else b'"quantspec.format":"compressed-tensors"'
+    damages = [(value, value.replace(b'"q', b'"Q', 1).replace(b':"c', b':"C'))]
+    if fmt == "quantspec":                             # fp8 codes stored as bytes: their type in the metadata
+        damages.append((b'"quantspec.dtype.b.weight"', b'"quantspec.dtypeXb.weight"'))
+    for old, new in damages:
+        k = pristine.index(old, 8, 8 + hlen)
+        shard.write_bytes(pristine[:k] + new + pristine[k + len(old):])
+        rep = checkpoint.verify(src, out)
+        assert all(t.status == "identical" for t in rep.tensors), rep.summary()
+        assert not rep.ok and rep.files == [f"{shard.name}: its header is not the one convert writes for its "
+                                            "tensors (metadata, records, types, shapes, offsets or padding)"], rep.files
+    shard.write_bytes(pristine)
+    assert checkpoint.verify(src, out).ok

@@ -44,7 +44,7 @@ from .encode import Task
 from .paths import local_path
 from .progress import progress_for
 from .reader import QuantizedCheckpoint
-from .report import Difference, TensorCheck, VerifyReport, format_stats
+from .report import Difference, TensorCheck, VerifyReport, format_stats, parse_stats
 from .schemes import KEEP, SCHEMES, Recipe, load_recipe
 from .stored import Part, Stored
 
@@ -451,6 +451,7 @@ def _check_description(ck: QuantizedCheckpoint, source: sources.Source, report: 
         if m.get(key) != want.get(key):
             found.append(f"its {key!r} is not what convert writes for SRC")
     got_t = records if isinstance(records, dict) else {}
+    found.extend(_source_described(m.get("source"), got_t))
     for name in list(want["tensors"]) + [n for n in got_t if n not in want["tensors"]]:
         a, b = got_t.get(name), want["tensors"].get(name)
         if a is None or b is None:
@@ -478,6 +479,77 @@ def _check_description(ck: QuantizedCheckpoint, source: sources.Source, report: 
                 continue                                      # reported by the tensors' checks
             if meta.get("quantspec.plan") != plan.shard_fingerprints[sh.index]:
                 report.files.append(f"{sh.name}: its header's plan fingerprint is not that of the plan")
+            elif not any(line.startswith(f"{sh.name}: ") for line in report.files) and \
+                    _raw_header(ck.path / sh.name) != plan.format.header(plan, sh, _finished(plan, sh, got_t, want)):
+                report.files.append(f"{sh.name}: its header is not the one convert writes for its tensors "
+                                    "(metadata, records, types, shapes, offsets or padding)")
+
+
+#: the kinds of source ``convert`` reads (its manifest's ``source.kind``)
+_SOURCE_KINDS = ("safetensors", "npz", "npy")
+
+
+def _source_described(src, records: dict) -> list[str]:
+    """Where the source was is not compared, but its description must be one: a path, one of the
+    kinds of source, and its files as a list of names that holds the file of every tensor's record."""
+    if not isinstance(src, dict) or set(src) != {"path", "kind", "files"}:
+        return ["its 'source' is not a description of a source (path, kind, files)"]
+    out = []
+    if not isinstance(src["path"], str):
+        out.append(f"its source path is not a path ({src['path']!r})")
+    if src["kind"] not in _SOURCE_KINDS:
+        out.append(f"its source kind {src['kind']!r} is none of {', '.join(_SOURCE_KINDS)}")
+    files = src["files"]
+    if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
+        out.append("its source files are not a list of file names")
+        return out
+    for name, rec in records.items():
+        where = rec.get("source") if isinstance(rec, dict) else None
+        f = where.get("file") if isinstance(where, dict) else None
+        if f not in files:
+            out.append(f"tensor {name!r}: its record's source file {f!r} is not among the source files")
+            break
+    return out
+
+
+def _finished(plan, sh, recorded: dict, want: dict) -> dict[int, tuple[str, str | None]]:
+    """What ``convert`` passes when it writes the finished header of ``sh`` (entry -> source digest,
+    error sums as text): the digests the manifest records (compared with the source's per tensor) and
+    the error sums as checked above; a field of the wrong form is its placeholder, which no finished
+    header holds."""
+    out = {}
+    for i in sh.entries:
+        e = plan.entries[i]
+        rec = recorded.get(e.source.name)
+        src = rec.get("source") if isinstance(rec, dict) else None
+        digest = src.get("digest") if isinstance(src, dict) else None
+        if not (isinstance(digest, str) and len(digest) == len(layout.DIGEST_PLACEHOLDER)
+                and digests.algorithm_of(digest)):
+            digest = layout.DIGEST_PLACEHOLDER
+        stats = None
+        if e.scheme != KEEP:
+            text = want["tensors"].get(e.source.name, {}).get("stats")
+            try:
+                stats = text if format_stats(np.asarray(parse_stats(text), np.float64)) == text else None
+            except (TypeError, ValueError):
+                stats = None
+        out[i] = (digest, stats)
+    return out
+
+
+def _raw_header(path) -> bytes | None:
+    """The JSON header of a safetensors file as its bytes (None when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                return None
+            n = int.from_bytes(head, "little")
+            if n > 100 << 20:
+                return None
+            return f.read(n)
+    except OSError:
+        return None
 
 
 def _field(rec: dict, key: str):
