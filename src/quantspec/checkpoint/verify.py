@@ -530,9 +530,10 @@ def _finished(plan, sh, recorded: dict, want: dict) -> dict[int, tuple[str, str 
         if e.scheme != KEEP:
             text = want["tensors"].get(e.source.name, {}).get("stats")
             try:
-                stats = text if format_stats(np.asarray(parse_stats(text), np.float64)) == text else None
-            except (TypeError, ValueError):
-                stats = None
+                if isinstance(text, str) and format_stats(parse_stats(text)) == text:
+                    stats = text
+            except ValueError:
+                pass
         out[i] = (digest, stats)
     return out
 
