@@ -47,6 +47,7 @@ from .reader import QuantizedCheckpoint
 from .report import Difference, TensorCheck, VerifyReport, format_stats, parse_stats
 from .schemes import KEEP, SCHEMES, Recipe, load_recipe
 from .stored import Part, Stored
+from .writer import header_bytes
 
 __all__ = ["verify", "Check", "CheckResult", "run_check", "POSITIONS"]
 
@@ -480,7 +481,7 @@ def _check_description(ck: QuantizedCheckpoint, source: sources.Source, report: 
             if meta.get("quantspec.plan") != plan.shard_fingerprints[sh.index]:
                 report.files.append(f"{sh.name}: its header's plan fingerprint is not that of the plan")
             elif not any(line.startswith(f"{sh.name}: ") for line in report.files) and \
-                    _raw_header(ck.path / sh.name) != plan.format.header(plan, sh, _finished(plan, sh, got_t, want)):
+                    header_bytes(ck.path / sh.name) != plan.format.header(plan, sh, _finished(plan, sh, got_t, want)):
                 report.files.append(f"{sh.name}: its header is not the one convert writes for its tensors "
                                     "(metadata, records, types, shapes, offsets or padding)")
 
@@ -536,21 +537,6 @@ def _finished(plan, sh, recorded: dict, want: dict) -> dict[int, tuple[str, str 
                 pass
         out[i] = (digest, stats)
     return out
-
-
-def _raw_header(path) -> bytes | None:
-    """The JSON header of a safetensors file as its bytes (None when it cannot be read)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                return None
-            n = int.from_bytes(head, "little")
-            if n > 100 << 20:
-                return None
-            return f.read(n)
-    except OSError:
-        return None
 
 
 def _field(rec: dict, key: str):

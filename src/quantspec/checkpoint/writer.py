@@ -200,17 +200,30 @@ class Output:
                     p.unlink()
 
 
-def read_header(path: str | os.PathLike) -> dict | None:
-    """A safetensors file's header as a dict, or None when it cannot be read as one."""
+def header_bytes(path: str | os.PathLike) -> bytes | None:
+    """A safetensors file's JSON header as its bytes (padding included), or None when it cannot be
+    read (no file, too short, a length past 100 MB)."""
     try:
         with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
+            head = f.read(8)
+            if len(head) < 8:
+                return None
+            (n,) = struct.unpack("<Q", head)
             if n > 100 << 20:
                 return None
-            data = json.loads(f.read(n))
-        return data if isinstance(data, dict) else None
-    except Exception:
+            return f.read(n)
+    except OSError:
         return None
+
+
+def read_header(path: str | os.PathLike) -> dict | None:
+    """A safetensors file's header as a dict, or None when it cannot be read as one."""
+    raw = header_bytes(path)
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except Exception:       # invalid JSON or UTF-8, nesting past the recursion limit
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _atomic_json(path: Path, data: dict) -> None:
