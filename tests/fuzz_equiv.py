@@ -262,9 +262,9 @@ def _input_values(draw, rng, rec) -> np.ndarray:
     span = max(abs(lo), abs(hi), 1e-6)
     x = F.values(rng, (n,), dt, scale=span / 127)
     inside = rng.random(n) < 0.5
+    ends = sorted((1.2 * lo if np.isfinite(lo) else -1.0, 1.2 * hi if np.isfinite(hi) else 1.0))  # min > max: taken
     with np.errstate(all="ignore"):
-        x[inside] = rng.uniform(1.2 * lo if np.isfinite(lo) else -1, 1.2 * hi if np.isfinite(hi) else 1,
-                                int(inside.sum())).astype(np.float32).astype(dt)
+        x[inside] = rng.uniform(ends[0], ends[1], int(inside.sum())).astype(np.float32).astype(dt)
     return x
 
 
