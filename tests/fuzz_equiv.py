@@ -39,7 +39,11 @@ def _pk(draw, options, rare=(), p: float = 0.08):
 
 
 def _num(v: float) -> str:
-    return repr(float(np.float32(v))) if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+    """``v`` as a spec string writes it: rounded to float32 (a finite value past its range is inf)."""
+    if not np.isfinite(v):
+        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    with np.errstate(over="ignore"):
+        return repr(float(np.float32(v)))
 
 
 def _range(draw, rng, channels: int) -> tuple[str, str]:
