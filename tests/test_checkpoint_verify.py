@@ -458,6 +458,28 @@ def test_the_description_of_the_run_is_checked(fmt, tmp_path):
         ["quantspec.json: its source kind 'safetensmrs' is none of safetensors, npz, npy"]
 
 
+@pytest.mark.parametrize("kind", ["npz", "npy"])
+def test_checkpoints_of_npz_and_npy_sources_verify_as_identical(kind, tmp_path):
+    """The description check holds for every kind of source: an ``.npz`` member's record names its
+    file as ``FILE:MEMBER``, which the manifest's source files hold as ``FILE``."""
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(16, 64)).astype(np.float32)
+    if kind == "npz":
+        src = tmp_path / "w.npz"
+        np.savez(src, a=a, b=np.ones(8, np.float32))
+    else:
+        src = tmp_path / "w.npy"
+        np.save(src, a)
+    for fmt in ("quantspec", "compressed-tensors"):
+        out = tmp_path / f"out-{fmt}"
+        checkpoint.convert(src, out, "int8", format=fmt, progress=False)
+        rep = checkpoint.verify(src, out)
+        assert rep.ok and rep.files == [], rep.files
+        _edit_manifest(out, lambda m: m["source"].__setitem__("files", ["v." + kind]))
+        rep = checkpoint.verify(src, out)
+        assert not rep.ok and len(rep.files) == 1 and "is not among the source files" in rep.files[0], rep.files
+
+
 @pytest.mark.parametrize("fmt", ["quantspec", "compressed-tensors"])
 def test_a_shard_header_is_the_one_convert_writes(fmt, tmp_path):
     """Each shard's whole header must be the bytes ``convert`` writes for its tensors (metadata, the

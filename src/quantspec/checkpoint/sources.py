@@ -33,7 +33,7 @@ from .._core import tensorio
 from ..dtypes import qtype
 from ..errors import TensorFileError
 
-__all__ = ["SourceTensor", "Source", "discover", "read_rows", "SAFETENSORS_CODES", "private_files", "private"]
+__all__ = ["KINDS", "SourceTensor", "Source", "discover", "read_rows", "SAFETENSORS_CODES", "private_files", "private"]
 
 #: safetensors dtype code -> quantspec type name, for every code a source may hold
 SAFETENSORS_CODES = dict(tensorio._ST_CODES)
@@ -65,12 +65,16 @@ class SourceTensor:
         return self.nbytes // self.rows if self.rows else 0
 
 
+#: the kinds of source ``discover`` reads (a :class:`Source`'s ``kind``, recorded in the manifest)
+KINDS = ("safetensors", "npz", "npy")
+
+
 @dataclass
 class Source:
     """A discovered checkpoint: its tensors in order and the files they come from."""
 
     root: str
-    kind: str                  # "safetensors", "npz" or "npy"
+    kind: str                  # one of KINDS
     files: list[str]
     tensors: list[SourceTensor]
     index: str | None = None

@@ -486,20 +486,17 @@ def _check_description(ck: QuantizedCheckpoint, source: sources.Source, report: 
                                     "(metadata, records, types, shapes, offsets or padding)")
 
 
-#: the kinds of source ``convert`` reads (its manifest's ``source.kind``)
-_SOURCE_KINDS = ("safetensors", "npz", "npy")
-
-
 def _source_described(src, records: dict) -> list[str]:
     """Where the source was is not compared, but its description must be one: a path, one of the
-    kinds of source, and its files as a list of names that holds the file of every tensor's record."""
+    kinds of source, and its files as a list of names that holds the file of every tensor's record
+    (for an ``.npz`` member, the file before ``:MEMBER``)."""
     if not isinstance(src, dict) or set(src) != {"path", "kind", "files"}:
         return ["its 'source' is not a description of a source (path, kind, files)"]
     out = []
     if not isinstance(src["path"], str):
         out.append(f"its source path is not a path ({src['path']!r})")
-    if src["kind"] not in _SOURCE_KINDS:
-        out.append(f"its source kind {src['kind']!r} is none of {', '.join(_SOURCE_KINDS)}")
+    if src["kind"] not in sources.KINDS:
+        out.append(f"its source kind {src['kind']!r} is none of {', '.join(sources.KINDS)}")
     files = src["files"]
     if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
         out.append("its source files are not a list of file names")
@@ -507,7 +504,8 @@ def _source_described(src, records: dict) -> list[str]:
     for name, rec in records.items():
         where = rec.get("source") if isinstance(rec, dict) else None
         f = where.get("file") if isinstance(where, dict) else None
-        if f not in files:
+        member = src["kind"] == "npz" and isinstance(f, str) and any(f.startswith(g + ":") for g in files)
+        if f not in files and not member:                          # an .npz member is named FILE:MEMBER
             out.append(f"tensor {name!r}: its record's source file {f!r} is not among the source files")
             break
     return out
