@@ -458,6 +458,26 @@ def test_the_description_of_the_run_is_checked(fmt, tmp_path):
         ["quantspec.json: its source kind 'safetensmrs' is none of safetensors, npz, npy"]
 
 
+@pytest.mark.parametrize("fmt", ["quantspec", "compressed-tensors"])
+def test_a_nan_error_summary_verifies_as_identical(fmt, tmp_path):
+    """A block spanning float32's whole range has an infinite scale (as the named tool computes it),
+    so its dequantized values and the tensor's error sums are not finite and its recorded relative
+    RMS error is NaN; the record still equals what convert writes (NaN equals NaN there), so the
+    checkpoint verifies as identical (the odd-sources fuzzer found it reported as different)."""
+    from safetensors.numpy import save_file
+
+    w = np.random.default_rng(13).normal(size=(4, 32)).astype(np.float32)
+    w[1, 3], w[1, 9] = -np.finfo(np.float32).max, np.finfo(np.float32).max
+    src = tmp_path / "m.safetensors"
+    save_file({"layer.weight": w}, str(src))
+    out = tmp_path / "out"
+    checkpoint.convert(src, out, "uint4-b16-asym", format=fmt, progress=False)
+    m = json.loads((out / "quantspec.json").read_text())
+    assert np.isnan(m["tensors"]["layer.weight"]["error"]["rel_rms"])
+    rep = checkpoint.verify(src, out)
+    assert rep.ok and rep.files == [], rep.files
+
+
 @pytest.mark.parametrize("kind", ["npz", "npy"])
 def test_checkpoints_of_npz_and_npy_sources_verify_as_identical(kind, tmp_path):
     """The description check holds for every kind of source: an ``.npz`` member's record names its

@@ -1,7 +1,8 @@
 """Fuzzing of whole checkpoints: ``quantspec.checkpoint.convert``, ``verify`` and ``open``.
 
-- Odd sources (hypothesis): safetensors checkpoints of random tensors -- every safetensors type
-  (float8, bfloat16, float64, integers, bool), 0-d, empty, 1-D and odd-sized shapes, odd names --
+- Odd sources (hypothesis): checkpoints of random tensors -- every safetensors type (float8,
+  bfloat16, float64, integers, bool), 0-d, empty, 1-D and odd-sized shapes, odd names; one
+  safetensors file, two shards and their index, an ``.npz`` or an ``.npy`` --
   converted with a random scheme into either layout.  Each conversion returns a report or raises a
   quantspec error; a checkpoint it writes is then verified against its source, and ``verify`` (an
   independent re-derivation of every byte) must find it identical.
@@ -160,12 +161,18 @@ def _checkpoint(draw):
 @seed(F.SEED)
 @F.fuzz_settings(0.4)
 @given(tensors=_checkpoint(), scheme=st.sampled_from(SCHEMES), fmt=st.sampled_from(["quantspec", "compressed-tensors"]),
-       sharded=st.booleans())
-def test_fuzz_convert_odd_sources(tensors, scheme, fmt, sharded, tmp_path_factory):
+       kind=st.sampled_from(["file", "sharded", "sharded", "npz", "npy"]))
+def test_fuzz_convert_odd_sources(tensors, scheme, fmt, kind, tmp_path_factory):
     base = tmp_path_factory.mktemp("odd")
-    if sharded and len(tensors) > 1:
+    if kind == "sharded" and len(tensors) > 1:
         names = list(tensors)
         src = write_sharded(base / "src", [{n: tensors[n] for n in names[:1]}, {n: tensors[n] for n in names[1:]}])
+    elif kind == "npz":           # members of every type numpy saves (ml_dtypes types as numpy stores them)
+        src = base / "model.npz"
+        np.savez(src, **{n.replace("/", "_"): a for n, a in tensors.items()})
+    elif kind == "npy":
+        src = base / "model.npy"
+        np.save(src, next(iter(tensors.values())))
     else:
         src = base / "model.safetensors"
         src.write_bytes(safetensors_bytes(tensors))
