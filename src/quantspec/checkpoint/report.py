@@ -31,8 +31,19 @@ def parse_stats(text: str) -> tuple[float, float, float]:
 
 
 def worst_rel_rms(tensors) -> float | None:
-    """The largest relative RMS error among ``tensors`` (reports of quantized tensors), or None."""
-    return max((t.rel_rms for t in tensors if t.rel_rms is not None), default=None)
+    """The largest relative RMS error among ``tensors`` (reports of quantized tensors), or None; NaN
+    when any is NaN (``max`` would keep or drop a NaN by its place in the list)."""
+    values = [t.rel_rms for t in tensors if t.rel_rms is not None]
+    if not values:
+        return None
+    return math.nan if any(math.isnan(v) for v in values) else max(values)
+
+
+def nonfinite_errors(tensors) -> list[str]:
+    """The names of the tensors (reports of quantized tensors) whose relative RMS error is not
+    finite: a block or channel whose range passes the scale type's (an infinite scale) dequantizes
+    to infinities and NaN."""
+    return [t.name for t in tensors if t.rel_rms is not None and not math.isfinite(t.rel_rms)]
 
 
 def error_cells(t) -> str:
@@ -111,6 +122,10 @@ class ConversionReport:
                 f"{self.seconds:.1f} s ({human(rate)}/s)")
         if worst is not None:
             text += f"; worst relative RMS error {worst:.3g}"
+        bad = nonfinite_errors(self.quantized)
+        if bad:
+            text += (f" (not finite for {len(bad)}: {', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}; "
+                     "their dequantized values are not all finite)")
         if self.resumed:
             text += f"; {len(self.resumed)} shard{'s' if len(self.resumed) != 1 else ''} kept from an earlier run"
         return text
