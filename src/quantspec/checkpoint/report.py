@@ -72,6 +72,11 @@ class TensorReport:
 
     @staticmethod
     def errors(sum_sq: float, sum_sq_source: float, max_abs: float) -> tuple[float, float]:
+        """(relative RMS, largest error) from a tensor's error sums.  A NaN sum of squares means some
+        dequantized value is NaN (an infinite scale): both are NaN then, since the running maximum
+        passes over NaN and would report the largest of the other errors."""
+        if math.isnan(sum_sq):
+            return math.nan, math.nan
         if sum_sq_source > 0:
             rel = math.sqrt(sum_sq / sum_sq_source)
         else:
