@@ -69,6 +69,18 @@ class SourceTensor:
 KINDS = ("safetensors", "npz", "npy")
 
 
+def member_file(file: str, member: str) -> str:
+    """How a tensor's record names the file of an ``.npz`` member: ``FILE:MEMBER``."""
+    return f"{file}:{member}"
+
+
+def names_a_file_of(file, files: list[str], kind: str) -> bool:
+    """Whether a record's ``file`` names one of a source's ``files`` (of ``kind``): that file, or a
+    member of it (:func:`member_file`) for an ``.npz``."""
+    return file in files or (kind == "npz" and isinstance(file, str)
+                             and any(file.startswith(member_file(f, "")) for f in files))
+
+
 @dataclass
 class Source:
     """A discovered checkpoint: its tensors in order and the files they come from."""
@@ -292,7 +304,7 @@ def _from_npz(path: Path) -> Source:
                     local = f.read(30)
                     name_len, extra_len = struct.unpack("<HH", local[26:30])
                     offset = info.header_offset + 30 + name_len + extra_len + header_len
-                tensors.append(_array_entry(name, path, f"{path.name}:{name}", dtype, tuple(shape), offset, fortran,
+                tensors.append(_array_entry(name, path, member_file(path.name, name), dtype, tuple(shape), offset, fortran,
                                             len(tensors)))
     except TensorFileError:
         raise

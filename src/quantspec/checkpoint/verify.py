@@ -504,8 +504,7 @@ def _source_described(src, records: dict) -> list[str]:
     for name, rec in records.items():
         where = rec.get("source") if isinstance(rec, dict) else None
         f = where.get("file") if isinstance(where, dict) else None
-        member = src["kind"] == "npz" and isinstance(f, str) and any(f.startswith(g + ":") for g in files)
-        if f not in files and not member:                          # an .npz member is named FILE:MEMBER
+        if not sources.names_a_file_of(f, files, src["kind"]):
             out.append(f"tensor {name!r}: its record's source file {f!r} is not among the source files")
             break
     return out
@@ -538,8 +537,8 @@ def _finished(plan, sh, recorded: dict, want: dict) -> dict[int, tuple[str, str 
 
 
 def _same_json(a, b) -> bool:
-    """Whether two fields of a record are equal as JSON writes them (a NaN error summary, from error
-    sums past float64's range, equals NaN)."""
+    """Whether two fields of a record are equal as JSON writes them (a NaN error summary, from a
+    dequantized value that is NaN under an infinite scale, equals NaN)."""
     if a == b:
         return True
     try:
