@@ -26,12 +26,13 @@ def wrap_int32(x) -> np.ndarray:
     return ((x + _TWO31) & 0xFFFFFFFF) - _TWO31
 
 
-def cvtt_int32(v) -> np.ndarray:
-    """Truncate toward zero to int32; NaN and values outside [-2^31, 2^31) give INT32_MIN."""
+def cvtt_int32(v, invalid: int = INT32_MIN) -> np.ndarray:
+    """Truncate toward zero to int32; NaN and values outside [-2^31, 2^31) give ``invalid``: INT32_MIN
+    as x86 converts (another value for a library that checks the range itself, such as ml_dtypes 0.7)."""
     v = np.asarray(v, dtype=np.float64)  # exact for float16/bfloat16/float32 input
     with np.errstate(invalid="ignore"):
         ok = (v > -_I32_LIMIT - 1) & (v < _I32_LIMIT)
-    out = np.full(v.shape, INT32_MIN, dtype=np.int32)
+    out = np.full(v.shape, invalid, dtype=np.int32)
     out[ok] = np.trunc(v[ok]).astype(np.int32)
     return out
 

@@ -19,6 +19,9 @@ One function per (operator, compat mode), each a few numpy lines over a prepared
     The same numpy operations in the same order and dtypes (numpy type promotion included), with the
     x86 conversion of NaN, ±inf and out-of-range values to INT32_MIN emulated explicitly so the
     result does not depend on the platform quantspec runs on, and the int32 wrap of ``xi += zp``.
+    A bfloat16 quotient (a bfloat16 input divided by a bfloat16 scale, or ``precision`` bfloat16) is
+    converted by ml_dtypes' own cast, whose result for those values depends on the installed
+    ml_dtypes (INT32_MIN up to 0.6, 0 from 0.7: :func:`quantspec.versions.ml_dtypes_invalid_int`).
 
 ``onnxruntime`` (onnxruntime 1.31.1 CPU; the paths were measured)
     The quotient is always float32 (``precision`` ignored).  Integer outputs take one of two paths
@@ -37,16 +40,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.intcast import cvtt_int32, wrap_int32
+from .._core.intcast import INT32_MIN, cvtt_int32, wrap_int32
 from .._core.narrowfloat import max_finite, to_narrow_float
 from ..dtypes import QType, qtype
 from ..errors import InvalidArgumentError, ShapeError
+from ..versions import ml_dtypes_invalid_int
 from .plan import DequantizePlan, QuantizePlan
 
 __all__ = ["quantize", "dequantize"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_BF16 = qtype("bfloat16").dtype
 
 
 # -- shared helpers -----------------------------------------------------------------------------
@@ -146,7 +151,9 @@ def _q_reference(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
         else:
             q = x / scale
         if t.is_int:
-            xi = cvtt_int32(np.rint(q)).astype(np.int64)
+            r = np.rint(q)
+            invalid = ml_dtypes_invalid_int() if r.dtype == _BF16 else INT32_MIN
+            xi = cvtt_int32(r, invalid).astype(np.int64)
             if zp is not None:
                 xi = wrap_int32(xi + np.asarray(zp).astype(np.int64))
             return _int_out(np.clip(xi, t.qmin, t.qmax), t)
