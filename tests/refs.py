@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 
 import pytest
 
 REQUIRE = os.environ.get("QUANTSPEC_REQUIRE_REFERENCES") == "1"
 
-#: the versions the notes measured and quantspec's compat modes reproduce
-PINNED = {"onnx": "1.23.2", "onnxruntime": "1.31.1", "tensorflow": "2.21.0", "ai_edge_litert": "2.3.0"}
+def _locked(distribution: str) -> str:
+    """The version requirements/test.txt (the test environment's lock) pins ``distribution`` at."""
+    lock = Path(__file__).resolve().parents[1] / "requirements" / "test.txt"
+    for line in lock.read_text().splitlines():
+        name, _, version = line.partition("==")
+        if name.lower().replace("_", "-") == distribution:
+            return version
+    raise LookupError(f"requirements/test.txt does not pin {distribution}")
+
+
+#: the reference runtimes' versions in the locked test environment (what the conformance suites check)
+PINNED = {"onnx": _locked("onnx"), "onnxruntime": _locked("onnxruntime"), "tensorflow": _locked("tensorflow-cpu"),
+          "ai_edge_litert": _locked("ai-edge-litert")}
 
 
 def require(module: str):

@@ -12,6 +12,7 @@
     quantspec demo
     quantspec warmup [--spec {onnx,tf,litert,calibrate,checkpoint,equiv}]
     quantspec example [DIR]
+    quantspec versions [--json]
 
 ``quantize`` and ``dequantize`` take the options of the chosen spec: ``quantspec quantize --spec onnx
 --help`` lists them.  Each spec package holds its own command-line half in a ``_cli`` module with
@@ -122,6 +123,8 @@ COMMANDS = {
                lambda a: _delegate("quantspec.warmup", "main", a)),
     "example": ("write the files the README's shell examples use into a directory",
                 lambda a: _delegate("quantspec.examples", "main", a)),
+    "versions": ("installed and verified versions of each runtime quantspec reproduces; fast path state",
+                 lambda a: _delegate("quantspec.versions", "main", a)),
 }
 
 

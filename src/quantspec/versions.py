@@ -180,3 +180,38 @@ def report() -> dict:
 
     return {"quantspec": __version__, "libraries": [row(r) for r in LIBRARIES],
             "runtimes": [row(r) for r in RUNTIMES], "fast_path": _fast_state()}
+
+
+def _text(rep: dict) -> str:
+    def line(row: dict) -> str:
+        verified = ", ".join(row["verified_versions"]) or "-"
+        if row["installed"] is None:
+            state = f"not installed (quantspec reproduces {verified})"
+        elif row["verified"]:
+            state = "verified"
+        else:
+            state = f"NOT VERIFIED (verified: {verified})"
+        return f"  {row['name']:<20} {row['installed'] or '-':<12} {state}"
+
+    fast = rep["fast_path"]
+    lines = [f"quantspec {rep['quantspec']}", "libraries:"] + [line(r) for r in rep["libraries"]]
+    lines += ["runtimes quantspec reproduces:"] + [line(r) for r in rep["runtimes"]]
+    lines += [f"fast path: {'on' if fast['enabled'] else 'off'}" + (f" ({fast['why']})" if fast.get("why") else ""),
+              f"compile cache: {fast['cache_dir']}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """``quantspec versions [--json]``."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="quantspec versions",
+                                description="The installed versions of numpy, ml_dtypes, numba and each runtime "
+                                "quantspec reproduces; which are verified by quantspec's test suite; whether the "
+                                "fast path is on; where compiled kernels are cached.")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = p.parse_args(argv)
+    rep = report()
+    print(json.dumps(rep, indent=2) if args.json else _text(rep))
+    return 0
