@@ -50,6 +50,7 @@ import numpy as np
 
 from .._core.packing import unpack_codes
 from ..errors import TensorFileError, UnsupportedError
+from ..versions import note_reproducing
 from .layout import OutTensor, QuantspecFormat
 from .schemes import KEEP, SCHEMES, Recipe, Scheme
 from .sources import Source, SourceTensor
@@ -107,6 +108,7 @@ class CompressedTensorsFormat(QuantspecFormat):
 
     def __init__(self):
         self._config: dict | None = None
+        note_reproducing("compressed-tensors")
 
     # -- planning --------------------------------------------------------------------------------
     def check(self, recipe: Recipe, source: Source) -> None:

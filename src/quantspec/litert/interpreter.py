@@ -37,6 +37,7 @@ from .._core import jit
 from .._core.arrays import from_foreign
 from .._core import threads
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
+from ..versions import note_reproducing
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
 from .regions import Deopt
 
@@ -581,6 +582,7 @@ class Interpreter:
 
         self.kernels = check_mode(kernels)
         self.num_threads = check_threads(num_threads)
+        note_reproducing("ai-edge-litert")
         self.model: Model = load_model(model)
         self.sum_semantics = sum_semantics
         self.preserve_all_tensors = bool(preserve_all_tensors)

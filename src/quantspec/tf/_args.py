@@ -23,6 +23,7 @@ from .._core.arrays import as_bool, native
 from .._core.granularity import normalize_axis
 from ..errors import (DTypeError, InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError,
                       UnsupportedError)
+from ..versions import note_reproducing
 
 __all__ = ["native", "tensor", "param", "number", "choice", "kernel_of", "flag", "integer", "axis_of",
            "require_kernel", "require_per_axis_mode", "check_out", "NUMBER"]
@@ -141,6 +142,7 @@ def kernel_of(value: Any) -> str:
     from .spec import KERNELS
 
     if isinstance(value, str) and value.strip().lower() in KERNELS:
+        note_reproducing("tensorflow-cpu")
         return value.strip().lower()
     raise InvalidArgumentError("kernel", "must be one of " + ", ".join(repr(k) for k in KERNELS), value)
 
