@@ -36,24 +36,31 @@ class Runtime:
     distribution: str           # the name pip installs it by (the first that is installed counts)
     what: str                   # what quantspec reproduces of it, or why it matters
     alternatives: tuple[str, ...] = ()   # other distributions of the same module
+    checked_by: str = ""        # the test suites that compare quantspec with it
 
 
 #: the libraries quantspec computes with (core dependencies)
 LIBRARIES = (
-    Runtime("numpy", "array arithmetic of every path"),
+    Runtime("numpy", "array arithmetic of every path", checked_by="the whole suite"),
     Runtime("ml_dtypes", "bfloat16, float8, float6, float4 and int4 types; compat=\"reference\" follows "
-                         "its float-to-integer casts"),
-    Runtime("numba", "the fast path (compiled kernels)"),
+                         "its float-to-integer casts", checked_by="the whole suite; the ONNX reference "
+                         "conformance under each verified version"),
+    Runtime("numba", "the fast path (compiled kernels)", checked_by="the fast-path equality suites"),
 )
 
 #: the runtimes quantspec reproduces
 RUNTIMES = (
-    Runtime("onnx", "compat=\"reference\": onnx.reference's QuantizeLinear / DequantizeLinear"),
+    Runtime("onnx", "compat=\"reference\": onnx.reference's QuantizeLinear / DequantizeLinear",
+            checked_by="ONNX conformance (reference), backend tests"),
     Runtime("onnxruntime", "compat=\"onnxruntime\": onnxruntime's CPU QuantizeLinear / DequantizeLinear; "
-                           "the audit and the converters' checks"),
-    Runtime("tensorflow-cpu", "quantspec.tf: the Eigen and oneDNN CPU kernels", ("tensorflow",)),
-    Runtime("ai-edge-litert", "quantspec.litert: BUILTIN_REF, the optimized kernels and XNNPACK"),
-    Runtime("compressed-tensors", "the compressed-tensors checkpoint layout and its arithmetic"),
+                           "the audit and the converters' checks; calibration",
+            checked_by="ONNX conformance (onnxruntime), divergences, calibration, model tools"),
+    Runtime("tensorflow-cpu", "quantspec.tf: the Eigen and oneDNN CPU kernels", ("tensorflow",),
+            checked_by="TensorFlow conformance (Eigen in process, oneDNN in a subprocess)"),
+    Runtime("ai-edge-litert", "quantspec.litert: BUILTIN_REF, the optimized kernels and XNNPACK",
+            checked_by="LiteRT kernels, models and zoo in the three resolvers"),
+    Runtime("compressed-tensors", "the compressed-tensors checkpoint layout and its arithmetic",
+            checked_by="compressed-tensors layout: decompression and arithmetic"),
 )
 
 #: versions the test suite has compared quantspec against (byte for byte, on its conformance corpora).
@@ -67,7 +74,7 @@ VERIFIED: dict[str, tuple[str, ...]] = {
     "onnxruntime": ("1.31.1",),
     "tensorflow-cpu": ("2.21.0",),
     "ai-edge-litert": ("2.3.0",),
-    "compressed-tensors": ("0.20.0",),
+    "compressed-tensors": ("0.20.0", "0.20.1"),
 }
 
 
@@ -150,6 +157,15 @@ def ml_dtypes_invalid_int() -> int:
     if v is not None and version_tuple(v) >= (0, 7):
         return 0
     return -(2 ** 31)
+
+
+def verified_table() -> str:
+    """The docs' table of verified versions (docs/versions.md, refreshed by tools/gendocs.py)."""
+    rows = ["| package | what quantspec reproduces or relies on | verified versions | checked by |",
+            "|---|---|---|---|"]
+    for r in LIBRARIES + RUNTIMES:
+        rows.append(f"| {r.distribution} | {r.what} | {', '.join(VERIFIED.get(r.distribution, ()))} | {r.checked_by} |")
+    return "\n".join(rows) + "\n"
 
 
 def _fast_state() -> dict:
