@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -39,6 +40,7 @@ SPECS = {
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_CLOSED_PIPE = 128 + 13     # SIGPIPE
 
 
 def _spec_module(name: str):
@@ -135,6 +137,18 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _closed_pipe() -> int:
+    """The reader of stdout went away (``quantspec demo | head``): stop quietly, as a command killed by
+    SIGPIPE would, with its exit status 141; stdout is pointed at /dev/null so that Python's flush at
+    exit does not complain a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -161,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"quantspec {cmd}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except Terminated as e:
         print(f"quantspec {cmd}: terminated by {e.name}", file=sys.stderr)
         return 128 + e.signum
