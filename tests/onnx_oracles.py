@@ -6,6 +6,11 @@ threads; sub-byte and float8 tensors cross the boundary as raw bytes (its Python
 type for them): such inputs are stored in the model as initializers, outputs are read with
 ``run_with_ort_values`` and ``data_ptr``.  ORT 1.31 refuses opset > 26 and IR > 11 for these
 versions, so ORT models declare the opset of the operator version (<= 25) and IR version 11.
+
+:func:`ort_version` is the installed onnxruntime's version: the tests compare
+``compat="onnxruntime"`` with ``ort_version=ort_version()`` against it, so the same tests check
+quantspec's reproduction of whichever reproduced release is installed (1.31.1 in the locked
+environment, 1.32.0 under ``PYTHONPATH=$QUANTSPEC_ORT_ALT``: tests/test_onnx_ort_versions.py).
 """
 
 from __future__ import annotations
@@ -68,6 +73,12 @@ def reference(op: str, opset: int, x, scale, zero_point=None, **attrs) -> np.nda
     feed = {n: a for n, a in zip(["x", "scale", "zero_point"], inputs)}
     (y,) = sess.run(None, feed)
     return np.asarray(y)
+
+
+@functools.lru_cache(maxsize=None)
+def ort_version() -> str:
+    """The installed onnxruntime's version (the module's, which is the one that runs)."""
+    return require("onnxruntime").__version__
 
 
 @functools.lru_cache(maxsize=None)

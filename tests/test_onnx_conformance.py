@@ -1,7 +1,9 @@
 """Seeded randomized and edge-case conformance of ONNX QuantizeLinear / DequantizeLinear.
 
 - ``compat="reference"`` against onnx.reference 1.23 (bytes);
-- ``compat="onnxruntime"`` against onnxruntime 1.31 CPU with ORT_DISABLE_ALL (raw bytes);
+- ``compat="onnxruntime"`` against the installed onnxruntime CPU with ORT_DISABLE_ALL (raw bytes),
+  with ``ort_version=`` its version (1.31.1 in the locked environment; tests/test_onnx_ort_versions.py
+  runs the same tests against 1.32.0);
 - ``compat="spec"`` against :mod:`onnx_spec_oracle`, an independent scalar oracle written from the
   operator text with exact rational arithmetic.
 
@@ -25,7 +27,8 @@ import quantspec
 from quantspec.dtypes import qtype
 from quantspec.errors import QuantSpecError
 from quantspec.onnx import opsets
-from quantspec.onnx.plan import ORT
+from quantspec.errors import RuntimeUnsupportedError
+from quantspec.onnx.plan import ORT, ort_support
 
 NEWEST = opsets.row(None)
 GRANULARITIES = ("tensor", "axis", "block")
@@ -147,7 +150,10 @@ def test_dequantize_reference(xt, g, st, ot):
 
 # ------------------------------------------------------------------------------------------------
 # compat="onnxruntime" vs onnxruntime (raw bytes)
-@pytest.mark.parametrize("out,g,xt,precision,sat", list(_q_cases(ORT.q_out, ORT.q_x, (None, "float16"))))
+ORT_PRECISIONS = (None, "float", "float16")
+
+
+@pytest.mark.parametrize("out,g,xt,precision,sat", list(_q_cases(ORT.q_out, ORT.q_x, ORT_PRECISIONS)))
 def test_quantize_onnxruntime(out, g, xt, precision, sat):
     rng = C.rng_for("ort-q", out, g, xt, precision, sat)
     with_zp = rng.random() < 0.7
@@ -155,8 +161,57 @@ def test_quantize_onnxruntime(out, g, xt, precision, sat):
     attrs = _attrs(out, axis, block, g, sat, precision, zp, rng)
     with np.errstate(all="ignore"):
         want = O.ort("QuantizeLinear", 25, x, s, zp, out_type=out, **attrs)
-    got = quantspec.onnx.quantize_linear(x, s, zp, opset=25, compat="onnxruntime", **_quantspec_kwargs(attrs))
+    got = quantspec.onnx.quantize_linear(x, s, zp, opset=25, compat="onnxruntime", ort_version=O.ort_version(),
+                                         **_quantspec_kwargs(attrs))
     assert C.same_bits(want, got), C.show_diff(x, want, got)
+
+
+_MIXED = [("float", "float16"), ("float16", "float")]
+
+
+@pytest.mark.parametrize("opset,out", [(v, t) for v in (23, 25)
+                                       for t in ("int8", "uint16", "int4", "uint2", "float8e4m3fn", "float8e5m2")
+                                       if t in opsets.row(v).q_out])
+@pytest.mark.parametrize("g", GRANULARITIES)
+@pytest.mark.parametrize("xt,st", _MIXED)
+@pytest.mark.parametrize("precision", ORT_PRECISIONS)
+def test_quantize_onnxruntime_mixed_types(opset, out, g, xt, st, precision):
+    """x and y_scale of different types (QuantizeLinear-23 on): onnxruntime 1.31.1 fails at run time,
+    1.32.0 converts both to the precision (else the scale's type) and divides there."""
+    rng = C.rng_for("ort-q-mixed", opset, out, g, xt, st, precision)
+    with_zp = rng.random() < 0.7
+    x, s, zp, axis, block = _make_q_inputs(rng, out, g, xt, st, with_zp, n_random=48)
+    attrs = _attrs(out, axis, block, g, True, precision, zp, rng)
+    call = lambda: quantspec.onnx.quantize_linear(x, s, zp, opset=opset, compat="onnxruntime",  # noqa: E731
+                                                  ort_version=O.ort_version(), **_quantspec_kwargs(attrs))
+    try:
+        with np.errstate(all="ignore"):
+            want = O.ort("QuantizeLinear", opset, x, s, zp, out_type=out, **attrs)
+    except Exception:
+        assert not ort_support(O.ort_version()).mixed_types
+        with pytest.raises(RuntimeUnsupportedError, match="different types"):
+            call()
+        return
+    assert C.same_bits(want, call()), C.show_diff(x, want, call())
+
+
+@pytest.mark.parametrize("opset", [23, 25])
+@pytest.mark.parametrize("xt", ["float", "float16"])
+def test_quantize_onnxruntime_bfloat16_precision(opset, xt):
+    """``precision=bfloat16``: onnxruntime 1.31.1 ignores it (float32), 1.32.0 refuses the session."""
+    x = np.array([1.5, 2.5, -7.3, 100.2, np.inf], np.float32).astype(qtype(xt).dtype)
+    s = np.array(0.37, qtype(xt).dtype)
+    attrs = {"output_dtype": qtype("int8").onnx, "precision": qtype("bfloat16").onnx}
+    call = lambda: quantspec.onnx.quantize_linear(x, s, opset=opset, compat="onnxruntime",  # noqa: E731
+                                                  ort_version=O.ort_version(), **_quantspec_kwargs(attrs))
+    try:
+        with np.errstate(all="ignore"):
+            want = O.ort("QuantizeLinear", opset, x, s, out_type="int8", **attrs)
+    except Exception:
+        with pytest.raises(RuntimeUnsupportedError, match="precision"):
+            call()
+        return
+    assert C.same_bits(want, call())
 
 
 @pytest.mark.parametrize("xt,g,st,ot", list(_dq_cases(ORT.dq_x, ORT.dq_scale, (None,))))
@@ -169,7 +224,8 @@ def test_dequantize_onnxruntime(xt, g, st, ot):
         attrs["block_size"] = block
     with np.errstate(all="ignore"):
         want = O.ort("DequantizeLinear", 25, x, s, zp, out_type=st, **attrs)
-    got = quantspec.onnx.dequantize_linear(x, s, zp, opset=25, compat="onnxruntime", **attrs)
+    got = quantspec.onnx.dequantize_linear(x, s, zp, opset=25, compat="onnxruntime", ort_version=O.ort_version(),
+                                           **attrs)
     assert C.same_bits(want, got), C.show_diff(x, want, got)
 
 
@@ -280,11 +336,13 @@ def test_every_opset_against_both_runtimes(version, out, g):
     if version <= 25 and out in ORT.q_out:
         with np.errstate(all="ignore"):
             want = O.ort("QuantizeLinear", version, x, s, zp, out_type=out, **attrs)
-        got = quantspec.onnx.quantize_linear(x, s, zp, opset=version, compat="onnxruntime", **kw)
+        got = quantspec.onnx.quantize_linear(x, s, zp, opset=version, compat="onnxruntime",
+                                             ort_version=O.ort_version(), **kw)
         assert C.same_bits(want, got), C.show_diff(x, want, got)
         if out in row.dq_x:
             want = O.ort("DequantizeLinear", version, got, s, zp, out_type="float", **attrs)
-            back = quantspec.onnx.dequantize_linear(got, s, zp, opset=version, compat="onnxruntime", **kw)
+            back = quantspec.onnx.dequantize_linear(got, s, zp, opset=version, compat="onnxruntime",
+                                                    ort_version=O.ort_version(), **kw)
             assert C.same_bits(want, back)
     if version >= 19 and out in row.dq_x:
         with np.errstate(all="ignore"):
@@ -308,7 +366,7 @@ def test_onnxruntime_blocks_followed_by_ones_take_the_last_axis_path(shape, axis
     s = rng.uniform(0.1, 1.0, sshape).astype(np.float32)
     want = O.ort("QuantizeLinear", 21, x, s, out_type=out, axis=axis, block_size=block, output_dtype=qtype(out).onnx)
     got = quantspec.onnx.quantize_linear(x, s, axis=axis, block_size=block, output_dtype=out, opset=21,
-                                         compat="onnxruntime")
+                                         compat="onnxruntime", ort_version=O.ort_version())
     assert got.astype(np.int64).tolist() == np.asarray(want).astype(np.int64).tolist()
 
 
@@ -325,7 +383,8 @@ def test_onnxruntime_dequantizes_to_another_type_than_the_scales(opset, xt, st, 
     s = rng.uniform(0.01, 2, size=(6,) if per_axis else ()).astype(np.float32).astype(qtype(st).dtype)
     z = rng.integers(int(t.qmin), int(t.qmax) + 1, size=s.shape).astype(t.dtype)
     want = O.ort("DequantizeLinear", opset, x, s, z, out_type=ot, axis=1, output_dtype=qtype(ot).onnx)
-    got = quantspec.onnx.dequantize_linear(x, s, z, axis=1, output_dtype=ot, opset=opset, compat="onnxruntime")
+    got = quantspec.onnx.dequantize_linear(x, s, z, axis=1, output_dtype=ot, opset=opset, compat="onnxruntime",
+                                           ort_version=O.ort_version())
     assert got.dtype == qtype(ot).dtype and got.tobytes() == np.asarray(want).tobytes()
 
 
@@ -341,9 +400,10 @@ def test_a_nan_code_times_a_nan_scale_keeps_the_codes_nan(f8, n, compat):
     codes[1::5] = 0x7F
     x = codes.view(qtype(f8).dtype)
     for s in (np.float32(np.nan), -np.float32(np.nan)):
-        got = quantspec.onnx.dequantize_linear(x, s, opset=21, compat=compat)
         want = (O.reference("DequantizeLinear", 21, x, s) if compat == "reference"
                 else O.ort("DequantizeLinear", 21, x, s, out_type="float"))
+        kw = {"ort_version": O.ort_version()} if compat == "onnxruntime" else {}
+        got = quantspec.onnx.dequantize_linear(x, s, opset=21, compat=compat, **kw)
         assert got.view(np.uint32).tolist() == np.asarray(want, np.float32).view(np.uint32).tolist()
 
 

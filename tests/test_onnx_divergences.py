@@ -1,9 +1,11 @@
 """Every row of the ONNX divergence table, run through the real runtimes and quantspec.
 
-For each row: onnx.reference and onnxruntime give exactly the documented result (or fail where the
-table says "error"); the independent spec oracle gives the documented spec result; and quantspec's
-three compat modes reproduce their column (except where the row documents that a mode does not).
-docs/onnx.md must contain the table as rendered from the data.
+For each row: onnx.reference and the installed onnxruntime give exactly the documented result of
+their column (the installed release's: 1.31.1, or 1.32.0 under ``PYTHONPATH=$QUANTSPEC_ORT_ALT``,
+tests/test_onnx_ort_versions.py), or fail where the table says "error"; the independent spec oracle
+gives the documented spec result; and quantspec's compat modes reproduce their column, onnxruntime
+once per reproduced release (except where the row documents that a mode does not).  docs/onnx.md
+must contain the table as rendered from the data.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import onnx_corpus as C
 import onnx_oracles as O
 import onnx_spec_oracle as S
 import quantspec
 from quantspec.dtypes import qtype
 from quantspec.errors import QuantSpecError
-from quantspec.onnx.divergences import DIVERGENCES, ERROR, markdown
+from quantspec.onnx.divergences import DIVERGENCES, ERROR, ORT_COLUMNS, markdown, onnxruntime_for
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "onnx.md"
 
@@ -82,17 +85,19 @@ def test_runtimes_do_what_the_table_says(row):
             got = _as_documented(row, O.ort(row.op, min(row.opset, 25), x, s, zp, out_type=_out_type(row), **attrs))
     except Exception:
         got = ERROR
-    assert _same(got, row.onnxruntime), f"onnxruntime gives {got}"
+    want = onnxruntime_for(row, O.ort_version())
+    assert _same(got, want), f"onnxruntime {O.ort_version()} gives {got}"
 
 
 @pytest.mark.parametrize("row", [r for r in DIVERGENCES if r.spec != ERROR], ids=lambda r: r.key)
 def test_spec_column_matches_the_independent_oracle(row):
     x, s, zp, attrs = _inputs(row)
     out = _out_type(row)
-    view = ([-1 if i == row.attrs.get("axis", 1) % max(x.ndim, 1) else 1 for i in range(x.ndim)]
-            if s.ndim == 1 and s.size > 1 else ())
-    s_full = np.broadcast_to(s.reshape(view), x.shape)
-    z_full = np.broadcast_to(zp.reshape(view if zp.size > 1 else ()), x.shape) if zp is not None else None
+    axis = row.attrs.get("axis", 1)
+    g = "tensor" if s.size == 1 else "block" if row.attrs.get("block_size") else "axis"
+    s_full = C.expand(s, x.shape, axis, row.attrs.get("block_size", 0), g)
+    z_full = (C.expand(zp, x.shape, axis, row.attrs.get("block_size", 0), g if zp.size > 1 else "tensor")
+              if zp is not None else None)
     precision = row.attrs.get("precision") or {"int32": "double", "float8e8m0": "float"}.get(row.scale_type,
                                                                                             row.scale_type)
     want = []
@@ -116,14 +121,17 @@ def test_spec_column_matches_the_independent_oracle(row):
     assert _same(want, row.spec), f"oracle gives {want}"
 
 
-@pytest.mark.parametrize("mode", ["spec", "reference", "onnxruntime"])
+@pytest.mark.parametrize("mode", ["spec", "reference"] + [f"onnxruntime {v}" for v in ORT_COLUMNS])
 @pytest.mark.parametrize("row", DIVERGENCES, ids=lambda r: r.key)
 def test_quantspec_reproduces_each_column(row, mode):
     x, s, zp, _ = _inputs(row)
-    expected = row.not_reproduced and mode in row.not_reproduced and row.spec or getattr(row, mode)
+    mode, _, ort_version = mode.partition(" ")
+    expected = (row.not_reproduced and mode in row.not_reproduced and row.spec
+                or (onnxruntime_for(row, ort_version) if ort_version else getattr(row, mode)))
+    kw = {"ort_version": ort_version} if ort_version else {}
     fn = quantspec.onnx.quantize_linear if row.op == "QuantizeLinear" else quantspec.onnx.dequantize_linear
     try:
-        got = _as_documented(row, fn(x, s, zp, opset=row.opset, compat=mode, **row.attrs))
+        got = _as_documented(row, fn(x, s, zp, opset=row.opset, compat=mode, **row.attrs, **kw))
     except QuantSpecError:
         got = ERROR
     assert _same(got, expected), f"quantspec compat={mode!r} gives {got}"

@@ -83,16 +83,24 @@ QUANTIZE_CASES = [
     ("saturate string", lambda: q(X, F32(1), saturate="yes"), InvalidArgumentError, "saturate: must be a bool"),
     ("out shape", lambda: q(X, F32(1), out=np.empty(3, np.uint8)), ShapeError, "out: must be an array of shape"),
     ("out dtype", lambda: q(X, F32(1), out=np.empty(X.shape, np.int8)), ShapeError, "dtype uint8"),
-    ("ort bfloat16", lambda: q(X.astype(ml_dtypes.bfloat16), np.array(1, ml_dtypes.bfloat16), compat="onnxruntime"),
+    ("ort bfloat16", lambda: q(X.astype(ml_dtypes.bfloat16), np.array(1, ml_dtypes.bfloat16), compat="onnxruntime",
+                               ort_version="1.31.1"),
      RuntimeUnsupportedError, "onnxruntime 1.31 has no CPU kernel for QuantizeLinear from bfloat16"),
+    ("ort 1.32 bfloat16", lambda: q(X.astype(ml_dtypes.bfloat16), np.array(1, ml_dtypes.bfloat16),
+                                    compat="onnxruntime", ort_version="1.32.0"),
+     RuntimeUnsupportedError, "onnxruntime 1.32 has no CPU kernel for QuantizeLinear from bfloat16"),
     ("ort int32", lambda: q(np.arange(4, dtype=np.int32), np.int32(1), compat="onnxruntime"),
      RuntimeUnsupportedError, "no CPU kernel"),
-    ("ort mixed", lambda: q(X, np.float16(1), compat="onnxruntime", opset=25), RuntimeUnsupportedError,
-     "different types"),
+    ("ort mixed", lambda: q(X, np.float16(1), compat="onnxruntime", opset=25, ort_version="1.31"),
+     RuntimeUnsupportedError, "different types"),
     ("ort float4", lambda: q(X, F32(1), output_dtype="float4e2m1", compat="onnxruntime"), RuntimeUnsupportedError,
      "QuantizeLinear to float4e2m1"),
-    ("ort opset 28", lambda: q(X, F32(1), opset=28, compat="onnxruntime"), RuntimeUnsupportedError,
-     "up to opset 26"),
+    ("ort opset 28", lambda: q(X, F32(1), opset=28, compat="onnxruntime", ort_version="1.31.1"),
+     RuntimeUnsupportedError, "up to opset 26"),
+    ("ort 1.32 opset 28", lambda: q(X, F32(1), opset=28, compat="onnxruntime", ort_version="1.32.0"),
+     RuntimeUnsupportedError, "no CPU kernel for QuantizeLinear-28"),
+    ("ort 1.32 opset 29", lambda: q(X, F32(1), opset=29, compat="onnxruntime", ort_version="1.32.0"),
+     QuantSpecError, "opset"),
     ("ort e8m0", lambda: q(X, np.array(1, ml_dtypes.float8_e8m0fnu), compat="onnxruntime"), RuntimeUnsupportedError,
      "no CPU kernel"),
 ]
@@ -230,7 +238,7 @@ def test_onnxruntime_mode_says_it_would_crash_on_an_empty_blocked_axis():
     gives.  An empty other axis runs in onnxruntime (an empty result)."""
     with pytest.raises(RuntimeUnsupportedError, match="SIGFPE"):
         qo.quantize_linear(np.zeros((3, 0), np.float32), np.ones((3, 0), np.float32), axis=1, block_size=2,
-                           compat="onnxruntime")
+                           compat="onnxruntime", ort_version="1.31.1")
     assert qo.quantize_linear(np.zeros((3, 0), np.float32), np.ones((3, 0), np.float32), axis=1,
                               block_size=2).shape == (3, 0)
     assert qo.quantize_linear(np.zeros((0, 4), np.float32), np.ones((0, 2), np.float32), axis=1, block_size=2,

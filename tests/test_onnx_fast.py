@@ -3,7 +3,9 @@
 The fused kernels (:mod:`quantspec.onnx.fast`) and the readable numpy path
 (:mod:`quantspec.onnx.kernels`) run on the same plan for every case of the conformance corpora
 (:mod:`test_onnx_conformance`: every output type x granularity x input type x precision x saturate,
-for ``compat="spec"`` and ``"onnxruntime"``; every dequantize input x scale x output type), and
+for ``compat="spec"`` and ``"onnxruntime"``, the latter for every reproduced onnxruntime release
+(``ort_version=``, with x and the scale of different types where 1.32.0 takes them); every
+dequantize input x scale x output type), and
 must produce identical bytes.  The corpora hold ties, ±0, ±inf, NaN, huge values, denormals and the
 float8/float6/float4 edges, in odd shapes with partial blocks and negative axes.  A second pass
 repeats a selection with the parallel kernels and streaming stores switched on at small sizes, so
@@ -30,7 +32,7 @@ from quantspec._core import fast as core
 from quantspec._core import jit
 from quantspec.errors import InvalidArgumentError, QuantSpecError, ShapeError
 from quantspec.onnx import fast, kernels
-from quantspec.onnx.plan import ORT
+from quantspec.onnx.plan import ORT, ORT_VERSIONS
 
 @pytest.fixture(autouse=True)
 def _numba():
@@ -49,20 +51,25 @@ def _same(plan, x, run=None):
     assert C.same_bits(want, got), C.show_diff(x, want, got)
 
 
-def _q_plan(compat, out, g, xt, precision, sat, key, n_random=96):
-    rng = C.rng_for(key, compat, out, g, xt, precision, sat)
-    scale_type = xt if compat == "onnxruntime" else str(rng.choice([t for t in T.NEWEST.q_scale if t != "int32"]))
+def _q_plan(compat, out, g, xt, precision, sat, key, n_random=96, ort_version=None, scale_type=None):
+    rng = C.rng_for(key, compat, out, g, xt, precision, sat, *((ort_version,) if ort_version else ()))
+    if scale_type is None:
+        scale_type = xt if compat == "onnxruntime" else str(rng.choice([t for t in T.NEWEST.q_scale if t != "int32"]))
     with_zp = rng.random() < 0.7
     x, s, zp, axis, block = T._make_q_inputs(rng, out, g, xt, scale_type, with_zp, n_random=n_random)
     attrs = T._quantspec_kwargs(T._attrs(out, axis, block, g, sat, precision, zp, rng))
     opset = 25 if compat == "onnxruntime" else None
-    return qo.plan_quantize(x, s, zp, opset=opset, compat=compat, **attrs), x
+    kw = {"ort_version": ort_version} if compat == "onnxruntime" else {}
+    return qo.plan_quantize(x, s, zp, opset=opset, compat=compat, **attrs, **kw), x
 
 
 def _q_cases(compat):
     if compat == "spec":
         return list(T._q_cases(T.NEWEST.q_out, FAST_X, T.PRECISIONS))
-    return list(T._q_cases(ORT.q_out, ORT.q_x, (None, "float16")))
+    return list(T._q_cases(ORT.q_out, ORT.q_x, T.ORT_PRECISIONS))
+
+
+ORT_RELEASES = [r.version for r in ORT_VERSIONS]
 
 
 @pytest.mark.parametrize("out,g,xt,precision,sat", _q_cases("spec"))
@@ -71,20 +78,37 @@ def test_quantize_spec(out, g, xt, precision, sat):
     _same(plan, x)
 
 
+@pytest.mark.parametrize("ort_version", ORT_RELEASES)
 @pytest.mark.parametrize("out,g,xt,precision,sat", _q_cases("onnxruntime"))
-def test_quantize_onnxruntime(out, g, xt, precision, sat):
-    plan, x = _q_plan("onnxruntime", out, g, xt, precision, sat, "fast-q")
+def test_quantize_onnxruntime(out, g, xt, precision, sat, ort_version):
+    plan, x = _q_plan("onnxruntime", out, g, xt, precision, sat, "fast-q", ort_version=ort_version)
+    assert plan.ort.version == ort_version
     _same(plan, x)
 
 
-def _dq_plan(compat, xt, g, st, ot, key, n=300):
+@pytest.mark.parametrize("ort_version", [r.version for r in ORT_VERSIONS if r.mixed_types])
+@pytest.mark.parametrize("out,g,xt,precision,sat", [c for c in _q_cases("onnxruntime")
+                                                    if c.values[0] in ("int8", "uint16", "int4", "int2",
+                                                                       "float8e4m3fn", "float8e5m2fnuz")])
+def test_quantize_onnxruntime_mixed_types(out, g, xt, precision, sat, ort_version):
+    """x and the scale of different types (onnxruntime 1.32.0): the quotient in the precision, else
+    the scale's type."""
+    st = "float16" if xt == "float" else "float"
+    plan, x = _q_plan("onnxruntime", out, g, xt, precision, sat, "fast-q-mixed", ort_version=ort_version,
+                      scale_type=st)
+    assert plan.scale.dtype != plan.x_type.dtype
+    _same(plan, x)
+
+
+def _dq_plan(compat, xt, g, st, ot, key, n=300, ort_version=None):
     rng = C.rng_for(key, compat, xt, g, st, ot)
     with_zp = rng.random() < 0.7
     zero_zp = T._is_f8(xt) or (compat == "spec" and xt == "int32")
     x, s, zp, axis, block = T._make_dq_inputs(rng, xt, g, st, with_zp, zero_zp=zero_zp, n=n)
     attrs = {"axis": axis, "block_size": block if g == "block" else 0, "output_dtype": ot}
     opset = 25 if compat == "onnxruntime" else None
-    return qo.plan_dequantize(x, s, zp, opset=opset, compat=compat, **attrs), x
+    kw = {"ort_version": ort_version} if compat == "onnxruntime" else {}
+    return qo.plan_dequantize(x, s, zp, opset=opset, compat=compat, **attrs, **kw), x
 
 
 _DQ_SPEC = [c for c in T._dq_cases(T.DQ_X, T.DQ_SCALES, T.DQ_OUTS)
@@ -98,9 +122,10 @@ def test_dequantize_spec(xt, g, st, ot):
     _same(plan, x)
 
 
+@pytest.mark.parametrize("ort_version", ORT_RELEASES)
 @pytest.mark.parametrize("xt,g,st,ot", _DQ_ORT)
-def test_dequantize_onnxruntime(xt, g, st, ot):
-    plan, x = _dq_plan("onnxruntime", xt, g, st, ot, "fast-dq")
+def test_dequantize_onnxruntime(xt, g, st, ot, ort_version):
+    plan, x = _dq_plan("onnxruntime", xt, g, st, ot, "fast-dq", ort_version=ort_version)
     _same(plan, x)
 
 
@@ -108,14 +133,18 @@ def test_dequantize_onnxruntime(xt, g, st, ot):
 # the parallel kernels are the serial ones compiled with prange: the work splitting and the streamed
 # stores are the same for every operation, so a few cases cover them (both layouts, an integer and a
 # float rule, the float16 quotient pass, onnxruntime's 4-bit edges); the corpora above cover the rules
-PARALLEL_Q = [("spec", "int8", "tensor", "float", None, True), ("spec", "int8", "block", "float", None, True),
-              ("spec", "float8e4m3fn", "axis", "float", None, False), ("spec", "uint8", "tensor", "float16", None, True),
-              ("onnxruntime", "int4", "axis", "float", None, True)]
+PARALLEL_Q = [("spec", "int8", "tensor", "float", None, True, None),
+              ("spec", "int8", "block", "float", None, True, None),
+              ("spec", "float8e4m3fn", "axis", "float", None, False, None),
+              ("spec", "uint8", "tensor", "float16", None, True, None),
+              ("onnxruntime", "int4", "axis", "float", None, True, "1.31.1"),
+              ("onnxruntime", "int4", "axis", "float16", None, True, "1.32.0"),
+              ("onnxruntime", "float8e5m2", "block", "float", "float16", False, "1.32.0")]
 
 
-@pytest.mark.parametrize("compat,out,g,xt,precision,sat", PARALLEL_Q)
-def test_quantize_parallel(small_parallel, compat, out, g, xt, precision, sat):
-    plan, x = _q_plan(compat, out, g, xt, precision, sat, "fast-q-par", n_random=2500)
+@pytest.mark.parametrize("compat,out,g,xt,precision,sat,ort_version", PARALLEL_Q)
+def test_quantize_parallel(small_parallel, compat, out, g, xt, precision, sat, ort_version):
+    plan, x = _q_plan(compat, out, g, xt, precision, sat, "fast-q-par", n_random=2500, ort_version=ort_version)
     assert x.size >= 4 * core.SERIAL_BELOW
     _same(plan, x)
 

@@ -21,6 +21,8 @@ import ml_dtypes
 import numpy as np
 
 from .errors import QuantSpecError
+from .onnx.plan import ort_support
+from .versions import VERIFIED
 
 __all__ = ["main", "load_demo_weights", "onnx_schemes"]
 
@@ -128,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     # kernels would have loaded (or, on a new machine, compiled); QUANTSPEC_FAST=1 forces them
     small = jit.prefer_reference(w.size)
     with jit.reference_only() if small else contextlib.nullcontext():
+        ort = ort_support().release
         print("ONNX QuantizeLinear / DequantizeLinear (spec semantics). The last two columns count the codes that\n"
-              "onnxruntime 1.31 and onnx.reference 1.23 compute differently for the float16 copy of the weights\n"
-              "(reproduced bit-exactly by quantspec's compat modes):\n", file=out)
+              f"onnxruntime {ort} and onnx.reference {VERIFIED['onnx'][0].rsplit('.', 1)[0]} compute differently "
+              "for the float16 copy of the weights\n(reproduced bit-exactly by quantspec's compat modes):\n", file=out)
         _print_rows(onnx_rows(w), out)
         for section in _extra_sections():
             print(file=out)

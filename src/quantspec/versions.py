@@ -71,7 +71,7 @@ VERIFIED: dict[str, tuple[str, ...]] = {
     "ml_dtypes": ("0.7.0", "0.6.0"),
     "numba": ("0.68.1",),
     "onnx": ("1.23.2",),
-    "onnxruntime": ("1.31.1",),
+    "onnxruntime": ("1.31.1", "1.32.0"),
     "tensorflow-cpu": ("2.21.0",),
     "ai-edge-litert": ("2.3.0",),
     "compressed-tensors": ("0.20.0", "0.20.1"),

@@ -1,8 +1,10 @@
 """ONNX QuantizeLinear / DequantizeLinear, every opset (10, 13, 19, 21, 23, 24, 25, 28), bit-exact.
 
 ``compat="spec"`` (default) follows the operator text; ``"reference"`` reproduces onnx.reference
-1.23 on x86-64; ``"onnxruntime"`` reproduces onnxruntime 1.31 CPU.  See ``docs/onnx.md`` for the
-semantics and the divergence table, and :mod:`quantspec.onnx.kernels` for the arithmetic.
+1.23 on x86-64; ``"onnxruntime"`` reproduces onnxruntime 1.31.1 or 1.32.0 CPU (``ort_version=``; by
+default the installed onnxruntime's release when it is one of those, else 1.32.0).  See
+``docs/onnx.md`` for the semantics and the divergence table, and :mod:`quantspec.onnx.kernels` for
+the arithmetic.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def __getattr__(name: str):
 
 def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
                     output_dtype: Any = None, saturate: bool = True, precision: Any = None, opset: int | None = None,
-                    compat: str = "spec", out: np.ndarray | None = None) -> np.ndarray:
+                    compat: str = "spec", out: np.ndarray | None = None, ort_version: str | None = None) -> np.ndarray:
     """ONNX QuantizeLinear: ``y = saturate(x / y_scale + y_zero_point)``.
 
     ``x``: float32, float16, bfloat16 or int32 array (Python numbers become float32).
@@ -48,12 +50,15 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     scale; its type is the output type.  ``output_dtype`` / ``precision``: an ONNX type number, a type
     name or a dtype.  ``opset``: None = the newest; older opsets reject what they did not have.
     ``out``: a preallocated result array (shape of x, the output type), filled and returned.
+    ``ort_version`` (only with ``compat="onnxruntime"``): the onnxruntime release to reproduce,
+    ``"1.31.1"`` or ``"1.32.0"`` (``"1.31"`` / ``"1.32"`` name them too); None: the installed
+    onnxruntime's release when it is one of those, else the newest (``quantspec.onnx.plan.ORT_VERSIONS``).
 
     Runs on the fused multithreaded kernels of :mod:`quantspec.onnx.fast` when numba is installed
     (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.kernels`; both
     give the same bytes).
     """
-    attrs = (axis, block_size, output_dtype, saturate, precision, opset, compat)
+    attrs = (axis, block_size, output_dtype, saturate, precision, opset, compat, ort_version)
     if type(x) is np.ndarray:
         # a call that repeats the last one (the same parameter and attribute objects): its plan and
         # prepared kernel call at once (fast.repeat)
@@ -97,10 +102,10 @@ def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **att
 
 def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
                       output_dtype: Any = None, opset: int | None = None, compat: str = "spec",
-                      out: np.ndarray | None = None) -> np.ndarray:
+                      out: np.ndarray | None = None, ort_version: str | None = None) -> np.ndarray:
     """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
     (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
-    attrs = (axis, block_size, output_dtype, opset, compat)
+    attrs = (axis, block_size, output_dtype, opset, compat, ort_version)
     if type(x) is np.ndarray:
         hit = _PLANS.recall("dq", x, (x_scale, x_zero_point), attrs)
         if hit is not None and hit[1] is not None and jit.enabled():
@@ -130,8 +135,8 @@ def _native(x: Any) -> Any:
 _PLANS = PlanCache()
 
 
-_ATTRIBUTES = {"q": ("axis", "block_size", "output_dtype", "saturate", "precision", "opset", "compat"),
-               "dq": ("axis", "block_size", "output_dtype", "opset", "compat")}
+_ATTRIBUTES = {"q": ("axis", "block_size", "output_dtype", "saturate", "precision", "opset", "compat", "ort_version"),
+               "dq": ("axis", "block_size", "output_dtype", "opset", "compat", "ort_version")}
 
 
 def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: tuple):

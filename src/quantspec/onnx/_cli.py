@@ -15,7 +15,7 @@ from .._core.tensorio import from_storage, read_tensors
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError
 from . import dequantize_linear, quantize_linear
-from .plan import COMPAT_MODES, plan_dequantize, plan_quantize
+from .plan import COMPAT_MODES, ORT_VERSIONS, plan_dequantize, plan_quantize
 
 __all__ = ["add_arguments", "jobs", "parse_values", "for_tensor"]
 
@@ -60,7 +60,11 @@ def add_arguments(group: argparse._ArgumentGroup, direction: str) -> None:
                        "an older opset rejects attributes and types it did not have")
     group.add_argument("--compat", choices=COMPAT_MODES, default="spec",
                        help="spec (default): the operator text; reference: onnx.reference 1.23 on x86-64; "
-                       "onnxruntime: onnxruntime 1.31 CPU")
+                       "onnxruntime: onnxruntime CPU (the release --ort-version names)")
+    group.add_argument("--ort-version", default=None, metavar="VERSION",
+                       help="with --compat onnxruntime: the onnxruntime release to reproduce, "
+                       + " or ".join(r.version for r in ORT_VERSIONS) + " (default: the installed onnxruntime "
+                       "when it is one of these, else the newest)")
 
 
 def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[str, np.ndarray] | None:
@@ -155,7 +159,7 @@ def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray
     scale = parse_values(args.scale, "--scale", args.scale_dtype)
     _warn_traps(args, direction, scale)
     common = dict(axis=1 if args.axis is None else args.axis, block_size=args.block_size, opset=args.opset,
-                  compat=args.compat)
+                  compat=args.compat, ort_version=args.ort_version)
     work = []
     if direction == "quantize":
         out_t = qtype(args.output_dtype, "--output-dtype") if args.output_dtype else None

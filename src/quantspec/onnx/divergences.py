@@ -1,10 +1,13 @@
-"""Where the ONNX operator text, onnx.reference 1.23.2 and onnxruntime 1.31.1 disagree — as data.
+"""Where the ONNX operator text, onnx.reference 1.23.2 and onnxruntime 1.31.1 / 1.32.0 disagree — as data.
 
 Each :class:`Divergence` row names a behaviour, gives one concrete input that shows it, and records
-what each of the three does with it: the output codes, or ``ERROR`` when that runtime refuses the
-input.  ``docs/onnx.md`` renders this table (:func:`markdown`), and ``tests/test_onnx_divergences.py``
-runs every row through onnx.reference, onnxruntime, the independent spec oracle and quantspec's
-three compat modes, so the table can never drift from what the runtimes really do.
+what each of them does with it: the output codes, or ``ERROR`` when that runtime refuses the
+input.  The ``onnxruntime`` column is onnxruntime 1.31.1's; ``onnxruntime_132`` is 1.32.0's where
+it differs (``SAME``: as 1.31.1); :func:`onnxruntime_for` reads the column of a release.
+``docs/onnx.md`` renders this table (:func:`markdown`), and ``tests/test_onnx_divergences.py``
+runs every row through onnx.reference, the installed onnxruntime (against its release's column),
+the independent spec oracle and quantspec's compat modes (``"onnxruntime"`` with every reproduced
+``ort_version``), so the table can never drift from what the runtimes really do.
 
 Outputs are written as integers for integer types and as their bit patterns (hex) for the float8 /
 float4 / float6 types; floats for DequantizeLinear.  ``not_reproduced`` lists a mode whose runtime
@@ -16,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Divergence", "DIVERGENCES", "ERROR", "markdown"]
+__all__ = ["Divergence", "DIVERGENCES", "ERROR", "SAME", "ORT_COLUMNS", "onnxruntime_for", "markdown"]
 
 ERROR = "error"
+SAME = "same"           # onnxruntime 1.32.0 gives what 1.31.1 gives
 INF = float("inf")
 NAN = float("nan")
 
@@ -40,9 +44,23 @@ class Divergence:
     opset: int = 25
     spec: Any = None                # expected outputs (tuple) or ERROR
     reference: Any = None
-    onnxruntime: Any = None
+    onnxruntime: Any = None         # onnxruntime 1.31.1
     note: str = ""
     not_reproduced: dict = field(default_factory=dict)   # mode -> reason
+    onnxruntime_132: Any = SAME     # onnxruntime 1.32.0, where it differs from 1.31.1
+
+
+#: the onnxruntime releases of the table and their columns
+ORT_COLUMNS = {"1.31.1": "onnxruntime", "1.32.0": "onnxruntime_132"}
+
+
+def onnxruntime_for(row: Divergence, version: str) -> Any:
+    """What onnxruntime ``version`` (a reproduced release: "1.31.1", "1.32.0") gives for ``row``."""
+    from .plan import ort_support
+
+    column = ORT_COLUMNS[ort_support(version).version]
+    values = getattr(row, column)
+    return row.onnxruntime if values == SAME else values
 
 
 def _q(key, behaviour, x, x_type, scale, scale_type, zp, zp_type, spec, reference, onnxruntime, **kw):
@@ -52,16 +70,25 @@ def _q(key, behaviour, x, x_type, scale, scale_type, zp, zp_type, spec, referenc
 
 DIVERGENCES: tuple[Divergence, ...] = (
     _q("f16-quotient", "float16 x and scale: precision of the quotient", [112.375], "float16", 1.37890625, "float16",
-       0, "uint8", spec=(82,), reference=(82,), onnxruntime=(81,),
+       0, "uint8", spec=(82,), reference=(82,), onnxruntime=(81,), onnxruntime_132=(82,),
        note="spec and onnx.reference divide in float16 (x/s = 81.4958 rounds to 81.5, then to even 82); "
-            "onnxruntime divides in float32 (81.4958 -> 81)"),
+            "onnxruntime 1.31 divides in float32 (81.4958 -> 81); 1.32 divides in the scale's type from Q-23 on"),
+    _q("f16-quotient-before-23", "float16 x and scale before opset 23", [112.375], "float16", 1.37890625, "float16",
+       0, "uint8", opset=21, spec=(82,), reference=(82,), onnxruntime=(81,),
+       note="onnxruntime (1.32 too) divides in float32 before QuantizeLinear-23"),
     _q("f32-x-f16-scale", "float32 x, float16 scale, no `precision` (opset >= 23)", [164.11521911621094], "float",
-       0.8662109375, "float16", 0, "uint8", spec=(190,), reference=(189,), onnxruntime=ERROR,
+       0.8662109375, "float16", 0, "uint8", spec=(190,), reference=(189,), onnxruntime=ERROR, onnxruntime_132=(190,),
        note="spec: the scale's type sets the precision, so x is rounded to float16 first; onnx.reference lets numpy "
-            "promote to float32; onnxruntime fails at run time on mixed types (microsoft/onnxruntime#32719)"),
+            "promote to float32; onnxruntime 1.31 fails at run time on mixed types (microsoft/onnxruntime#32719), "
+            "1.32 computes as the spec (microsoft/onnxruntime#32735)"),
     _q("precision-attribute", "`precision=float16` with float32 x and scale", [180.86685180664062], "float",
        1.6666924953460693, "float", 0, "uint8", attrs={"precision": "float16"}, spec=(108,), reference=(108,),
-       onnxruntime=(109,), note="onnxruntime ignores `precision` and divides in float32"),
+       onnxruntime=(109,), onnxruntime_132=(108,),
+       note="onnxruntime 1.31 ignores `precision` and divides in float32; 1.32 divides in float16"),
+    _q("precision-bfloat16", "`precision=bfloat16`", [180.86685180664062], "float", 1.6666924953460693, "float", 0,
+       "uint8", attrs={"precision": "bfloat16"}, spec=(109,), reference=(109,), onnxruntime=(109,),
+       onnxruntime_132=ERROR, note="onnxruntime 1.31 ignores `precision`; 1.32 accepts only float and float16 "
+                                   "(it refuses the session)"),
     _q("inf-to-int", "±inf to an integer type", [INF, -INF], "float", 1.0, "float", 0, "int8",
        spec=(127, -128), reference=(-128, -128), onnxruntime=(127, -128),
        note="onnx.reference casts inf to int32 (INT32_MIN on x86), then clips; onnxruntime's MLAS path clamps in "
@@ -72,13 +99,27 @@ DIVERGENCES: tuple[Divergence, ...] = (
        spec=(-128,), reference=(127,), onnxruntime=(-128,),
        note="onnx.reference: NaN -> INT32_MIN, then `+= zp` wraps around in int32 to 2^31-3, which clips to qmax"),
     _q("f16-inf", "+inf in float16 input", [INF], "float16", 1.0, "float16", 0, "int8",
-       spec=(127,), reference=(-128,), onnxruntime=(-128,),
-       note="onnxruntime's float16 path is a plain loop with a C int32 cast, like onnx.reference"),
+       spec=(127,), reference=(-128,), onnxruntime=(-128,), onnxruntime_132=(127,),
+       note="onnxruntime 1.31's float16 path is a plain loop with a C int32 cast, like onnx.reference; 1.32 clamps "
+            "in float"),
+    _q("f16-nan-negative-zp", "NaN and ±inf in float16 input, int16 with a negative zero point", [NAN, INF, -INF],
+       "float16", 1.0, "float16", -3, "int16", spec=(-32768, 32767, -32768), reference=(32767,) * 3,
+       onnxruntime=(32767,) * 3, onnxruntime_132=(-32768, 32767, -32768),
+       note="onnxruntime 1.31 (plain loop) and onnx.reference: INT32_MIN + zp wraps around to 2^31-3, which clips "
+            "to qmax; onnxruntime 1.32 clamps in float (NaN -> qmin)"),
     _q("int4-position", "+inf to int4, per-axis, odd channel length", [INF] * 18, "float", (1.0, 1.0), "float",
        (0, 0), "int4", shape=(2, 9), scale_shape=(2,), attrs={"axis": 0},
-       spec=(7,) * 18, reference=(-8,) * 18, onnxruntime=(7,) * 8 + (-8, -8) + (7,) * 8,
-       note="onnxruntime quantizes the even-aligned middle of each channel with MLAS (7) and an odd head or tail "
-            "element with a plain cast (-8): elements [0, 8] and [1, 0]"),
+       spec=(7,) * 18, reference=(-8,) * 18, onnxruntime=(7,) * 8 + (-8, -8) + (7,) * 8, onnxruntime_132=(7,) * 18,
+       note="onnxruntime 1.31 quantizes the even-aligned middle of each channel with MLAS (7) and an odd head or "
+            "tail element with a plain cast (-8): elements [0, 8] and [1, 0]; 1.32 clamps in float everywhere"),
+    _q("int2-huge", "±inf and |x/s| >= 2^31 to int2", [3e9, INF, -1e10], "float", 1.0, "float", None, None,
+       attrs={"output_dtype": "int2"}, spec=(1, 1, -2), reference=(-2, -2, -2), onnxruntime=(-2, -2, -2),
+       onnxruntime_132=(1, 1, -2), note="onnxruntime 1.31 computes 2-bit outputs in its plain loop (INT32_MIN); "
+                                        "1.32 clamps in float"),
+    _q("blocked-non-last-axis", "+inf, blocked along a non-last axis", [INF] * 6, "float", (1.0,) * 4, "float",
+       None, None, shape=(3, 2), scale_shape=(2, 2), attrs={"axis": 0, "block_size": 2, "output_dtype": "int8"},
+       opset=21, spec=(127,) * 6, reference=(-128,) * 6, onnxruntime=(-128,) * 6, onnxruntime_132=(127,) * 6,
+       note="onnxruntime 1.31 quantizes blocks along a non-last axis in its plain loop; 1.32 clamps in float"),
     _q("e4m3fn-sat0-480", "float8e4m3fn, saturate=0, 480 <= |x/s| < 496", [480.0, -490.0], "float", 1.0, "float",
        0.0, "float8e4m3fn", attrs={"saturate": 0}, spec=(0x7F, 0xFF), reference=(0x7F, 0xFF),
        onnxruntime=(0x7E, 0xFE), note="onnxruntime returns ±448 instead of NaN"),
@@ -88,9 +129,9 @@ DIVERGENCES: tuple[Divergence, ...] = (
     _q("e5m2-nan", "NaN encoding of float8e5m2", [NAN], "float", 1.0, "float", 0.0, "float8e5m2",
        spec=(0x7E,), reference=(0x7E,), onnxruntime=(0x7F,), note="quantspec's spec mode encodes NaN as ml_dtypes does"),
     _q("f16-to-float8", "float16 x and scale to float8e4m3fn", [117.6875], "float16", 1.548828125, "float16", 0.0,
-       "float8e4m3fn", spec=(0x6A,), reference=(0x6A,), onnxruntime=(0x69,),
-       note="the float16 quotient 76.0 is a tie between 72 and 80 in e4m3fn (to even: 80, 0x6a); onnxruntime's "
-            "float32 quotient 75.98 rounds to 72 (0x69)"),
+       "float8e4m3fn", spec=(0x6A,), reference=(0x6A,), onnxruntime=(0x69,), onnxruntime_132=(0x6A,),
+       note="the float16 quotient 76.0 is a tie between 72 and 80 in e4m3fn (to even: 80, 0x6a); onnxruntime "
+            "1.31's float32 quotient 75.98 rounds to 72 (0x69)"),
     _q("float4-zero-point", "a zero point with float4e2m1 output", [1.0], "float", 1.0, "float", 1.0, "float4e2m1",
        spec=(0x4,), reference=(0x4,), onnxruntime=ERROR,
        note="the zero point is added in float (1 + 1 = 2); onnxruntime has no float4 kernel"),
@@ -188,7 +229,8 @@ def _codes(row: Divergence, values) -> str:
 def markdown() -> str:
     """The divergence table as Markdown (the table in docs/onnx.md)."""
     head = ("| key | behaviour | input | spec (`compat=\"spec\"`) | onnx.reference 1.23.2 (`\"reference\"`) | "
-            "onnxruntime 1.31.1 (`\"onnxruntime\"`) | why |\n|---|---|---|---|---|---|---|\n")
+            "onnxruntime 1.31.1 (`\"onnxruntime\"`, `ort_version=\"1.31\"`) | onnxruntime 1.32.0 "
+            "(`ort_version=\"1.32\"`) | why |\n|---|---|---|---|---|---|---|---|\n")
     rows = []
     for r in DIVERGENCES:
         attrs = ", ".join(f"{k}={v}" for k, v in r.attrs.items())
@@ -198,7 +240,7 @@ def markdown() -> str:
                + (f", {attrs}" if attrs else "") + f", opset {r.opset}")
         why = r.note + "".join(f" **Not reproduced in `{m}` mode:** {why}." for m, why in r.not_reproduced.items())
         rows.append(f"| `{r.key}` | {r.behaviour} | {inp} | {_codes(r, r.spec)} | {_codes(r, r.reference)} | "
-                    f"{_codes(r, r.onnxruntime)} | {why} |")
+                    f"{_codes(r, r.onnxruntime)} | {_codes(r, onnxruntime_for(r, '1.32.0'))} | {why} |")
     return head + "\n".join(rows) + "\n"
 
 

@@ -23,7 +23,9 @@ float64 there).
 
 **How the arithmetic maps to the reference path** (every rule of :mod:`quantspec.onnx.kernels`):
 
-- The quotient.  ``onnxruntime``: float32 ``x / s``.  ``spec``: one IEEE division in precision P; for
+- The quotient.  ``onnxruntime``: float32 ``x / s``, or (1.32.0 from Q-23 on: ``plan.ort``,
+  :func:`quantspec.onnx.kernels.ort_division`) one division in P = ``precision`` or the scale's type,
+  computed as the spec's below.  ``spec``: one IEEE division in precision P; for
   P = float16/bfloat16 a first pass rounds x and s to P, divides in float32 and rounds the quotient to
   P, and the output rule then runs on that quotient with a scale of 1.  That equals the correctly rounded P division because float32 has more than 2p+2 bits for
   p = 11 and p = 8 (double rounding is then innocuous; Figueroa, "When is double rounding
@@ -32,8 +34,9 @@ float64 there).
   ``[qmin - zp, qmax - zp]`` (NaN to the lower bound), round half to even, add the zero point.  For
   integer bounds this is exactly ``clip(rint(q) + zp)`` with NaN -> qmin.  onnxruntime's plain loop:
   the x86 int32 conversion of ``rint(q)`` (NaN, ±inf, out of range -> INT32_MIN), an int32 wrap when
-  adding the zero point, then the clip; used where kernels.py uses it (float16 input, 2-bit outputs,
-  blocked along a non-last axis, and the odd head/tail element of each 4-bit slice).
+  adding the zero point, then the clip; used where kernels.py uses it (onnxruntime 1.31.1 only:
+  float16 input, 2-bit outputs, blocked along a non-last axis, and the odd head/tail element of each
+  4-bit slice; 1.32.0 clamps in float everywhere).
 - Narrow float outputs: round to nearest even on the float32 bit pattern, then the overflow rule
   (saturate, infinity or NaN) and the NaN encoding of the mode (:func:`float_format`).  float4/float6
   with a zero point: the sum ``q + zp`` in float64 as the reference path does it, rounded to the grid
@@ -59,7 +62,7 @@ import numpy as np
 from .._core import fast as core
 from .._core import jit
 from ..dtypes import QType, qtype
-from .kernels import check_out
+from .kernels import check_out, ort_division
 from .plan import DequantizePlan, QuantizePlan
 
 __all__ = ["path", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize", "covers", "float_format",
@@ -92,7 +95,7 @@ _P = {"float": Q32(0), "float16": QF16(0), "bfloat16": QBF16(0)}
 def _precision(plan: QuantizePlan) -> str | None:
     """The name of the division precision the fast kernels use, or None if they cannot."""
     if plan.compat == "onnxruntime":
-        return "float"
+        return qtype(ort_division(plan)).name
     p = plan.precision or qtype(plan.scale.dtype)
     if p.name == "float8e8m0":
         return "float"
@@ -158,6 +161,8 @@ def _ort_plain(plan: QuantizePlan) -> str:
     """Which elements onnxruntime computes in its plain loop: "all", "none" or "edges" (the odd
     head/tail element of each 4-bit slice); the rule of kernels._ort_plain_mask."""
     t = plan.out
+    if not plan.ort.plain_loop:
+        return "none"
     if plan.x_type.name == "float16" or t.bits == 2:
         return "all"
     if plan.granularity == "block" and math.prod(plan.shape[plan.axis + 1:]) != 1:

@@ -23,17 +23,21 @@ One function per (operator, compat mode), each a few numpy lines over a prepared
     converted by ml_dtypes' own cast, whose result for those values depends on the installed
     ml_dtypes (INT32_MIN up to 0.6, 0 from 0.7: :func:`quantspec.versions.ml_dtypes_invalid_int`).
 
-``onnxruntime`` (onnxruntime 1.31.1 CPU; the paths were measured)
-    The quotient is always float32 (``precision`` ignored).  Integer outputs take one of two paths
-    per element: MLAS (clamp in float to [qmin-zp, qmax-zp], then round, then add zp: +inf -> qmax,
-    NaN -> qmin) or a plain loop (``int32(nearbyint(q)) + zp`` with the x86 cast and int32 wrap, then
-    clamp).  Which path: f16 input and 2-bit outputs always take the plain loop; 8/16-bit outputs
+``onnxruntime`` (onnxruntime 1.31.1 or 1.32.0 CPU, ``ort_version=``; the paths were measured)
+    The release's rules are the flags of its row (``plan.ort``, :class:`quantspec.onnx.plan.OrtSupport`).
+    The quotient: 1.31.1 divides in float32 always (``precision`` ignored).  1.32.0 does so before
+    Q-23; from Q-23 on it converts x and the scale to the precision P (``precision``, else the scale's
+    type: float or float16; x and the scale may differ in type) and divides once in P, like the spec.
+    Integer outputs: 1.32.0 clamps in float everywhere (MLAS: clamp to [qmin-zp, qmax-zp], then round,
+    then add zp: +inf -> qmax, NaN -> qmin).  1.31.1 takes one of two paths per element: MLAS or a
+    plain loop (``int32(nearbyint(q)) + zp`` with the x86 cast and int32 wrap, then clamp).  Which
+    path: f16 input and 2-bit outputs always take the plain loop; 8/16-bit outputs
     take MLAS except blocked quantization along a non-last axis; 4-bit outputs take MLAS for the
     even-aligned middle of each slice (the whole tensor, a per-axis channel slice, or a block along
     the last axis) and the plain loop for an odd-aligned head and tail element, and the plain loop
-    for blocked quantization along a non-last axis.  float8: RNE like ml_dtypes, except E4M3FN
-    saturate=0 maps [480, 496) to ±448, E5M2 saturate=0 maps [61440, 65536) to NaN, and E5M2 NaN is
-    0x7f/0xff.
+    for blocked quantization along a non-last axis.  float8 (both releases, on the quotient above):
+    RNE like ml_dtypes, except E4M3FN saturate=0 maps [480, 496) to ±448, E5M2 saturate=0 maps
+    [61440, 65536) to NaN, and E5M2 NaN is 0x7f/0xff.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from ..errors import InvalidArgumentError, ShapeError
 from ..versions import ml_dtypes_invalid_int
 from .plan import DequantizePlan, QuantizePlan
 
-__all__ = ["quantize", "dequantize"]
+__all__ = ["quantize", "dequantize", "ort_division"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -175,9 +179,19 @@ def _blocks_last(plan: QuantizePlan) -> bool:
     return int(np.prod(plan.shape[plan.axis + 1:], dtype=np.int64)) == 1
 
 
+def ort_division(plan: QuantizePlan) -> np.dtype:
+    """The precision of onnxruntime's quotient for this plan (float32 or float16; module docstring)."""
+    since = plan.ort.precision_since
+    if since is None or plan.version < since:
+        return _F32
+    return (plan.precision or qtype(plan.scale.dtype)).dtype
+
+
 def _ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
     """Which elements onnxruntime computes in its plain loop (True) rather than with MLAS."""
     t = plan.out
+    if not plan.ort.plain_loop:
+        return False
     if plan.x_type.name == "float16" or t.bits == 2:
         return True
     if plan.granularity == "block" and not _blocks_last(plan):
@@ -204,9 +218,11 @@ def _ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
 
 def _q_ort(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
     t = plan.out
+    P = ort_division(plan)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        q = np.asarray(x).astype(_F32) / plan.expand(plan.scale).astype(_F32)
-        q = np.asarray(q, dtype=_F32)
+        # one division in P (numpy's float16 division is the correctly rounded one)
+        q = np.asarray(x).astype(P) / plan.expand(plan.scale).astype(P)
+        q = np.asarray(q, dtype=P).astype(_F32, copy=False)
         if t.is_int:
             zp = (plan.expand(plan.zero_point).astype(np.int64) if plan.zero_point is not None
                   else np.int64(0))
@@ -216,6 +232,8 @@ def _q_ort(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
             hi = (t.qmax - zp).astype(_F32) if isinstance(zp, np.ndarray) else _F32.type(t.qmax - zp)
             clamped = np.minimum(np.where(np.isnan(q), lo, np.maximum(q, lo)), hi)
             mlas = np.rint(clamped).astype(np.int64) + zp
+            if plain is False:
+                return _int_out(mlas, t)
             # plain loop: x86 int32 cast of nearbyint(q), int32 wrap when adding zp, clamp
             loop = np.clip(wrap_int32(cvtt_int32(np.rint(q)).astype(np.int64) + zp), t.qmin, t.qmax)
             return _int_out(np.where(plain, loop, mlas), t)

@@ -20,7 +20,7 @@ from .._core.arrays import as_bool
 from .._core.oprecord import QuantizerRecord, flat_input
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
-from .plan import COMPAT_MODES
+from .plan import COMPAT_MODES, ort_support
 
 __all__ = ["QuantizeLinearOp", "DequantizeLinearOp"]
 
@@ -73,6 +73,11 @@ def _common(op, argument_scale: str, argument_zp: str, code: Any):
     """Normalise the fields shared by both records; returns (scale array, zero point array or None)."""
     if not isinstance(op.compat, str) or op.compat not in COMPAT_MODES:
         raise InvalidArgumentError("compat", "must be one of " + ", ".join(map(repr, COMPAT_MODES)), op.compat)
+    if op.ort_version is not None and op.compat != "onnxruntime":
+        raise InvalidArgumentError("ort_version", f"is only meaningful with compat=\"onnxruntime\" (got compat="
+                                   f"{op.compat!r})", op.ort_version)
+    if op.ort_version is not None:           # a reproduced release (its full version), or InvalidArgumentError
+        _set(op, ort_version=ort_support(op.ort_version).version)
     if op.opset is not None and (isinstance(op.opset, bool) or not isinstance(op.opset, (int, np.integer))):
         raise InvalidArgumentError("opset", "must be None (the newest) or an integer", op.opset)
     if isinstance(op.axis, (bool, np.bool_)) or not isinstance(op.axis, (int, np.integer)):
@@ -103,7 +108,8 @@ class QuantizeLinearOp(QuantizerRecord):
     ONNX type (None: ``x_dtype``'s, as opsets before 23 require).  ``zero_point``: None (absent) or
     values of the output type.  ``output_dtype``: the output type (None: ONNX's default, uint8).
     ``x_dtype``: the type of the input (float, float16, bfloat16).  ``precision``, ``saturate``,
-    ``opset`` (None: the newest) and ``compat`` as :func:`quantspec.onnx.quantize_linear` takes them."""
+    ``opset`` (None: the newest), ``compat`` and ``ort_version`` (compat="onnxruntime": the release
+    reproduced, None: as :func:`quantspec.onnx.quantize_linear` chooses it) as that function takes them."""
 
     scale: float | tuple[float, ...]
     zero_point: int | float | tuple | None = None
@@ -115,6 +121,7 @@ class QuantizeLinearOp(QuantizerRecord):
     x_dtype: str = "float"
     scale_dtype: str | None = None
     compat: str = "spec"
+    ort_version: str | None = None
 
     spec: ClassVar[str] = "onnx"
     op: ClassVar[str] = "QuantizeLinear"
@@ -140,7 +147,7 @@ class QuantizeLinearOp(QuantizerRecord):
 
     def _kwargs(self) -> dict:
         kw: dict[str, Any] = dict(axis=self.axis, saturate=self.saturate, precision=self.precision, opset=self.opset,
-                                  compat=self.compat)
+                                  compat=self.compat, ort_version=self.ort_version)
         if self._z is None and self.output_dtype != "uint8":
             kw["output_dtype"] = self.output_dtype
         return kw
@@ -162,7 +169,7 @@ class QuantizeLinearOp(QuantizerRecord):
         c = self._check_channel(c)
         return QuantizeLinearOp(self.scale[c], None if self.zero_point is None else self.zero_point[c],
                                 self.output_dtype, self.axis, self.saturate, self.precision, self.opset, self.x_dtype,
-                                self.scale_dtype, self.compat)
+                                self.scale_dtype, self.compat, self.ort_version)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
         return self(x, out=out)
@@ -189,7 +196,8 @@ class QuantizeLinearOp(QuantizerRecord):
                              "x_dtype": self.x_dtype if self.x_dtype != "float" else None,
                              "scale_dtype": self.scale_dtype if self.scale_dtype != self.x_dtype else None,
                              "precision": self.precision, "saturate": None if self.saturate else False,
-                             "compat": self.compat if self.compat != "spec" else None})
+                             "compat": self.compat if self.compat != "spec" else None,
+                             "ort_version": self.ort_version})
 
 
 @dataclass(frozen=True)
@@ -198,7 +206,7 @@ class DequantizeLinearOp(QuantizerRecord):
 
     ``x_dtype``: the type of the codes; ``zero_point``: None or values of that type; ``scale`` /
     ``scale_dtype`` / ``axis`` / ``output_dtype`` (None: the scale's type) / ``opset`` / ``compat`` as
-    :func:`quantspec.onnx.dequantize_linear` takes them."""
+    :func:`quantspec.onnx.dequantize_linear` takes them (``ort_version`` too)."""
 
     scale: float | tuple[float, ...]
     zero_point: int | float | tuple | None = None
@@ -208,6 +216,7 @@ class DequantizeLinearOp(QuantizerRecord):
     opset: int | None = None
     scale_dtype: str = "float"
     compat: str = "spec"
+    ort_version: str | None = None
 
     spec: ClassVar[str] = "onnx"
     op: ClassVar[str] = "DequantizeLinear"
@@ -230,7 +239,7 @@ class DequantizeLinearOp(QuantizerRecord):
         from . import dequantize_linear
 
         return dequantize_linear(x, self._s, self._z, axis=self.axis, output_dtype=self.output_dtype,
-                                 opset=self.opset, compat=self.compat, out=out)
+                                 opset=self.opset, compat=self.compat, ort_version=self.ort_version, out=out)
 
     input_dtype = property(lambda self: qtype(self.x_dtype).dtype)
     out_dtype = property(lambda self: qtype(self.output_dtype or self.scale_dtype).dtype)
@@ -242,7 +251,8 @@ class DequantizeLinearOp(QuantizerRecord):
             return super().channel(c)
         c = self._check_channel(c)
         return DequantizeLinearOp(self.scale[c], None if self.zero_point is None else self.zero_point[c], self.x_dtype,
-                                  self.axis, self.output_dtype, self.opset, self.scale_dtype, self.compat)
+                                  self.axis, self.output_dtype, self.opset, self.scale_dtype, self.compat,
+                                  self.ort_version)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
         return self(flat_input(x, None), out=out)
@@ -263,4 +273,5 @@ class DequantizeLinearOp(QuantizerRecord):
                              "x_dtype": self.x_dtype, "axis": self.axis if self.channels > 1 else None,
                              "scale_dtype": self.scale_dtype if self.scale_dtype != "float" else None,
                              "output_dtype": self.output_dtype,
-                             "compat": self.compat if self.compat != "spec" else None})
+                             "compat": self.compat if self.compat != "spec" else None,
+                             "ort_version": self.ort_version})

@@ -10,12 +10,14 @@ The rules come from the operator text (QuantizeLinear / DequantizeLinear in the 
 documentation) and the opset table (:mod:`quantspec.onnx.opsets`).  ``compat="spec"`` and ``"onnxruntime"``
 enforce the strict shape rules (they agree); ``"reference"`` accepts what onnx.reference
 1.23 accepts (a scalar zero point with a per-axis scale, an over-long blocked scale, a size-1 scale of
-any rank) and fails where it fails.  ``"onnxruntime"`` also refuses what onnxruntime 1.31 has no
-kernel for.
+any rank) and fails where it fails.  ``"onnxruntime"`` also refuses what the reproduced onnxruntime
+release (1.31.1 or 1.32.0, ``ort_version=``) has no kernel for; what each release accepts and how it
+computes is one :class:`OrtSupport` row of :data:`ORT_VERSIONS`, kept on the plan (``plan.ort``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,27 +28,107 @@ from .._core.granularity import block_count, expand_blocks, normalize_axis, per_
 from ..dtypes import QType, qtype
 from ..errors import (AxisError, DTypeError, InvalidArgumentError, OpsetError, RangeError,
                       RuntimeUnsupportedError, ShapeError)
+from ..versions import installed, note_reproducing, version_tuple
 from . import opsets
 
-__all__ = ["COMPAT_MODES", "QuantizePlan", "DequantizePlan", "plan_quantize", "plan_dequantize", "ORT"]
+__all__ = ["COMPAT_MODES", "QuantizePlan", "DequantizePlan", "plan_quantize", "plan_dequantize", "ORT",
+           "ORT_VERSIONS", "OrtSupport", "ort_support"]
 
 COMPAT_MODES = ("spec", "reference", "onnxruntime")
 
 
 @dataclass(frozen=True)
 class OrtSupport:
-    """What onnxruntime 1.31.1's CPU kernels accept (measured), as data."""
+    """What one onnxruntime release's CPU kernels accept and how its QuantizeLinear computes
+    (measured on that release), as data: one row per reproduced release in :data:`ORT_VERSIONS`.
+    The kernels (:mod:`quantspec.onnx.kernels`, :mod:`quantspec.onnx.fast`) read these flags; no
+    code compares version numbers."""
 
-    max_version: int = 25                     # ORT refuses opsets above 26; Q/DQ 25 is the last version
+    version: str = "1.31.1"
+    max_opset: int = 26                       # the newest ai.onnx opset a model may import
+    max_version: int = 25                     # the newest Q/DQ operator version with a CPU kernel
     q_x: tuple[str, ...] = ("float", "float16")
     q_out: tuple[str, ...] = ("uint8", "int8", "uint16", "int16", "uint4", "int4", "uint2", "int2",
                               "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
     dq_x: tuple[str, ...] = ("uint8", "int8", "uint16", "int16", "int32", "uint4", "int4", "uint2", "int2",
                              "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
     dq_scale: tuple[str, ...] = ("float", "float16")
+    #: QuantizeLinear's quotient.  None: x and y_scale are converted to float32 and divided in float32
+    #: (``precision`` ignored).  A version v: from Q-v on, both are converted to the precision P (the
+    #: ``precision`` attribute, else the scale's type) and divided once in P, correctly rounded; before
+    #: Q-v, float32 as above
+    precision_since: int | None = None
+    #: the ``precision`` values accepted where it is honoured (others: refused at session creation)
+    precisions: tuple[str, ...] = ("float", "float16")
+    #: x and y_scale of different types (Q-23 on): computed (True) or a run-time failure (False,
+    #: microsoft/onnxruntime#32719)
+    mixed_types: bool = False
+    #: integer outputs: True: two paths chosen per element (MLAS, and a plain loop with the x86 int32
+    #: cast and int32 wrap: kernels._ort_plain_mask); False: MLAS's clamp-then-round everywhere
+    plain_loop: bool = True
+    #: a blocked QuantizeLinear whose blocked axis, or an axis after it, is empty kills the process
+    empty_block_crash: bool = True
+
+    @property
+    def release(self) -> str:
+        """``"1.31"``: the major.minor the messages name."""
+        return ".".join(self.version.split(".")[:2])
 
 
-ORT = OrtSupport()
+#: the reproduced onnxruntime releases, oldest first (docs/onnx.md, "onnxruntime versions")
+ORT_VERSIONS: tuple[OrtSupport, ...] = (
+    OrtSupport("1.31.1"),
+    # measured on 1.32.0: `precision` and mixed x / scale types in CPU QuantizeLinear as
+    # microsoft/onnxruntime#32735 describes them; integer outputs clamp in float everywhere; the
+    # empty blocked shapes run; opsets 27 and 28 load (no Q/DQ-28 kernel)
+    OrtSupport("1.32.0", max_opset=28, precision_since=23, mixed_types=True, plain_loop=False,
+               empty_block_crash=False),
+)
+
+#: the newest reproduced release (its type lists are those of every reproduced release)
+ORT = ORT_VERSIONS[-1]
+
+
+def _ort_version_error(value: Any) -> InvalidArgumentError:
+    names = ", ".join(repr(r.version) for r in ORT_VERSIONS)
+    return InvalidArgumentError("ort_version", f"must be one of {names} (or their major.minor, or None: the installed "
+                                "onnxruntime's version when it is one of these, else the newest)", value)
+
+
+def ort_support(ort_version: Any = None) -> OrtSupport:
+    """The :class:`OrtSupport` row that ``ort_version`` names: ``"1.31.1"`` or ``"1.31"`` (major.minor
+    of a reproduced release), ...; None: the installed onnxruntime's release when it is reproduced,
+    else the newest reproduced one."""
+    if ort_version is None:
+        v = installed("onnxruntime")
+        if v is not None:
+            for r in ORT_VERSIONS:
+                if version_tuple(v) == version_tuple(r.version):
+                    return r
+        return ORT_VERSIONS[-1]
+    if isinstance(ort_version, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", ort_version.strip()):
+        t = version_tuple(ort_version.strip())
+        for r in ORT_VERSIONS:
+            full = version_tuple(r.version)
+            if t == full or t == full[:2]:
+                return r
+    raise _ort_version_error(ort_version)
+
+
+def _ort(compat: str, ort_version: Any) -> OrtSupport | None:
+    """The plan's row: for compat="onnxruntime" only (``ort_version`` with another mode is an error)."""
+    if compat != "onnxruntime":
+        if ort_version is not None:
+            raise InvalidArgumentError("ort_version", "is only meaningful with compat=\"onnxruntime\" (got compat="
+                                       f"{compat!r})", ort_version)
+        if compat == "reference":
+            note_reproducing("onnx")
+            note_reproducing("ml_dtypes")
+        return None
+    row = ort_support(ort_version)
+    if ort_version is None:
+        note_reproducing("onnxruntime")
+    return row
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +141,7 @@ class _Common:
     block_size: int
     scale: np.ndarray              # as given (typed), compact: 0-d, (D,) or blocked shape
     zero_point: np.ndarray | None  # as given (typed), compact like scale; None when absent
+    ort: OrtSupport | None = None  # compat="onnxruntime": the reproduced release's row
 
     def expand(self, param: np.ndarray) -> np.ndarray:
         """``param`` (compact, like ``scale``) shaped to broadcast against x."""
@@ -90,13 +173,19 @@ def _compat(compat: str) -> str:
     return compat
 
 
-def _version(opset: int | None, compat: str) -> int:
+def _version(opset: int | None, compat: str, ort: OrtSupport | None = None, op: str = "q") -> int:
     version = opsets.version_for(opset)
     if compat == "onnxruntime":
-        if opset is not None and opset > 26:
-            raise RuntimeUnsupportedError("opset", "onnxruntime 1.31 supports the ai.onnx domain up to opset 26",
+        if opset is not None and opset > ort.max_opset:
+            raise RuntimeUnsupportedError("opset", f"onnxruntime {ort.release} supports the ai.onnx domain up to opset "
+                                          f"{ort.max_opset}", opset)
+        if opset is None:                       # the newest the release runs
+            version = min(version, ort.max_version)
+        elif version > ort.max_version:
+            opname = "QuantizeLinear" if op == "q" else "DequantizeLinear"
+            raise RuntimeUnsupportedError("opset", f"onnxruntime {ort.release} has no CPU kernel for {opname}-{version} "
+                                          f"(its newest is {opname}-{ort.max_version}); pass opset <= {version - 1}",
                                           opset)
-        version = min(version, ORT.max_version)
     return version
 
 
@@ -137,8 +226,8 @@ def _unset(value: Any) -> bool:
     return value is None or (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value == 0)
 
 
-def _ort_refuse(argument: str, what: str, value: Any) -> None:
-    raise RuntimeUnsupportedError(argument, f"onnxruntime 1.31 has no CPU kernel for {what}", value)
+def _ort_refuse(ort: OrtSupport, argument: str, what: str, value: Any) -> None:
+    raise RuntimeUnsupportedError(argument, f"onnxruntime {ort.release} has no CPU kernel for {what}", value)
 
 
 def _scalar_to(value: Any, argument: str, t: QType | str) -> np.ndarray:
@@ -292,9 +381,10 @@ def _reference_float_zero_point(zp: np.ndarray, x_type: QType) -> None:
 # ---------------------------------------------------------------------------------------------
 def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis: Any = 1, block_size: Any = 0,
                   output_dtype: Any = None, saturate: Any = True, precision: Any = None, opset: int | None = None,
-                  compat: str = "spec") -> QuantizePlan:
+                  compat: str = "spec", ort_version: Any = None) -> QuantizePlan:
     compat = _compat(compat)
-    version = _version(opset, compat)
+    ort = _ort(compat, ort_version)
+    version = _version(opset, compat, ort, "q")
     row = opsets.row(version)
     block_size = _attribute_int(block_size, "block_size")
     saturate = as_bool(saturate, "saturate")
@@ -341,13 +431,19 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
         _allowed("precision", p, row.precision, version, "precision", "q")
 
     if compat == "onnxruntime":
-        if x_type.name not in ORT.q_x:
-            _ort_refuse("x", f"QuantizeLinear from {x_type.name}", x_type.name)
-        if s_type != x_type:
-            _ort_refuse("y_scale", "QuantizeLinear with x and y_scale of different types "
+        if x_type.name not in ort.q_x:
+            _ort_refuse(ort, "x", f"QuantizeLinear from {x_type.name}", x_type.name)
+        if s_type.name not in ort.q_x:
+            _ort_refuse(ort, "y_scale", f"QuantizeLinear with a {s_type.name} scale", s_type.name)
+        if s_type != x_type and not ort.mixed_types:
+            _ort_refuse(ort, "y_scale", "QuantizeLinear with x and y_scale of different types "
                         "(microsoft/onnxruntime#32719)", s_type.name)
-        if out.name not in ORT.q_out:
-            _ort_refuse("output_dtype", f"QuantizeLinear to {out.name}", out.name)
+        if out.name not in ort.q_out:
+            _ort_refuse(ort, "output_dtype", f"QuantizeLinear to {out.name}", out.name)
+        if (p is not None and ort.precision_since is not None and version >= ort.precision_since
+                and p.name not in ort.precisions):
+            raise RuntimeUnsupportedError("precision", f"onnxruntime {ort.release} accepts precision "
+                                          + " or ".join(ort.precisions) + " only (it refuses the session)", p.name)
 
     x_shape = tuple(int(d) for d in x.shape)
     # onnx.reference reshapes a float8 output's zero point, then computes without it
@@ -355,21 +451,23 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
     g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point", zp_used)
     if not zp_used:
         zp = None
-    if compat == "onnxruntime" and g == "block" and x_shape[a] == 0:
-        raise RuntimeUnsupportedError("x", f"onnxruntime 1.31 crashes the process (SIGFPE, an integer division by "
+    if compat == "onnxruntime" and ort.empty_block_crash and g == "block" and x_shape[a] == 0:
+        raise RuntimeUnsupportedError("x", f"onnxruntime {ort.release} crashes the process (SIGFPE, an integer division by "
                                       f"zero) on a blocked QuantizeLinear whose blocked axis {a} is empty", x_shape)
-    if compat == "onnxruntime" and g == "block" and 0 in x_shape[a + 1:]:
-        raise RuntimeUnsupportedError("x", f"onnxruntime 1.31 crashes the process (SIGSEGV) on a blocked "
+    if compat == "onnxruntime" and ort.empty_block_crash and g == "block" and 0 in x_shape[a + 1:]:
+        raise RuntimeUnsupportedError("x", f"onnxruntime {ort.release} crashes the process (SIGSEGV) on a blocked "
                                       f"QuantizeLinear with an empty axis after the blocked axis {a}", x_shape)
     scale = _broadcast_scale(scale, zp, compat)
     return QuantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
-                        scale=scale, zero_point=zp, x_type=x_type, out=out, precision=p, saturate=saturate)
+                        scale=scale, zero_point=zp, ort=ort, x_type=x_type, out=out, precision=p, saturate=saturate)
 
 
 def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, axis: Any = 1, block_size: Any = 0,
-                    output_dtype: Any = None, opset: int | None = None, compat: str = "spec") -> DequantizePlan:
+                    output_dtype: Any = None, opset: int | None = None, compat: str = "spec",
+                    ort_version: Any = None) -> DequantizePlan:
     compat = _compat(compat)
-    version = _version(opset, compat)
+    ort = _ort(compat, ort_version)
+    version = _version(opset, compat, ort, "dq")
     row = opsets.row(version)
     block_size = _attribute_int(block_size, "block_size")
     output_dtype = None if _unset(output_dtype) else output_dtype
@@ -402,7 +500,7 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
         if (compat == "onnxruntime" and x_type.is_float and x_type.bits == 8
                 and np.any(np.ascontiguousarray(zp).view(np.uint8) != 0)):
             # onnxruntime checks the zero point's bytes: -0.0 (0x80) is refused at run time
-            raise RuntimeUnsupportedError("x_zero_point", f"onnxruntime 1.31 refuses a {x_type.name} zero point "
+            raise RuntimeUnsupportedError("x_zero_point", f"onnxruntime {ort.release} refuses a {x_type.name} zero point "
                                           "other than +0.0 (it checks the bytes, so -0.0 fails)",
                                           zp if zp.size <= 8 else "non-zero bytes")
 
@@ -420,15 +518,15 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
                              "type, which DequantizeLinear cannot output (" + ", ".join(row.dq_out) + ")", None)
 
     if compat == "onnxruntime":
-        if x_type.name not in ORT.dq_x:
-            _ort_refuse("x", f"DequantizeLinear from {x_type.name}", x_type.name)
-        if s_type.name not in ORT.dq_scale:
-            _ort_refuse("x_scale", f"DequantizeLinear with a {s_type.name} scale", s_type.name)
-        if out.name not in ORT.dq_scale:
-            _ort_refuse("output_dtype", f"DequantizeLinear to {out.name}", out.name)
+        if x_type.name not in ort.dq_x:
+            _ort_refuse(ort, "x", f"DequantizeLinear from {x_type.name}", x_type.name)
+        if s_type.name not in ort.dq_scale:
+            _ort_refuse(ort, "x_scale", f"DequantizeLinear with a {s_type.name} scale", s_type.name)
+        if out.name not in ort.dq_scale:
+            _ort_refuse(ort, "output_dtype", f"DequantizeLinear to {out.name}", out.name)
 
     x_shape = tuple(int(d) for d in x.shape)
     g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "x_scale", "x_zero_point")
     scale = _broadcast_scale(scale, zp, compat)
     return DequantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
-                          scale=scale, zero_point=zp, x_type=x_type, out=out)
+                          scale=scale, zero_point=zp, ort=ort, x_type=x_type, out=out)
