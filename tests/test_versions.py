@@ -113,6 +113,10 @@ for w in caught:
 """
 
 _CALLS = {
+    "onnxruntime": "import quantspec; quantspec.onnx.quantize_linear(np.float32([1.5]), np.float32(1), np.int8(0), "
+                   "compat='onnxruntime')",
+    "onnx": "import quantspec; quantspec.onnx.quantize_linear(np.float32([1.5]), np.float32(1), np.int8(0), "
+            "compat='reference')",
     "tensorflow-cpu": "import quantspec; quantspec.tf.quantize(np.array([1.0], np.float32), -1.0, 1.0, 'qint8')",
     "ai-edge-litert": "import quantspec, importlib.resources as r; "
                       "quantspec.litert.Interpreter(r.files('quantspec') / 'data' / 'cnn.tflite')",
@@ -125,7 +129,7 @@ def test_an_unverified_installed_version_warns_once_per_process(name):
     version = versions.installed(name)
     if version is None:
         require({"tensorflow-cpu": "tensorflow", "compressed-tensors": "compressed_tensors",
-                 "ai-edge-litert": "ai_edge_litert.interpreter"}[name])
+                 "ai-edge-litert": "ai_edge_litert.interpreter"}.get(name, name))
     out = subprocess.run([sys.executable, "-c", _WARN_SCRIPT.format(name=name, call=_CALLS[name])],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr
