@@ -29,7 +29,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 from numba import njit, prange, set_num_threads  # noqa: E402
 
-from quantspec._core.nbprim import stream_fence, stream_line  # noqa: E402
+from quantspec._fastpath.nbprim import stream_fence, stream_line  # noqa: E402
 
 J = dict(parallel=True, fastmath=False, error_model="numpy", nogil=True, cache=False)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from quantspec._core import tensorio
+from quantspec._tensorfiles import tensorio
 from quantspec.checkpoint.bench import llama_shapes
 
 BF16 = ml_dtypes.bfloat16

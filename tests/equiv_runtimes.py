@@ -13,7 +13,7 @@ import onnx_oracles
 from litert_build import T, build, run_ref
 from refs import require
 
-from quantspec._core.oprecord import flat_input
+from quantspec._semantics.oprecord import flat_input
 from quantspec.dtypes import qtype
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fuzz_support as F
-from quantspec._core.arrays import native
+from quantspec._semantics.arrays import native
 from quantspec.dtypes import qtype
 
 

@@ -107,7 +107,7 @@ def _seed_tensors() -> list[dict[str, np.ndarray]]:
 def _written(suffix: str) -> dict[str, bytes]:
     import tempfile
 
-    from quantspec._core.tensorio import write_tensors
+    from quantspec._tensorfiles.tensorio import write_tensors
 
     out = {}
     with tempfile.TemporaryDirectory() as d:
@@ -131,7 +131,7 @@ def _written(suffix: str) -> dict[str, bytes]:
 def read_tensor_file(path: Path, mapped: bool) -> dict[str, tuple]:
     """quantspec's reader, every value touched (a mapped array is read to the end: a page beyond the
     end of a truncated file would be a SIGBUS)."""
-    from quantspec._core.tensorio import read_tensors
+    from quantspec._tensorfiles.tensorio import read_tensors
 
     tensors = read_tensors(path, mapped=mapped)
     out = {}
@@ -154,7 +154,7 @@ def npy_reader(path: Path) -> dict[str, tuple]:
 
 def same_as_numpy(want: dict, got: dict) -> bool:
     """numpy stores quantspec's types as their storage (bit patterns / values): compare those."""
-    from quantspec._core.tensorio import to_storage
+    from quantspec._tensorfiles.tensorio import to_storage
 
     if set(want) - {"__quantspec_dtypes__"} != set(got):
         return False

@@ -72,7 +72,7 @@ def quantspec_run(op: str, inputs: Sequence[T | None], outputs: Sequence[T], opt
                   feeds: Sequence[np.ndarray], prepared=None) -> list[np.ndarray]:
     """The kernel's outputs.  Where the fast path (quantspec.litert.fast) is available the kernel runs
     on it and on the reference path, which must agree byte for byte (tests/test_litert_fast.py)."""
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
     from quantspec.litert import OPS
 
     kernel = OPS[op]

@@ -22,7 +22,7 @@ import numpy as np
 
 from refs import require
 
-from quantspec._core.packing import unpack_codes
+from quantspec._semantics.packing import unpack_codes
 from quantspec.dtypes import qtype
 
 

@@ -46,7 +46,7 @@ def require_fast():
     CI (QUANTSPEC_REQUIRE_REFERENCES=1), like a missing reference runtime.  A run with QUANTSPEC_FAST=0
     (the whole suite on the reference path) skips the fast-path tests."""
     require("numba")
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     if not jit.enabled():
         pytest.skip("QUANTSPEC_FAST=0: the fast path is switched off")

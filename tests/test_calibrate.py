@@ -235,10 +235,10 @@ def test_entropy_fast_path_equals_the_reference_path():
     """The fused entropy search against the per-candidate numpy path, and its float32 sum against
     np.sum, on random histograms (sparse, dense, peaked, tiny counts) and lengths."""
     require_fast()
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
     from quantspec.calibrate import algorithms as A
 
-    k = jit.load("quantspec.calibrate._kernels")
+    k = jit.load("quantspec.calibrate._jitted")
     rng = np.random.default_rng(SEED)
     for n in list(range(1, 300)) + list(rng.integers(300, 20000, 60)):
         a = (rng.random(n) * rng.choice([1e-4, 1.0, 1e3])).astype(np.float32)
@@ -292,7 +292,7 @@ def test_parallel_histograms_equal_onnxruntime_and_the_serial_path(tmp_path, mon
     through the Percentile (both histograms) and Distribution observers: the same ranges, histograms
     and statistics as onnxruntime's, and as the observers counting on one thread."""
     require_fast()
-    from quantspec._core import fast
+    from quantspec._fastpath import fast
 
     monkeypatch.setenv("QUANTSPEC_NUM_THREADS", "3")
     rng = np.random.default_rng([SEED, 7, KINDS.index(kind) if kind in KINDS else 99])
@@ -362,10 +362,10 @@ def test_parallel_counts_equal_the_serial_kernels_and_numpy(monkeypatch):
     kernels and np.histogram, on values at and beside every edge, outside the range, NaN, inf, of
     odd sizes; and the fused extremes pass against nan_min_max / numpy."""
     require_fast()
-    from quantspec._core import fast, jit
+    from quantspec._fastpath import fast, jit
     from quantspec.calibrate import histogram as H
 
-    k = jit.load("quantspec.calibrate._kernels")
+    k = jit.load("quantspec.calibrate._jitted")
     rng = np.random.default_rng([SEED, 11])
     monkeypatch.setattr(fast, "SERIAL_BELOW", 1)
     for t in range(24):
@@ -414,10 +414,10 @@ def test_min_max_shortcut_equals_the_lane_kernels():
     comparisons (no NaN, no zero extreme) and the order-following kernels otherwise: both give the
     kernels' bits on every corpus (specials, all NaN, signed zeros and denormals, odd sizes)."""
     require_fast()
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
     from quantspec.calibrate import minmax as M
 
-    k = jit.load("quantspec.calibrate._kernels")
+    k = jit.load("quantspec.calibrate._jitted")
     rng = np.random.default_rng([SEED, 12])
     shortcut = 0
     for n in (1, 3, 4, 7, 8, 9, 15, 16, 17, 1000, 65_537):
@@ -445,10 +445,10 @@ def test_computed_edges_histogram_equals_numpy_at_every_edge(monkeypatch):
     ranges where the formula does not give numpy's edges, or the arithmetic is not exact, take the
     lookup kernel (also checked), and the test asserts both kinds occur."""
     require_fast()
-    from quantspec._core import fast, jit
+    from quantspec._fastpath import fast, jit
     from quantspec.calibrate import histogram as H
 
-    k = jit.load("quantspec.calibrate._kernels")
+    k = jit.load("quantspec.calibrate._jitted")
     monkeypatch.setattr(fast, "SERIAL_BELOW", 1)
     rng = np.random.default_rng([SEED, 23])
     ranges = [(-31.0, 31.0), (0.0, 1.0), (-0.0, 1e-3), (1000.0, 1000.001), (-1e-40, 1e-40), (1e-45, 3e-45),

@@ -17,7 +17,7 @@ import checkpoint_corpus
 from refs import require, require_fast
 
 from quantspec import checkpoint
-from quantspec._core import tensorio
+from quantspec._tensorfiles import tensorio
 from quantspec.checkpoint import layout
 from quantspec.checkpoint.cluster import DaskBackend, TaskFailedError, parse
 from quantspec.cli import main

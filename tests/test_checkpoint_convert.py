@@ -24,7 +24,7 @@ import checkpoint_corpus
 from refs import require, require_fast
 
 from quantspec import checkpoint
-from quantspec._core import tensorio
+from quantspec._tensorfiles import tensorio
 from quantspec.checkpoint import layout
 from quantspec.cli import main
 from quantspec.errors import InvalidArgumentError, QuantSpecError, RangeError, TensorFileError, UnsupportedError

@@ -111,7 +111,7 @@ def test_block_reductions_of_the_kernels_equal_numpy():
     require_fast()
     from numba import njit
 
-    from quantspec._core.nbprim import amax_bits32, minmax_keys16, minmax_keys32, uxor
+    from quantspec._fastpath.nbprim import amax_bits32, minmax_keys16, minmax_keys32, uxor
 
     @njit
     def reduce_all(buf, out):

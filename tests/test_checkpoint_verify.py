@@ -18,7 +18,7 @@ import checkpoint_corpus
 from refs import require_fast
 
 from quantspec import checkpoint
-from quantspec._core import tensorio
+from quantspec._tensorfiles import tensorio
 from quantspec.checkpoint import layout
 from quantspec.checkpoint.ctlayout import CT_SCHEMES
 from quantspec.checkpoint.schemes import SCHEMES

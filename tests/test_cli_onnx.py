@@ -6,7 +6,7 @@ import pytest
 
 import quantspec
 from quantspec.cli import main
-from quantspec._core.tensorio import read_tensors
+from quantspec._tensorfiles.tensorio import read_tensors
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_a_small_job_runs_without_loading_numba(tmp_path):
 
 
 def test_reference_only_is_scoped_and_prefer_reference_respects_the_user():
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     before = jit.enabled()
     with jit.reference_only():
@@ -171,7 +171,7 @@ def test_at_file_parameters_in_the_npy_form_quantspec_writes(tmp_path):
     """quantspec writes a float8 or bfloat16 array to .npy as its uint8 / uint16 bit patterns.  As an
     @FILE zero point or scale of that type it is read back as that type (as float4 / float6 / int4
     ones already were); a float8 zero point was refused as 'uint8'."""
-    from quantspec._core.tensorio import write_tensors
+    from quantspec._tensorfiles.tensorio import write_tensors
     x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
     np.save(tmp_path / "x.npy", x)
     zp = np.zeros(3, ml_dtypes.float8_e4m3fn)

@@ -1,5 +1,5 @@
 """``quantspec quantize|dequantize`` on large files: inputs mapped, tensors computed a slab of rows at a
-time while the output is written (quantspec._core.slabs).
+time while the output is written (quantspec._tensorfiles.slabs).
 
 The slab size and the mapping threshold are lowered so that small tensors take the slab path; every
 result is compared byte for byte with one call of the public function on the whole tensor, and each
@@ -19,8 +19,8 @@ import pytest
 import quantspec.litert as ql
 import quantspec.onnx as qo
 import quantspec.tf as qt
-from quantspec._core import slabs, tensorio
-from quantspec._core.tensorio import read_tensors
+from quantspec._tensorfiles import slabs, tensorio
+from quantspec._tensorfiles.tensorio import read_tensors
 from quantspec.cli import main
 from quantspec.errors import ShapeError
 

@@ -37,7 +37,7 @@ import equiv_runtimes as R
 from refs import require, require_fast
 
 from quantspec.equiv import thresholds as th
-from quantspec.equiv._kernels import NO_CODE
+from quantspec.equiv._jitted import NO_CODE
 from quantspec.equiv.prove import code_offset, decoder, equivalent
 from quantspec.equiv.specstring import parse
 from quantspec.equiv.translate import translate

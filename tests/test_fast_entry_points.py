@@ -1,4 +1,4 @@
-"""The compiled entry points that cached plans keep (``quantspec._core.fast.run``'s ``memo``).
+"""The compiled entry points that cached plans keep (``quantspec._fastpath.fast.run``'s ``memo``).
 
 A cached plan's prepared state remembers, per kind of call, the entry point numba compiled for the
 exact types of the kernel's arguments, and calls it directly (numba's dispatch types the records
@@ -19,8 +19,8 @@ from refs import require_fast
 
 from quantspec import onnx as qo
 from quantspec import tf as qtf
-from quantspec._core import fast as core
-from quantspec.onnx import kernels
+from quantspec._fastpath import fast as core
+from quantspec.onnx import reference
 from quantspec.tf import dequantize_op, quantize_op
 
 
@@ -88,9 +88,9 @@ def test_onnx_entry_points_follow_the_argument_types(checked_entries):
     n = 1000
     x = _data(n)
     s, z = np.float32(0.75), np.int8(-3)
-    want_q = kernels.quantize(qo.plan_quantize(x, s, z), x)
+    want_q = reference.quantize(qo.plan_quantize(x, s, z), x)
     q = want_q.copy()
-    want_dq = kernels.dequantize(qo.plan_dequantize(q, s, z), q)
+    want_dq = reference.dequantize(qo.plan_dequantize(q, s, z), q)
     for name, xv in _variants(x).items():
         for _ in range(2):
             assert qo.quantize_linear(xv, s, z).tobytes() == want_q.tobytes(), name
@@ -103,7 +103,7 @@ def test_onnx_entry_points_follow_the_argument_types(checked_entries):
     for name, xv in _variants(x).items():
         for _ in range(2):
             got = qo.quantize_linear(xv, np.float16(0.75), z)
-            assert got.tobytes() == kernels.quantize(qo.plan_quantize(x, np.float16(0.75), z), x).tobytes()
+            assert got.tobytes() == reference.quantize(qo.plan_quantize(x, np.float16(0.75), z), x).tobytes()
     # read-only / unaligned inputs and unaligned outputs have types of their own
     assert len({sig for sig, _ in checked_entries}) >= 6
     assert all(calls >= 2 for _, calls in checked_entries), "an entry point was made but not reused"
@@ -115,7 +115,7 @@ def test_parallel_entry_points(small_parallel, checked_entries):
     compiled code on every thread)."""
     x = _data(5000)
     s, z = np.float32(0.75), np.int8(-3)
-    want = kernels.quantize(qo.plan_quantize(x, s, z), x)
+    want = reference.quantize(qo.plan_quantize(x, s, z), x)
     for size in (5000, 1000):           # streamed from 1 KiB of output; serial below 2 Ki elements
         for _ in range(2):
             assert qo.quantize_linear(x[:size], s, z).tobytes() == want[:size].tobytes()
@@ -143,14 +143,14 @@ def test_tf_entry_points_follow_the_argument_types(checked_entries):
 def test_an_uncached_call_keeps_no_entry_points(checked_entries):
     """Parameters too large to key: the plan is made afresh on every call, and so would its memo be
     (finding an entry point costs more than numba's dispatch of one call)."""
-    from quantspec._core.plancache import SMALL
+    from quantspec._fastpath.plancache import SMALL
 
     x = np.tile(_data(SMALL + 1), (2, 1))
     s = np.full(SMALL + 1, 0.5, np.float32)
     z = np.zeros(SMALL + 1, np.int8)
     for _ in range(2):
         got = qo.quantize_linear(x, s, z, axis=1)
-    assert got.tobytes() == kernels.quantize(qo.plan_quantize(x, s, z, axis=1), x).tobytes()
+    assert got.tobytes() == reference.quantize(qo.plan_quantize(x, s, z, axis=1), x).tobytes()
     assert checked_entries == []
 
 

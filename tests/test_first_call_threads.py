@@ -2,7 +2,7 @@
 
 Kernel modules are imported on first use; a thread that arrives while another is importing one must
 wait for that import instead of reading the half-initialized module (it used to raise
-``AttributeError: partially initialized module 'quantspec._core.fastmap'``)."""
+``AttributeError: partially initialized module 'quantspec._fastpath.fastmap'``)."""
 
 import subprocess
 import sys
@@ -13,7 +13,7 @@ _CODE = r"""
 import threading
 import numpy as np
 import quantspec
-from quantspec._core import jit
+from quantspec._fastpath import jit
 
 x = np.linspace(-3, 3, 1 << 20, dtype=np.float32)
 q = np.round(x * 10).clip(-128, 127).astype(np.int8)

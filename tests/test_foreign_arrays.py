@@ -17,7 +17,7 @@ from refs import require
 import quantspec.litert as L
 import quantspec.onnx as qo
 import quantspec.tf as qtf
-from quantspec._core.arrays import from_foreign
+from quantspec._semantics.arrays import from_foreign
 
 
 def _address(a: np.ndarray) -> int:

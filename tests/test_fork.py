@@ -1,7 +1,7 @@
 """quantspec in a process forked after its thread pool has started (multiprocessing's default start
 method on Linux, a PyTorch DataLoader worker, ...).
 
-A forked child has none of its parent's threads.  quantspec's pool (quantspec._core.pool) makes the
+A forked child has none of its parent's threads.  quantspec's pool (quantspec._fastpath.pool) makes the
 child its own helpers on its first parallel call (GNU OpenMP, which numba's parallel kernels used,
 could not run in such a child at all: numba terminated the child, and a ``multiprocessing.Pool``
 waited forever).  The child must compute the same bytes as the parent, in parallel, for every spec
@@ -20,8 +20,8 @@ import pytest
 from quantspec import litert as ql
 from quantspec import onnx as qo
 from quantspec import tf as qtf
-from quantspec._core import fast as core
-from quantspec._core import jit, pool
+from quantspec._fastpath import fast as core
+from quantspec._fastpath import jit, pool
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
 

@@ -106,7 +106,7 @@ _OUTPUTS = ["y.npy", "y.npz", "y.safetensors", "y.txt", "nodir/y.npy", "x.npy", 
 
 def _files(d, rng):
     """The input files of one example (rng: its seed), written into the directory ``d``."""
-    from quantspec._core.tensorio import write_tensors
+    from quantspec._tensorfiles.tensorio import write_tensors
 
     x = F.values(rng, (4, 3), np.float32, 0.05)
     np.save(d / "x.npy", x)
@@ -284,7 +284,7 @@ def run_cli(argv, d):
 
 def test_fuzz_command_line(tmp_path_factory):
     refs.require("ai_edge_litert.interpreter")
-    from quantspec._core.tensorio import read_tensors
+    from quantspec._tensorfiles.tensorio import read_tensors
 
     base = tmp_path_factory.mktemp("cli")
     counts = {0: 0, 1: 0, 2: 0}

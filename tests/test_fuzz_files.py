@@ -91,7 +91,7 @@ def _tensors(draw):
 
 def _stored(a: np.ndarray):
     """The values a file holds for ``a`` (native byte order, C order)."""
-    from quantspec._core.arrays import native
+    from quantspec._semantics.arrays import native
 
     return np.array(native(np.asarray(a)), order="C")
 
@@ -99,7 +99,7 @@ def _stored(a: np.ndarray):
 @pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors"])
 def test_fuzz_write_then_read(suffix, tmp_path_factory):
     refs.require("safetensors")
-    from quantspec._core.tensorio import read_tensors, to_storage, write_tensors
+    from quantspec._tensorfiles.tensorio import read_tensors, to_storage, write_tensors
 
     d = tmp_path_factory.mktemp("rt")
 
@@ -205,7 +205,7 @@ def test_fuzz_damaged_models_against_litert(name, tmp_path, worker, monkeypatch)
     refs.require("ai_edge_litert.interpreter")
     from litert_models import random_inputs
 
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
 
     # quantspec's interpreter in this process sees a machine of RUN_MEMORY: a damaged model whose
     # run-time data (PAD's paddings, ...) grow a tensor far past what it declares is refused (the

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import numpy as np, quantspec.onnx as qo, quantspec.tf as qtf
-from quantspec._core import jit
+from quantspec._fastpath import jit
 x = np.linspace(-3, 3, 5001, dtype=np.float32)
 a = qo.quantize_linear(x, np.float32(0.05), np.int8(1))
 b = qo.quantize_linear(x, np.float32(0.07), np.uint8(9))
@@ -72,7 +72,7 @@ def test_the_command_line_says_once_that_it_compiles(tmp_path):
 def test_warmup_compiles_every_form(monkeypatch):
     from quantspec import onnx as qo
     from quantspec import warmup
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     if not jit.enabled():
         pytest.skip("no fast path here")
@@ -94,7 +94,7 @@ def test_the_notice_ends_with_the_command(tmp_path, monkeypatch, capsys):
     import io
 
     from quantspec import cli
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     monkeypatch.chdir(tmp_path)
     assert cli.main(["example", "ex"]) == 0
@@ -112,7 +112,7 @@ def test_warmup_lists_kernels_beside_dead_weak_references():
     import weakref
 
     from quantspec import warmup
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     if not jit.enabled():
         pytest.skip("no fast path here")
@@ -123,7 +123,7 @@ def test_warmup_lists_kernels_beside_dead_weak_references():
     t = Thing()
     proxies = [weakref.proxy(t)]
     del t
-    assert isinstance(warmup._kernels(), set)
+    assert isinstance(warmup._jitted(), set)
     assert proxies
 
 
@@ -134,7 +134,7 @@ def test_warmup_covers_calibrate_checkpoint_and_equiv():
     import warnings
 
     from quantspec import checkpoint, warmup
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     if not jit.enabled():
         pytest.skip("no fast path here")
@@ -150,6 +150,6 @@ def test_warmup_covers_calibrate_checkpoint_and_equiv():
             job()
         for s in range(len(checkpoint.SCHEMES)):       # each scheme from one of the three source types
             ckpt[3 * s + s % 3]()
-    kernels = warmup._kernels()
-    for module in ("quantspec.calibrate._kernels", "quantspec.checkpoint._kernels", "quantspec.equiv._kernels"):
+    kernels = warmup._jitted()
+    for module in ("quantspec.calibrate._jitted", "quantspec.checkpoint._jitted", "quantspec.equiv._jitted"):
         assert any(k.startswith(module) for k in kernels), module

@@ -17,8 +17,8 @@ import pytest
 
 from refs import require_fast
 from quantspec import litert as L
-from quantspec._core import fast as core
-from quantspec._core import jit
+from quantspec._fastpath import fast as core
+from quantspec._fastpath import jit
 from quantspec.litert import fast
 from quantspec.litert import fixedpoint as fp
 from quantspec.litert.kernels.fully_connected import requantize_double
@@ -266,8 +266,8 @@ def test_small_tensors_of_a_model_take_the_reference_path(monkeypatch):
     x = np.random.default_rng(4).integers(-128, 128, interp.inputs[0].shape, dtype=np.int8)
     everywhere = interp.run([x])[0]                  # (the test default: kernels at every size)
     used = []
-    real = fast._kernels
-    monkeypatch.setattr(fast, "_kernels", lambda: used.append(1) or real())
+    real = fast._jitted
+    monkeypatch.setattr(fast, "_jitted", lambda: used.append(1) or real())
     monkeypatch.setattr(interpreter, "REFERENCE_IN_MODELS", 1 << 12)
     assert interp.run([x])[0].tobytes() == everywhere.tobytes()
     assert not used, "a tensor of a few elements ran on a compiled kernel"

@@ -247,7 +247,7 @@ def test_fixedpoint_boundaries_still_compute():
 
 def test_the_kernels_calls_are_unchecked_only_where_they_were():
     """wrap_int32 on an integer array (the kernels' call) is the core reduction, no copy of checks."""
-    from quantspec._core.intcast import wrap_int32 as core
+    from quantspec._semantics.intcast import wrap_int32 as core
 
     x = np.array([2 ** 40 + 5, -(2 ** 33) - 1], np.int64)
     assert fp.wrap_int32(x).tolist() == core(x).tolist() == [5, -1]

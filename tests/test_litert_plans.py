@@ -21,7 +21,7 @@ import pytest
 
 from litert_build import T, build, build_graph, run_ref
 from quantspec import litert as L
-from quantspec._core import jit
+from quantspec._fastpath import jit
 from quantspec.errors import QuantSpecError
 from quantspec.litert import interpreter, plans
 
@@ -557,7 +557,7 @@ def test_no_kernel_mode_starts_numba_threading_layer():
     forked child could not run it)."""
     code = textwrap.dedent("""
         import sys, numpy as np
-        from quantspec._core import fast as core
+        from quantspec._fastpath import fast as core
         from quantspec.litert import interpreter, Interpreter
         core.SERIAL_BELOW = core.SERIAL_BELOW_PASSIVE = 1
         core.CHUNK = 256

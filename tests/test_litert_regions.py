@@ -18,7 +18,7 @@ import pytest
 
 from litert_build import T, build_graph, run_ref
 from quantspec import litert as L
-from quantspec._core import jit
+from quantspec._fastpath import jit
 from quantspec.errors import QuantSpecError
 from quantspec.litert import interpreter, regions
 from refs import require

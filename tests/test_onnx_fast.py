@@ -1,7 +1,7 @@
 """The fast path of ONNX QuantizeLinear / DequantizeLinear gives the reference path's bytes.
 
 The fused kernels (:mod:`quantspec.onnx.fast`) and the readable numpy path
-(:mod:`quantspec.onnx.kernels`) run on the same plan for every case of the conformance corpora
+(:mod:`quantspec.onnx.reference`) run on the same plan for every case of the conformance corpora
 (:mod:`test_onnx_conformance`: every output type x granularity x input type x precision x saturate,
 for ``compat="spec"`` and ``"onnxruntime"``, the latter for every reproduced onnxruntime release
 (``ort_version=``, with x and the scale of different types where 1.32.0 takes them); every
@@ -28,10 +28,10 @@ import onnx_corpus as C
 import test_onnx_conformance as T
 from refs import require_fast
 from quantspec import onnx as qo
-from quantspec._core import fast as core
-from quantspec._core import jit
+from quantspec._fastpath import fast as core
+from quantspec._fastpath import jit
 from quantspec.errors import InvalidArgumentError, QuantSpecError, ShapeError
-from quantspec.onnx import fast, kernels
+from quantspec.onnx import fast, reference
 from quantspec.onnx.plan import ORT, ORT_VERSIONS
 
 @pytest.fixture(autouse=True)
@@ -45,9 +45,9 @@ def _same(plan, x, run=None):
     """Both paths on one plan; the fast path must be the one selected, and agree to the byte."""
     assert fast.path(plan) == "fast", "the fast path does not cover this plan"
     if isinstance(plan, qo.QuantizePlan):
-        want, got = kernels.quantize(plan, x), fast.quantize(plan, x)
+        want, got = reference.quantize(plan, x), fast.quantize(plan, x)
     else:
-        want, got = kernels.dequantize(plan, x), fast.dequantize(plan, x)
+        want, got = reference.dequantize(plan, x), fast.dequantize(plan, x)
     assert C.same_bits(want, got), C.show_diff(x, want, got)
 
 
@@ -197,7 +197,7 @@ def test_short_runs_quantize(short_runs, shape, g, axis, block, zt, offset):
     x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "q")
     plan = qo.plan_quantize(x, s, zp, **kw)
     assert x.size > core.CHUNK
-    want = kernels.quantize(plan, x)
+    want = reference.quantize(plan, x)
     out = _offset_out(shape, want.dtype, offset)
     assert qo.quantize_linear(x, s, zp, out=out, **kw) is out
     assert C.same_bits(want, out), C.show_diff(x, want, out)
@@ -208,8 +208,8 @@ def test_short_runs_quantize(short_runs, shape, g, axis, block, zt, offset):
 @pytest.mark.parametrize("shape,g,axis,block", SHORT_RUNS)
 def test_short_runs_dequantize(short_runs, shape, g, axis, block, zt, offset):
     x, s, zp, kw = _short_inputs(shape, g, axis, block, zt, "dq")
-    q = kernels.quantize(qo.plan_quantize(x, s, zp, **kw), x)
-    want = kernels.dequantize(qo.plan_dequantize(q, s, zp, **kw), q)
+    q = reference.quantize(qo.plan_quantize(x, s, zp, **kw), x)
+    want = reference.dequantize(qo.plan_dequantize(q, s, zp, **kw), q)
     out = _offset_out(shape, np.float32, offset)
     assert qo.dequantize_linear(q, s, zp, out=out, **kw) is out
     assert C.same_bits(want, out), C.show_diff(q, want, out)
@@ -237,11 +237,11 @@ def test_long_rows_four_at_a_time(short_runs, monkeypatch, shape, g, axis, block
     assert type(pr.lay) is core.LongRowLayout
     grouped = core.together(pr.lay, pr.params)
     assert grouped == (shape[0] * (shape[1] if g == "block" else 1) >= 32), pr.lay
-    want = kernels.quantize(plan, x)
+    want = reference.quantize(plan, x)
     got = qo.quantize_linear(x, s, zp, **kw)
     assert C.same_bits(want, got), C.show_diff(x, want, got)
     if zt in ("int8", "int4"):
-        d_want = kernels.dequantize(qo.plan_dequantize(want, s, zp, **kw), want)
+        d_want = reference.dequantize(qo.plan_dequantize(want, s, zp, **kw), want)
         d_got = qo.dequantize_linear(want, s, zp, out=_offset_out(shape, np.float32, 1), **kw)
         assert C.same_bits(d_want, d_got), C.show_diff(want, d_want, d_got)
 
@@ -252,8 +252,8 @@ def test_run_walker_on_any_range():
     this calls it directly."""
     from numba import njit
 
-    fm = jit.load("quantspec._core.fastmap")
-    fast._kernels()                     # registers the element operations
+    fm = jit.load("quantspec._fastpath.fastmap")
+    fast._jitted()                     # registers the element operations
 
     @njit
     def fill(x, y, a, b, prm, lay, e0, e1):
@@ -271,7 +271,7 @@ def test_run_walker_on_any_range():
                                         ((4, 9, 20), "block", 1, 3, core.RowLayout)):
         x, s, zp, kw = _short_inputs(shape, g, axis, block, "int8", "walker")
         plan = qo.plan_quantize(x, s, zp, **kw)
-        want = kernels.quantize(plan, x).reshape(-1).view(np.uint8)
+        want = reference.quantize(plan, x).reshape(-1).view(np.uint8)
         pr = fast.prepare_quantize(plan)
         assert type(pr.lay) is kind
         xf = core.flat(x)
@@ -293,12 +293,12 @@ def test_sizes_and_unaligned_outputs(small_parallel, n, offset):
     1 and 3 bytes into an allocation (so the streamed middle has an unaligned head)."""
     rng = np.random.default_rng(n * 7 + offset)
     x = (rng.normal(0, 30, n) + 0.5).astype(np.float32)
-    want = kernels.quantize(qo.plan_quantize(x, np.float32(0.25), np.int8(-3)), x)
+    want = reference.quantize(qo.plan_quantize(x, np.float32(0.25), np.int8(-3)), x)
     out = _offset_out((n,), np.int8, offset)
     assert qo.quantize_linear(x, np.float32(0.25), np.int8(-3), out=out) is out
     assert C.same_bits(want, out)
     q = want
-    d_want = kernels.dequantize(qo.plan_dequantize(q, np.float32(0.25), np.int8(-3)), q)
+    d_want = reference.dequantize(qo.plan_dequantize(q, np.float32(0.25), np.int8(-3)), q)
     raw = np.zeros(4 * n + 4, np.uint8)
     d_out = raw[4:].view(np.float32) if offset else raw[:4 * n].view(np.float32)
     assert qo.dequantize_linear(q, np.float32(0.25), np.int8(-3), out=d_out) is d_out
@@ -313,7 +313,7 @@ def test_streamed_stores_are_fenced_with_sfence():
     non-temporal stores), not the locked ``or`` that LLVM makes of a sequentially consistent fence."""
     from numba import njit
 
-    from quantspec._core.nbprim import stream_fence, stream_line
+    from quantspec._fastpath.nbprim import stream_fence, stream_line
 
     @njit
     def copy_line(dst, src):
@@ -365,11 +365,11 @@ def test_non_contiguous_inputs(view):
     s = np.linspace(0.2, 0.9, x.shape[0], dtype=np.float32)
     z = np.full(x.shape[0], 2, np.int8)
     got = qo.quantize_linear(x, s, z, axis=0)
-    want = kernels.quantize(qo.plan_quantize(x, s, z, axis=0), np.asarray(x))
+    want = reference.quantize(qo.plan_quantize(x, s, z, axis=0), np.asarray(x))
     assert C.same_bits(want, got)
     q = got.T if view == "transposed" else got[:, ::-1]
     d = qo.dequantize_linear(q, np.float32(0.7), np.int8(2))
-    assert C.same_bits(kernels.dequantize(qo.plan_dequantize(q, np.float32(0.7), np.int8(2)), q), d)
+    assert C.same_bits(reference.dequantize(qo.plan_dequantize(q, np.float32(0.7), np.int8(2)), q), d)
 
 
 def test_scale_zero_is_ieee_not_an_exception():
@@ -528,7 +528,7 @@ def test_errors_are_the_same_on_both_paths(monkeypatch):
 
 
 def test_parallel_threshold_ignores_openmp_settings(monkeypatch):
-    """The pool's helpers sleep when idle whatever OMP_WAIT_POLICY says (quantspec._core.pool): calls
+    """The pool's helpers sleep when idle whatever OMP_WAIT_POLICY says (quantspec._fastpath.pool): calls
     go parallel from SERIAL_BELOW elements, except inside a serial_below block of the same thread."""
     n = core.SERIAL_BELOW * 4
     for policy in (None, "passive", "ACTIVE"):

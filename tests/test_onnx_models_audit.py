@@ -13,7 +13,7 @@ from onnx_models import differing, model, nbits_model, node, onnx_api, run_expos
 from refs import require
 
 from quantspec import onnx as qo
-from quantspec._core import jit
+from quantspec._fastpath import jit
 from quantspec.onnx import audit, check_model
 
 

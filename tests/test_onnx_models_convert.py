@@ -24,7 +24,8 @@ from onnx_models import node, onnx_api, tensor
 from refs import require
 
 from quantspec import checkpoint
-from quantspec._core import jit, tensorio
+from quantspec._fastpath import jit
+from quantspec._tensorfiles import tensorio
 from quantspec.checkpoint.schemes import SCHEMES
 from quantspec.cli import main
 from quantspec.dtypes import qtype

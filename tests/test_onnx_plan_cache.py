@@ -1,10 +1,10 @@
 """quantize_linear / dequantize_linear keep the plans of recent calls (``quantspec.onnx._PLANS``, a
-:class:`quantspec._core.plancache.PlanCache`).
+:class:`quantspec._fastpath.plancache.PlanCache`).
 
 A cached plan must never stand in for a call it does not describe: the key holds the parameters'
 bytes and every attribute's type, and the plan owns copies of the parameters.  Each test below
 makes a call that would hit a wrongly keyed entry and checks its answer against a fresh plan on
-the numpy reference path (``quantspec.onnx.kernels``), or checks that the error of an uncached call
+the numpy reference path (``quantspec.onnx.reference``), or checks that the error of an uncached call
 still comes.
 """
 
@@ -15,9 +15,9 @@ import pytest
 
 import onnx_corpus as C
 from quantspec import onnx as qo
-from quantspec._core import fast as core
+from quantspec._fastpath import fast as core
 from quantspec.errors import AxisError
-from quantspec.onnx import kernels
+from quantspec.onnx import reference
 
 
 @pytest.fixture(autouse=True)
@@ -31,11 +31,11 @@ X = np.array([[1.5, -2.5, 3.0, 0.5], [-7.0, 8.25, 100.0, -100.0], [0.0, -0.0, 2.
 
 
 def _q_want(x, s, z, **kw):
-    return kernels.quantize(qo.plan_quantize(x, s, z, **kw), x)
+    return reference.quantize(qo.plan_quantize(x, s, z, **kw), x)
 
 
 def _dq_want(q, s, z, **kw):
-    return kernels.dequantize(qo.plan_dequantize(q, s, z, **kw), q)
+    return reference.dequantize(qo.plan_dequantize(q, s, z, **kw), q)
 
 
 def test_repeated_calls_hit_the_cache_and_agree():
@@ -102,7 +102,7 @@ def test_a_python_list_scale_is_not_cached_and_still_works():
 
 
 def test_large_parameters_are_not_cached():
-    from quantspec._core.plancache import SMALL
+    from quantspec._fastpath.plancache import SMALL
 
     x = np.ones((2, SMALL + 1), np.float32)
     s = np.full(SMALL + 1, 0.5, np.float32)
@@ -143,7 +143,7 @@ def test_equal_values_of_other_types_are_other_plans(first, second):
 
 
 def test_an_unhashable_attribute_is_neither_found_nor_kept():
-    from quantspec._core.plancache import PlanCache
+    from quantspec._fastpath.plancache import PlanCache
 
     cache = PlanCache()
     key = cache.key("q", X, (np.float32(1.0), None), (1, [2]))

@@ -1,4 +1,4 @@
-"""quantspec's thread pool (quantspec._core.pool): the caller never waits for a helper that does not
+"""quantspec's thread pool (quantspec._fastpath.pool): the caller never waits for a helper that does not
 come, helpers never spin, concurrent callers each get their own result, and a parallel call gives the
 serial kernel's bytes."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from quantspec import onnx as qo
-from quantspec._core import fast as core
-from quantspec._core import jit, pool
+from quantspec._fastpath import fast as core
+from quantspec._fastpath import jit, pool
 
 pytestmark = pytest.mark.skipif(not jit.enabled(), reason="the pool runs the fast kernels (numba)")
 

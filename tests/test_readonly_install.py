@@ -27,7 +27,7 @@ CHILD = r"""
 import json, sys
 import numpy as np
 import quantspec, quantspec.onnx as qo, quantspec.tf as qtf, quantspec.litert as L
-from quantspec._core import jit
+from quantspec._fastpath import jit
 
 x = np.concatenate([np.linspace(-40, 40, 4001, dtype=np.float32), np.float32([np.nan, np.inf, -np.inf, 0.125])])
 calls = {
@@ -36,7 +36,7 @@ calls = {
     "litert": lambda: L.quantize(x, L.QuantParams(np.float32([0.05]), np.int64([3]))),
 }
 fast = {k: f() for k, f in calls.items()}
-compiled = len(sys.modules["quantspec._core.fastmap"].plain.overloads)      # one kernel for each spec's call
+compiled = len(sys.modules["quantspec._fastpath.fastmap"].plain.overloads)      # one kernel for each spec's call
 with jit.reference_only():
     ref = {k: f() for k, f in calls.items()}
 print(json.dumps({"package": quantspec.__file__, "enabled": jit.enabled(), "compiled": compiled,

@@ -123,7 +123,7 @@ def test_f1_check_still_reports_what_litert_rejects_at_load():
 
 _SLOW_WRITER = textwrap.dedent("""
     import sys, time
-    from quantspec._core import tensorio
+    from quantspec._tensorfiles import tensorio
     real = tensorio._write_pieces
     def slow(f, *args, **kwargs):       # the write starts, then takes its time
         real(f, *args, **kwargs)
@@ -193,7 +193,7 @@ def test_f2_a_killed_write_keeps_the_old_destination(tmp_path):
 def test_f2_every_way_of_writing_gives_the_same_file(tmp_path, monkeypatch, how, suffix):
     """The unnamed temporary file, its copy where the file system will not link it, and the named
     temporary file where there is no O_TMPFILE: the same bytes, ordinary permissions, nothing left."""
-    from quantspec._core import tensorio
+    from quantspec._tensorfiles import tensorio
 
     if how == "link refused":
         def refuse(*args):
@@ -315,7 +315,7 @@ def _too_large_calls():
 @pytest.mark.parametrize("name", sorted(_too_large_calls()))
 def test_f4_huge_results_are_too_large_errors(name, n, monkeypatch):
     from quantspec import errors
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
 
     monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [1 << 30])     # a 1 GiB machine, wherever the test runs
     x = _huge(np.float32, n, shape=(2 ** (n - 8), 2 ** 8))   # 256 channels on the last axis
@@ -328,7 +328,7 @@ def test_f4_huge_results_are_too_large_errors(name, n, monkeypatch):
 
 def test_f4_what_fits_still_runs(monkeypatch):
     import quantspec.onnx as O
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
 
     monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [1 << 30])
     x = np.broadcast_to(np.float32(0.5), (1000, 1000))
@@ -620,7 +620,7 @@ def test_fuzz_a_file_recording_an_unknown_type_is_a_tensor_file_error(tmp_path, 
     import json
     import zipfile
 
-    from quantspec._core import tensorio
+    from quantspec._tensorfiles import tensorio
     from quantspec.errors import TensorFileError
 
     path = tmp_path / f"x{suffix}"
@@ -708,7 +708,7 @@ def test_fuzz_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
     """A .npy header numpy cannot parse as a literal ("(1and)") made Python print
     "<unknown>:1: SyntaxWarning: invalid decimal literal" before the TensorFileError (found by
     fuzzing): the command's one error line had a stray line above it."""
-    from quantspec._core import tensorio
+    from quantspec._tensorfiles import tensorio
     from quantspec.errors import TensorFileError
 
     buf = __import__("io").BytesIO()
@@ -724,7 +724,7 @@ def test_fuzz_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
     with pytest.raises(TensorFileError, match="not a readable"):
         tensorio.read_tensors(path)
     # the warning is printed once per process and place: look at a fresh interpreter's stderr
-    code = ("from quantspec._core.tensorio import read_tensors\n"
+    code = ("from quantspec._tensorfiles.tensorio import read_tensors\n"
             "try:\n    read_tensors(__import__('sys').argv[1])\nexcept ValueError:\n    pass\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
@@ -821,7 +821,7 @@ def test_f4_run_random_inputs_larger_than_memory(tmp_path, capsys):
 
     from quantspec.cli import main
 
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
 
     shape = (2 ** 31 - 1, 12, 12, 3)
     model = build("QUANTIZE", [T(shape, "float32", name="x")], [T(shape, "int8", 0.05, 0, name="y")])
@@ -1207,7 +1207,7 @@ def test_fuzz_a_scale_beyond_the_precision_range_prints_no_warning():
     import ml_dtypes
 
     import quantspec.onnx as O
-    from quantspec._core import jit
+    from quantspec._fastpath import jit
 
     x = np.array([-0.000114, 0.000225, 4.24e-05, -2.29e-05], ml_dtypes.bfloat16)
     s = np.array([9.5367431640625e-07, 9.5367431640625e-07, np.nan, 1e30], np.float32)
@@ -1255,7 +1255,7 @@ def test_fuzz_a_model_whose_tensors_together_exceed_memory_is_refused_at_load(mo
     fuzzer at 20000 examples met 0.3-1,700 GB in all, which filled the machine): the Interpreter
     refuses it when made, naming the bytes, instead of a run the system kills.  The bundled model's
     own tensors pass; with the limit set just below their sum (72 bytes), the same model is refused."""
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
     from quantspec.litert import Interpreter
 
     data = example_bytes("mlp_softmax")
@@ -1338,7 +1338,7 @@ def test_fuzz_an_operator_whose_run_time_inputs_outgrow_memory_is_refused_before
     working memory, before it runs, where that passes the machine's memory (here set to 2 GiB)."""
     from litert_models import random_inputs
 
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
     from quantspec.litert import Interpreter
 
     def grow(obj):
@@ -1391,7 +1391,7 @@ def test_fuzz_a_run_whose_grown_tensors_fill_half_the_memory_is_stopped(monkeypa
     machine in the 20000-example .tflite run)."""
     from litert_models import random_inputs
 
-    from quantspec._core import arrays
+    from quantspec._semantics import arrays
     from quantspec.litert import Interpreter
 
     def pad(obj):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import quantspec.onnx as qo
-from quantspec._core import jit
-from quantspec.onnx import fast, kernels
+from quantspec._fastpath import jit
+from quantspec.onnx import fast, reference
 
 pytestmark = pytest.mark.skipif(not jit.enabled(), reason="the shortcut is the fast path's")
 
@@ -43,7 +43,7 @@ def _x(n=1000, seed=0):
 def test_repeated_quantize(counted, out_type, zp):
     x = _x()
     s = np.float32(0.8)
-    want = kernels.quantize(qo.plan_quantize(x, s, zp, output_dtype=out_type), x)
+    want = reference.quantize(qo.plan_quantize(x, s, zp, output_dtype=out_type), x)
     out = np.empty_like(want)
     for k in range(4):
         got = qo.quantize_linear(x, s, zp, output_dtype=out_type, out=out if k % 2 else None)
@@ -56,7 +56,7 @@ def test_repeated_dequantize(counted, code):
     s = np.float32(0.8)                              # the same object each call
     q = (np.arange(-500, 500, dtype=np.int32) * 4099 if code == "int32"
          else qo.quantize_linear(_x(), s, output_dtype=code))
-    want = kernels.dequantize(qo.plan_dequantize(q, s), q)
+    want = reference.dequantize(qo.plan_dequantize(q, s), q)
     out = np.empty(q.shape, np.float32)
     for k in range(4):
         got = qo.dequantize_linear(q, s, out=out if k % 2 else None)
@@ -68,7 +68,7 @@ def test_overlapping_out_and_views_take_the_general_path(counted):
     buf = np.zeros(4096, np.float32)
     x = buf[:1000]
     s, z = np.float32(0.8), np.int8(1)
-    want = kernels.quantize(qo.plan_quantize(_x(), s, z), _x()).tobytes()
+    want = reference.quantize(qo.plan_quantize(_x(), s, z), _x()).tobytes()
     for _ in range(3):
         x[:] = _x()                                  # (the last call wrote over it)
         out = buf.view(np.int8)[:1000]               # the same memory as x
@@ -92,8 +92,8 @@ def test_a_different_value_is_a_different_plan():
     x = _x()
     a = qo.quantize_linear(x, np.float32(0.8), np.int8(1))
     b = qo.quantize_linear(x, np.float32(0.5), np.int8(1))
-    assert b.tobytes() == kernels.quantize(qo.plan_quantize(x, np.float32(0.5), np.int8(1)), x).tobytes()
+    assert b.tobytes() == reference.quantize(qo.plan_quantize(x, np.float32(0.5), np.int8(1)), x).tobytes()
     assert a.tobytes() != b.tobytes()
     y = x.astype(ml_dtypes.bfloat16)               # same shape, another dtype: another plan
     c = qo.quantize_linear(y, np.float32(0.8), np.int8(1))
-    assert c.tobytes() == kernels.quantize(qo.plan_quantize(y, np.float32(0.8), np.int8(1)), y).tobytes()
+    assert c.tobytes() == reference.quantize(qo.plan_quantize(y, np.float32(0.8), np.int8(1)), y).tobytes()

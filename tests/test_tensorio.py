@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import quantspec.onnx as qo
-from quantspec._core import tensorio
+from quantspec._tensorfiles import tensorio
 from quantspec.dtypes import TABLE
 from quantspec.errors import TensorFileError
 

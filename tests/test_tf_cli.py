@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import quantspec.tf as qt
-from quantspec._core.tensorio import read_tensors
+from quantspec._tensorfiles.tensorio import read_tensors
 from quantspec.cli import main
 from refs import require
 

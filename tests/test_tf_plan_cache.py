@@ -1,5 +1,5 @@
 """tf.quantize / tf.dequantize keep the plans of recent calls (``quantize_op._PLANS``,
-``dequantize_op._PLANS``: :class:`quantspec._core.plancache.PlanCache`, shared with ONNX and
+``dequantize_op._PLANS``: :class:`quantspec._fastpath.plancache.PlanCache`, shared with ONNX and
 tested in depth in test_onnx_plan_cache.py).  Here: the TensorFlow calls that could meet a stale
 plan, each checked against the numpy reference path with a fresh plan."""
 

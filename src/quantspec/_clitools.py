@@ -36,7 +36,7 @@ def seed(text: str) -> int:
 def read_input_files(files: list[str]):
     """The tensors of --input files: ``(arrays, named)``, the .npy files' tensors in order and the
     .npz / .safetensors files' tensors by name; giving both kinds is an error."""
-    from ._core.tensorio import read_tensors
+    from ._tensorfiles.tensorio import read_tensors
 
     arrays: list = []
     named: dict = {}

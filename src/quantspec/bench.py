@@ -134,8 +134,8 @@ def _copiers() -> dict[str, Callable]:
     try:
         from numba import njit
 
-        from ._core import pool
-        from ._core.nbprim import claim, finished, stream_fence, stream_line
+        from ._fastpath import pool
+        from ._fastpath.nbprim import claim, finished, stream_fence, stream_line
     except Exception:
         return copiers
     block = 1 << 15
@@ -624,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only or ["onnx", "tf", "litert", "equiv", "calibrate"]
 
-    from ._core import jit
+    from ._fastpath import jit
 
     m = machine()
     print(f"machine: {m['cpu']}, {m['cores']} cores; python {m['python']}, numpy {m['numpy']}, numba {m['numba']}")

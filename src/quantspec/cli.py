@@ -76,8 +76,8 @@ def _elementwise(direction: str, argv: Sequence[str]) -> int:
     known, _ = pre.parse_known_args(argv)
     parser = _elementwise_parser(direction, known.spec)
     args = parser.parse_args(argv)
-    from ._core import slabs
-    from ._core.tensorio import check_suffix, read_tensors, write_tensors
+    from ._tensorfiles import slabs
+    from ._tensorfiles.tensorio import check_suffix, read_tensors, write_tensors
 
     check_suffix(args.output, "OUTPUT")
     tensors = read_tensors(args.input, mapped=True)
@@ -87,13 +87,13 @@ def _elementwise(direction: str, argv: Sequence[str]) -> int:
             raise QuantSpecError("--tensor", "names a tensor the input does not hold", missing[0] if len(missing) == 1 else missing,
                                  detail=f"it holds: {', '.join(tensors)}")
         tensors = {n: tensors[n] for n in args.tensor}
-    from ._core import jit
+    from ._fastpath import jit
 
     # a small job: the numpy reference path (the same bytes) is done before numba would have loaded
     small = jit.prefer_reference(sum(int(t.size) for t in tensors.values()))
     with jit.reference_only() if small else contextlib.nullcontext():
         work, notes = _spec_module(args.spec).jobs(args, direction, tensors)
-        # large tensors are computed a slab at a time while OUTPUT is written (quantspec._core.slabs)
+        # large tensors are computed a slab at a time while OUTPUT is written (quantspec._tensorfiles.slabs)
         notes += write_tensors(args.output, slabs.outputs(work))
     for note in notes:
         print(note, file=sys.stderr)
@@ -161,8 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"quantspec: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from ._core import jit
-    from ._core.termination import Terminated, unwinding
+    from ._fastpath import jit
+    from ._tensorfiles.termination import Terminated, unwinding
 
     # once, on stderr, if this command compiles a kernel (warmup says what it compiles itself)
     announcing = jit.announce_compiles() if cmd != "warmup" else contextlib.nullcontext()

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     w = load_demo_weights()
     print(f"quantspec demo — bundled weight tensor {w.shape} {w.dtype}, max |w| = {np.abs(w).max():.4f}\n", file=out)
-    from ._core import jit
+    from ._fastpath import jit
 
     # small data, one process: the numpy reference path (the same bytes) is done before the fast
     # kernels would have loaded (or, on a new machine, compiled); QUANTSPEC_FAST=1 forces them

@@ -8,7 +8,7 @@ the CLI and the docs read these rows; no range or type number is written anywher
 
 Arrays of sub-byte and 8/6/4-bit float types are *unpacked* numpy arrays of the ml_dtypes type
 (one element per byte), the representation ``onnx.numpy_helper.to_array`` returns; the packed
-raw layouts live in :mod:`quantspec._core.packing`.
+raw layouts live in :mod:`quantspec._semantics.packing`.
 
 :func:`qtype` resolves anything a user may pass (a name in ONNX or numpy spelling, an ONNX type
 number, a numpy or ml_dtypes dtype or class, a TensorFlow quantized type name) to its row.

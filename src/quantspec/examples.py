@@ -96,7 +96,7 @@ def _checkpoint(directory: str, rng: np.random.Generator) -> None:
 
     import ml_dtypes
 
-    from ._core.tensorio import write_tensors
+    from ._tensorfiles.tensorio import write_tensors
 
     os.makedirs(directory, exist_ok=True)
     shards: dict[str, dict] = {}

@@ -169,7 +169,7 @@ def verified_table() -> str:
 
 
 def _fast_state() -> dict:
-    from ._core import jit
+    from ._fastpath import jit
 
     state = {"enabled": bool(jit.enabled())}
     if os.environ.get("QUANTSPEC_FAST") == "0":
@@ -178,7 +178,7 @@ def _fast_state() -> dict:
         state["why"] = "numba is not importable"
     # each subpackage's kernels are cached in a directory of their own: the one of the core kernels
     # says where (a package's __pycache__, $NUMBA_CACHE_DIR or the per-user cache directory)
-    core = Path(__file__).resolve().parent / "_core" / "fast.py"
+    core = Path(__file__).resolve().parent / "_fastpath" / "fast.py"
     state["cache_dir"] = str(jit.cache_dir(core))
     return state
 

@@ -39,7 +39,7 @@ GROUPS = SPECS + ("calibrate", "checkpoint", "equiv")
 def _thresholds(form: str):
     """Lower the size thresholds so that a small call takes kernel ``form`` ("serial", "parallel" or
     "streamed")."""
-    from ._core import fast as core
+    from ._fastpath import fast as core
 
     names = ("SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "STREAM_FROM", "STREAM_BLOCK", "CHUNK")
     saved = {k: getattr(core, k) for k in names}
@@ -179,7 +179,7 @@ def _checkpoint_jobs() -> Iterator[Callable[[], object]]:
     import ml_dtypes
 
     from . import checkpoint
-    from ._core.tensorio import write_tensors
+    from ._tensorfiles.tensorio import write_tensors
 
     for scheme, dtype in itertools.product(sorted(checkpoint.SCHEMES), (np.float32, np.float16, ml_dtypes.bfloat16)):
         def run(scheme=scheme, dtype=dtype):
@@ -237,11 +237,11 @@ def _run(selected: list[tuple[str, int]]) -> set[str]:
                                 job()
                             except QuantSpecError:
                                 pass            # a combination quantspec refuses
-    return _kernels()
+    return _jitted()
 
 
-def _kernels() -> set[str]:
-    from ._core import jit
+def _jitted() -> set[str]:
+    from ._fastpath import jit
 
     return {f"{d.py_func.__module__}.{d.py_func.__qualname__}{sig}" for d in jit.KERNELS for sig in d.overloads}
 
@@ -254,7 +254,7 @@ def _worker(selected: list[tuple[str, int]]) -> set[str]:
 def warmup(specs=GROUPS, processes: int | None = None, out=sys.stderr) -> int:
     """Compile (or load from the cache) every kernel of ``specs``, in ``processes`` processes (one
     per core by default); the number of kernels."""
-    from ._core import jit
+    from ._fastpath import jit
     from .errors import InvalidArgumentError
 
     if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
@@ -263,7 +263,7 @@ def warmup(specs=GROUPS, processes: int | None = None, out=sys.stderr) -> int:
         print("quantspec warmup: the fast path is off (QUANTSPEC_FAST or numba missing): nothing to compile",
               file=out)
         return 0
-    jit.load("quantspec._core.fastmap")
+    jit.load("quantspec._fastpath.fastmap")
     if jit.cache_location() is None:
         print("quantspec warmup: there is no writable cache directory, so compiled kernels cannot be kept: "
               "nothing to do (set QUANTSPEC_CACHE_DIR)", file=out)
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.processes is not None and args.processes < 1:
         parser.error(f"argument --processes: must be a positive integer (got {args.processes})")
-    from ._core import jit
+    from ._fastpath import jit
 
     specs = tuple(args.spec or GROUPS)
     t0 = time.perf_counter()

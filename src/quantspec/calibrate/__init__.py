@@ -22,7 +22,7 @@ ends (optional: ``range()`` flushes; one ``collect_data`` call over all batches 
 case); ``observer.range()`` the :class:`CalibrationRange` (the fields of onnxruntime's
 ``TensorData``); ``observer.params(quant_type)`` / :func:`onnx_params` the zero point and scale of
 onnxruntime's quantizer.  Modules: :mod:`.minmax`, :mod:`.histogram`, :mod:`.algorithms`,
-:mod:`.params`, :mod:`._kernels`.  docs/calibrate.md describes each tool's rule.
+:mod:`.params`, :mod:`._jitted`.  docs/calibrate.md describes each tool's rule.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from .._core.arrays import check_fits
+from .._semantics.arrays import check_fits
 from ..errors import InvalidArgumentError, TooLargeError
 
 __all__ = ["percentile_threshold", "entropy_threshold", "entropy_threshold_reference", "avg_std", "smooth",
@@ -102,11 +102,11 @@ ENTROPY_LIMIT = 1 << 31
 def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int):
     """The entropy method's range: every candidate width in two fused passes (the integer
     distributions, their smoothing, normalisation and ratio; then the divergences), numpy's float32
-    ``log`` in between (``quantspec.calibrate._kernels.entropy_prepare`` / ``entropy_finish``), the same
+    ``log`` in between (``quantspec.calibrate._jitted.entropy_prepare`` / ``entropy_finish``), the same
     bits as :func:`entropy_threshold_reference`."""
-    from .histogram import _kernels
+    from .histogram import _jitted
 
-    k = _kernels()
+    k = _jitted()
     num_bins = hist.size
     zero = num_bins // 2
     half_q = num_quantized_bins // 2

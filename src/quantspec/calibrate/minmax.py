@@ -5,7 +5,7 @@
 "averaging_constant"})``), fed the same batches:
 
 - per batch (one inference), the minimum and maximum of the tensor as onnxruntime's ``ReduceMin`` /
-  ``ReduceMax`` compute them (:func:`quantspec.calibrate._kernels.ort_min_max`: a NaN counts or not
+  ``ReduceMax`` compute them (:func:`quantspec.calibrate._jitted.ort_min_max`: a NaN counts or not
   depending on where it is, as in onnxruntime; an empty batch gives their identities, ``+inf`` and
   ``-inf``);
 - per ``collect_data`` call (:meth:`MinMaxObserver.flush`; :meth:`range` flushes), ``np.nanmin`` /
@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import jit
+from .._fastpath import jit
 from ..errors import DTypeError, InvalidArgumentError, UnsupportedError
 from .ranges import CalibrationRange
 
 __all__ = ["MinMaxObserver", "TFLiteMinMaxObserver", "as_batch"]
 
 
-def _kernels():
+def _jitted():
     if not jit.numba_available():
         raise UnsupportedError("numba", "is needed by the calibration observers' kernels (pip install "
                                "'quantspec[fast]')", None)
-    return jit.load("quantspec.calibrate._kernels")
+    return jit.load("quantspec.calibrate._jitted")
 
 
 def as_batch(batch, argument: str = "batch") -> np.ndarray:
@@ -146,9 +146,9 @@ def _plain_min_max(x: np.ndarray):
 def ort_min_max(x: np.ndarray):
     """onnxruntime's ``ReduceMin`` / ``ReduceMax`` of a flat float32 array: numpy's reductions where
     they give the same bits (:func:`_plain_min_max`), else the kernel that follows onnxruntime's
-    lane order (:func:`quantspec.calibrate._kernels.ort_min_max`)."""
+    lane order (:func:`quantspec.calibrate._jitted.ort_min_max`)."""
     plain = _plain_min_max(x)
-    return plain if plain is not None else _kernels().ort_min_max(x)
+    return plain if plain is not None else _jitted().ort_min_max(x)
 
 
 def _min_max_skip_nan(x: np.ndarray, mn, mx):
@@ -159,7 +159,7 @@ def _min_max_skip_nan(x: np.ndarray, mn, mx):
     if plain is not None:
         lo, hi = plain
         return (lo if lo < mn else mn), (hi if hi > mx else mx), True
-    return _kernels().min_max_skip_nan(x, mn, mx)
+    return _jitted().min_max_skip_nan(x, mn, mx)
 
 
 def _python_min(a, b):

@@ -1,5 +1,5 @@
 """XXH64 (xxHash, 64 bits, by Yann Collet), compiled by numba (imported only through
-:func:`quantspec._core.jit.load`; the plain-Python twin is :func:`quantspec.checkpoint.digest.xxh64_py`).
+:func:`quantspec._fastpath.jit.load`; the plain-Python twin is :func:`quantspec.checkpoint.digest.xxh64_py`).
 
 The algorithm as its specification (``doc/xxhash_spec.md`` of the xxHash project) gives it: four
 64-bit lanes take 32-byte stripes (``lane = rotl(lane + word * P2, 31) * P1``), are merged, the
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._core.nbprim import kernel
+from .._fastpath.nbprim import kernel
 
 __all__ = ["xxh64"]
 

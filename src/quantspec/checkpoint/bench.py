@@ -62,7 +62,7 @@ def synthetic_checkpoint(path: str | os.PathLike, shapes: dict, shards: int = 2,
                          seed: int = 0) -> Path:
     """Write ``shapes`` (name -> shape) as a sharded safetensors checkpoint with an index in the
     directory ``path`` (normal weights, norms near 1); returns the index's path."""
-    from .._core import tensorio
+    from .._tensorfiles import tensorio
     import json
 
     path = Path(path)

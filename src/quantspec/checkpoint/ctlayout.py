@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.packing import unpack_codes
+from .._semantics.packing import unpack_codes
 from ..errors import TensorFileError, UnsupportedError
 from ..versions import note_reproducing
 from .layout import OutTensor, QuantspecFormat

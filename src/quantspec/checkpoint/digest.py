@@ -27,7 +27,7 @@ import struct
 
 import numpy as np
 
-from .._core import jit
+from .._fastpath import jit
 
 __all__ = ["ALGORITHM", "ALGORITHMS", "algorithm_of", "piece", "combine", "xxh64", "xxh64_py"]
 
@@ -84,7 +84,7 @@ def xxh64_py(data, seed: int = 0) -> int:
 
 
 def _kernel():
-    """The numba kernel (:func:`quantspec._core.jit.load` imports its module once; a thread that asks while
+    """The numba kernel (:func:`quantspec._fastpath.jit.load` imports its module once; a thread that asks while
     another imports it waits for the import to finish)."""
     return jit.load("quantspec.checkpoint._xxh64").xxh64
 

@@ -2,7 +2,7 @@
 final offsets.
 
 :func:`run` is a pure function of its :class:`Task` (and the files): it reads the slab's source
-bytes, hashes them, computes the outputs of those rows (the fused kernels of :mod:`._kernels`, or the
+bytes, hashes them, computes the outputs of those rows (the fused kernels of :mod:`._jitted`, or the
 numpy path of :mod:`.reference` when the fast path is off) and writes each output's bytes at the
 offset the plan gave it in the (temporary) shard file.  It returns a :class:`SlabResult`: the slab's
 digest, its quantization error sums, and for the first phase of a per-tensor scheme the slab's
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core import jit
-from .._core.packing import pack_codes, packed_size
+from .._fastpath import jit
+from .._semantics.packing import pack_codes, packed_size
 from ..dtypes import qtype
 from ..errors import RangeError, TensorFileError
 from . import digest as _digest
@@ -233,16 +233,16 @@ def _check_finite(e: Entry, task: Task, bad: float) -> None:
                          detail="nothing was written; fix or keep the tensor (a recipe rule with scheme 'keep')")
 
 
-def _kernels():
-    """The kernel module (:func:`quantspec._core.jit.load` imports its module once; a thread that asks while
+def _jitted():
+    """The kernel module (:func:`quantspec._fastpath.jit.load` imports its module once; a thread that asks while
     another imports it waits for the import to finish)."""
-    return jit.load("quantspec.checkpoint._kernels")
+    return jit.load("quantspec.checkpoint._jitted")
 
 
 def _minmax(raw: np.ndarray, dtype: str, rows: int, cols: int) -> np.ndarray:
     out = np.zeros(3)
     if jit.enabled():
-        _kernels().minmax(raw, _KIND[dtype], rows, cols, out, _scratch("row", cols, np.float32))
+        _jitted().minmax(raw, _KIND[dtype], rows, cols, out, _scratch("row", cols, np.float32))
         return out
     x = _as_float32(raw, dtype, rows, cols)
     finite = np.isfinite(x).all(axis=1)
@@ -317,7 +317,7 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
 
 def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
                   sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
-    k = _kernels()
+    k = _jitted()
     t = qtype(s.codes)
     kind = _KIND[dtype]
     n = rows * cols

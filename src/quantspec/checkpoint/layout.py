@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from .._core.packing import packed_size
+from .._semantics.packing import packed_size
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError, TensorFileError
 from .report import format_stats

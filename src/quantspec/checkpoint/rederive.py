@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import jit
-from .._core.rounding import half_away_from_zero
+from .._fastpath import jit
+from .._semantics.rounding import half_away_from_zero
 from ..dtypes import qtype
 
 __all__ = ["codes", "ct_codes", "code_distance"]

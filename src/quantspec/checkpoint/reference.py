@@ -6,7 +6,7 @@ float32 / float64 steps as the tool it matches, and its codes come from the oper
 ONNX QuantizeLinear (:func:`quantspec.onnx.quantize_linear`, numpy path) of the stored parameters,
 LiteRT's converter weights (:func:`quantspec.litert.params.weight_params` /
 ``quantize_weights``), or onnxruntime's MatMulNBits routine (a reciprocal multiply rounded half away
-from zero, written out below).  The fast kernels (:mod:`._kernels`) must give the same bytes; the
+from zero, written out below).  The fast kernels (:mod:`._jitted`) must give the same bytes; the
 tests compare both, and both with the tools.
 
 :func:`encode` returns unpacked arrays (codes as their ml_dtypes / numpy type, the scale, the zero
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import jit
-from .._core.rounding import half_away_from_zero
+from .._fastpath import jit
+from .._semantics.rounding import half_away_from_zero
 from ..dtypes import qtype
 from .schemes import Scheme
 

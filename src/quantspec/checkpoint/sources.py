@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._core import tensorio
+from .._tensorfiles import tensorio
 from ..dtypes import qtype
 from ..errors import TensorFileError
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.packing import unpack_codes
+from .._semantics.packing import unpack_codes
 from ..dtypes import qtype
 from ..errors import TensorFileError
 from . import sources

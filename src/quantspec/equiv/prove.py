@@ -7,7 +7,7 @@ cache) is written by a numba kernel into a reused buffer, viewed as the domain's
 where a quantizer takes another type (float16 and bfloat16 widen exactly to float32), run through
 each quantizer's own public function with a preallocated ``out=`` (no arithmetic is written here
 for either quantizer), and the two outputs are compared by one fused reduction
-(:mod:`quantspec.equiv._kernels`).
+(:mod:`quantspec.equiv._jitted`).
 
 Domains: ``"float32"`` (all 2^32 bit patterns), ``"float16"`` and ``"bfloat16"`` (all 2^16), or an
 array of inputs.  For two dequantizers the inputs are their codes: every code of their type (or an
@@ -29,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 import ml_dtypes
 import numpy as np
 
-from .._core import jit, pool
-from .._core.oprecord import QuantizerRecord
+from .._fastpath import jit, pool
+from .._semantics.oprecord import QuantizerRecord
 from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
 from .report import ChannelReport, EquivalenceReport, Example
 
@@ -48,11 +48,11 @@ CHUNK = 1 << 20
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _kernels():
+def _jitted():
     if not jit.numba_available():
         raise UnsupportedError("numba", "is needed by quantspec.equiv's enumeration and comparison kernels "
                                "(pip install 'quantspec[fast]')", None)
-    return jit.load("quantspec.equiv._kernels")
+    return jit.load("quantspec.equiv._jitted")
 
 
 def code_offset(a, b) -> int:
@@ -65,7 +65,7 @@ def code_offset(a, b) -> int:
 
 
 def decoder(op, offset: int = 0) -> tuple[int, float, int]:
-    """``(mode, step, zero)`` of :func:`quantspec.equiv._kernels.compare_codes` for ``op``'s outputs."""
+    """``(mode, step, zero)`` of :func:`quantspec.equiv._jitted.compare_codes` for ``op``'s outputs."""
     if op.kind == "fake":
         step, zero = op.decode()
         return 1, float(step), int(zero) + offset
@@ -241,7 +241,7 @@ def equivalent(a, b, inputs="float32", *, subrange: tuple[int, int] | None = Non
 
 
 def _prove_channel(c, a, b, dom, subrange, n_examples, budget, chunk, offset, values):
-    k = _kernels()
+    k = _jitted()
     given = len(dom) == 2
     if given:
         arr = dom[1]

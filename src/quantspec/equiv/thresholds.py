@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from .._core.oprecord import QuantizerRecord
+from .._semantics.oprecord import QuantizerRecord
 from ..errors import UnsupportedError
 from .prove import DOMAINS, decoder, run_record
 
@@ -87,7 +87,7 @@ def ordinals_for(dtype) -> Ordinals:
 
 def codes_of(op: QuantizerRecord, x: np.ndarray, offset: int = 0) -> np.ndarray:
     """The codes ``op`` gives ``x`` (int64, shifted by ``offset``; a NaN output of a simulated
-    quantizer: the sentinel of :mod:`._kernels`)."""
+    quantizer: the sentinel of :mod:`._jitted`)."""
     x = np.ascontiguousarray(x, dtype=op.input_dtype).reshape(-1)
     y = np.empty(x.size, op.out_dtype)
     run_record(op, x, y)

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.oprecord import QuantizerRecord
+from .._semantics.oprecord import QuantizerRecord
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, QuantSpecError, UnsupportedError
 from . import thresholds as th

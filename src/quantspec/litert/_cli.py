@@ -32,9 +32,9 @@ import numpy as np
 from .._clitools import EXIT_FINDINGS, EXIT_OK, read_input_files
 from .._clitools import parse as _parse
 from .._clitools import seed as _seed
-from .._core import jit
-from .._core.arrays import check_fits
-from .._core.slabs import Job, cutter, rows_of
+from .._fastpath import jit
+from .._semantics.arrays import check_fits
+from .._tensorfiles.slabs import Job, cutter, rows_of
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError
 
 
@@ -212,7 +212,7 @@ def run_main(argv: Sequence[str]) -> int:
     from .interpreter import Interpreter
 
     if args.output:  # before the model runs, not after
-        from .._core.tensorio import check_suffix
+        from .._tensorfiles.tensorio import check_suffix
 
         check_suffix(args.output, "--output")
     if args.resolver is not None and not args.compare_litert:
@@ -246,7 +246,7 @@ def run_main(argv: Sequence[str]) -> int:
                   "rerun with --sum-semantics reference to reproduce it")
         status = EXIT_OK if same else EXIT_FINDINGS
     if args.output:
-        from .._core.tensorio import write_tensors
+        from .._tensorfiles.tensorio import write_tensors
 
         if Path(args.output).suffix.lower() == ".npy" and len(outputs) == 1:
             tensors = {names[0]: outputs[0]}
@@ -365,7 +365,7 @@ def _describe(name: str, p) -> str:
 
 
 def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
-    """The work on each tensor (see :mod:`quantspec._core.slabs`): LiteRT QUANTIZE float -> int8,
+    """The work on each tensor (see :mod:`quantspec._tensorfiles.slabs`): LiteRT QUANTIZE float -> int8,
     the converter's weight / bias quantization, or LiteRT DEQUANTIZE; and notes on the parameters."""
     from . import params as P
 

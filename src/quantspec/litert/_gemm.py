@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.intcast import wrap_int32 as _wrap_int32
+from .._semantics.intcast import wrap_int32 as _wrap_int32
 
 __all__ = ["F32_EXACT", "F64_EXACT", "f32_chunk", "matmul_exact", "matmul_int64", "patches",
            "wrap_int32", "IM2COL_BUDGET"]

@@ -5,8 +5,8 @@ The readable reference path is the numpy code beside each kernel (:func:`quantsp
 :func:`~quantspec.litert.params.dequantize`, ``requantize_double`` in ``kernels/fully_connected.py``,
 ``_requantize`` in ``kernels/conv.py``, ``_add_sub_compute`` / ``Mul.compute`` in
 ``kernels/elementwise.py``); the functions here compute the same bytes in one pass, with the generic
-kernel of :mod:`quantspec._core.fastmap` (unary operations) or :func:`quantspec.litert._fastkernels.binary`
-(ADD / SUB / MUL over two inputs), and the element functions of :mod:`quantspec.litert._fastkernels`:
+kernel of :mod:`quantspec._fastpath.fastmap` (unary operations) or :func:`quantspec.litert._jitted.binary`
+(ADD / SUB / MUL over two inputs), and the element functions of :mod:`quantspec.litert._jitted`:
 
 - QUANTIZE: ``clamp(int32(TfLiteRound(x / scale)) + zp)``, a true float32 division, rounding half away
   from zero, NaN and out-of-int32 quotients as x86 converts them (then the zero point wraps);
@@ -30,9 +30,9 @@ import math
 
 import numpy as np
 
-from .._core import fast as core
-from .._core import jit
-from .._core.arrays import native
+from .._fastpath import fast as core
+from .._fastpath import jit
+from .._semantics.arrays import native
 
 __all__ = ["quantize", "dequantize", "requantize_multiplier", "requantize_double", "depthwise", "add_sub", "mul"]
 
@@ -54,8 +54,8 @@ def _wanted(n: int) -> bool:
     return jit.enabled() and n >= core.fast_from()
 
 
-def _kernels():
-    return jit.load("quantspec.litert._fastkernels")     # registers the LiteRT element functions
+def _jitted():
+    return jit.load("quantspec.litert._jitted")     # registers the LiteRT element functions
 
 
 def _granularity(params, ndim):
@@ -102,7 +102,7 @@ def quantize(x: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     """LiteRT QUANTIZE of float32 ``x`` into the int8 array ``out`` (same shape)."""
     if not _wanted(out.size):
         return None
-    _kernels()
+    _jitted()
     if out.size:
         _apply(np.asarray(x, np.float32), out, quantize_prepared(x.shape, params))
     return out
@@ -124,7 +124,7 @@ def dequantize(q: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
     """LiteRT DEQUANTIZE of the integer codes ``q`` into the float32 array ``out``."""
     if not _wanted(out.size):
         return None
-    _kernels()
+    _jitted()
     q = native(q)                            # the kernels read the codes' bytes in this machine's order
     if out.size:
         def make(g):
@@ -151,7 +151,7 @@ def requantize_multiplier(acc: np.ndarray, multiplier, shift, zero_point: int, l
     accumulator holds modulo 2^32) whose last axis is the channel ``c`` (CONV_2D, DEPTHWISE_CONV_2D)."""
     if not _wanted(acc.size):
         return None
-    _kernels()
+    _jitted()
     out = np.empty(acc.shape, np.int8)
     if out.size:
         channels = acc.shape[-1]
@@ -173,7 +173,7 @@ def depthwise(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, p) -> np
     n, oh, ow, oc = p.output_shape
     out = np.empty((n, oh, ow, oc), np.int8)
     if out.size:
-        k = _kernels()
+        k = _jitted()
         b = np.zeros(oc, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(oc)
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
@@ -193,7 +193,7 @@ def requantize_double(acc32: np.ndarray, effective_scale: np.ndarray, zero_point
     channel ``c`` on the last axis (``eff`` has one entry per channel, or one for all)."""
     if not _wanted(acc32.size):
         return None
-    _kernels()
+    _jitted()
     out = np.empty(acc32.shape, np.int8)
     if out.size:
         eff = np.broadcast_to(np.asarray(effective_scale, np.float64).reshape(-1), (acc32.shape[-1],))
@@ -207,7 +207,7 @@ def _binary(x: np.ndarray, y: np.ndarray, shape: tuple[int, ...], op) -> np.ndar
     if out.size:
         xb = np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
         yb = np.ascontiguousarray(np.broadcast_to(y, shape)).reshape(-1)
-        k = _kernels()
+        k = _jitted()
         core.launch(k.binary, (xb, yb, out.reshape(-1), op, core.CHUNK), -(-out.size // core.CHUNK), out.size)
     return out
 

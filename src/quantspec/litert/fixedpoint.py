@@ -51,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import check_fits
-from .._core.intcast import wrap_int32 as _wrap
-from .._core.rounding import half_away_from_zero
+from .._semantics.arrays import check_fits
+from .._semantics.intcast import wrap_int32 as _wrap
+from .._semantics.rounding import half_away_from_zero
 from ..errors import DTypeError, InvalidArgumentError, RangeError, ShapeError
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.rounding import half_away_from_zero
+from .._semantics.rounding import half_away_from_zero
 
 __all__ = ["wrap16", "srdhm16", "sdhm16", "rdbpot16", "saturating_left_shift16", "downscale_multiplier16",
            "lut_int16", "lut_lookup16", "INT16_MIN", "INT16_MAX", "SIGMOID_TABLE", "logistic16", "tanh16"]

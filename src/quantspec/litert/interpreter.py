@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from .._core import fast as core
-from .._core import jit
-from .._core.arrays import from_foreign
-from .._core import threads
+from .._fastpath import fast as core
+from .._fastpath import jit
+from .._semantics.arrays import from_foreign
+from .._fastpath import threads
 from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
 from ..versions import note_reproducing
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
@@ -48,7 +48,7 @@ __all__ = ["Interpreter", "SUM_SEMANTICS", "CONTROL_FLOW"]
 SUM_SEMANTICS = ("correct", "reference")
 
 
-def _kernels():
+def _jitted():
     from .kernels import OPS
 
     return OPS
@@ -219,7 +219,7 @@ class _Graph:
         """Run on ``inputs`` (arrays in the subgraph's input order, already checked); returns the
         output arrays (not copied) and the arrays of the tensors still held (a dict by tensor index,
         or a list indexed by it whose entry is None for a tensor not held).  ``fast``: whether the
-        fast path is on, where the caller has just asked (:func:`quantspec._core.jit.enabled`)."""
+        fast path is on, where the caller has just asked (:func:`quantspec._fastpath.jit.enabled`)."""
         if self.program is not None:
             if PLANS and (jit.enabled() if fast is None else fast):
                 done = self._run_program(inputs, keep_all)
@@ -478,7 +478,7 @@ def _check_working_memory(op: Operator, ins: Sequence[Any], where: str) -> None:
     run-time data: PAD's paddings, RESHAPE's shape, ... of a damaged model) is refused before it runs
     where its working arrays would pass this machine's memory, which the system would answer by
     killing the process rather than by an error."""
-    from .._core.arrays import _bytes, memory_limit
+    from .._semantics.arrays import _bytes, memory_limit
 
     elements = sum(int(a.size) for a in ins if isinstance(a, np.ndarray))
     need = elements * WORK_BYTES
@@ -494,7 +494,7 @@ def _check_live_memory(op: Operator, arrays: Mapping[int, Any], constants: Mappi
     run computed and still holds (not the model's constants, which the file holds) must fit in half
     this machine's memory, leaving room for the next operator's working arrays (a chain of operators
     each growing a tensor would otherwise fill it)."""
-    from .._core.arrays import _bytes, memory_limit
+    from .._semantics.arrays import _bytes, memory_limit
 
     live = sum(a.nbytes for i, a in arrays.items() if isinstance(a, np.ndarray) and i not in constants)
     if live * 2 > memory_limit():
@@ -520,7 +520,7 @@ def _check_memory(sg: Subgraph, where: str) -> None:
     them all would be killed by the system rather than fail, as a damaged model's shapes can ask
     (each tensor alone may fit).  An upper bound of what a run holds at once; a model made by a
     converter declares a tiny fraction of any memory."""
-    from .._core.arrays import _bytes, memory_limit
+    from .._semantics.arrays import _bytes, memory_limit
 
     total = 0
     for t in sg.tensors:
@@ -613,7 +613,7 @@ class Interpreter:
     # -- kernels and subgraphs -----------------------------------------------------------------
     def _kernel_table(self) -> Mapping[str, Any]:
         """The kernels this interpreter runs (builtin operator name -> kernel)."""
-        return _kernels()
+        return _jitted()
 
     def _graph(self, index: int) -> _Graph:
         """Subgraph ``index``, prepared (once)."""
@@ -753,7 +753,7 @@ class Interpreter:
             finally:
                 core.restore_thresholds(before)
         # one busy thread: the int8 GEMMs on BLAS's calling thread (BLAS's idle workers would spin
-        # against the fast kernels' threads: quantspec._core.threads), and the fast kernels serial
+        # against the fast kernels' threads: quantspec._fastpath.threads), and the fast kernels serial
         # below SERIAL_IN_MODELS elements (blas_on_caller, serial_below and reference_below, without
         # the with statements: a small model's run takes tens of microseconds)
         entered = threads.enter()

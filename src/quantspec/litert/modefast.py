@@ -1,5 +1,5 @@
 """The fast path of the optimized and XNNPACK kernel modes' requantizations and depthwise
-accumulation (numba kernels in :mod:`._modekernels`).  Each function returns None where the fast
+accumulation (numba kernels in :mod:`._jitted_modes`).  Each function returns None where the fast
 path is off (numba missing, ``QUANTSPEC_FAST=0``), and the caller then takes its numpy path, the
 readable reference of the same bytes."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import fast as core
-from .._core import jit
+from .._fastpath import fast as core
+from .._fastpath import jit
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]
 
 
-def _kernels():
-    return jit.load("quantspec.litert._modekernels")
+def _jitted():
+    return jit.load("quantspec.litert._jitted_modes")
 
 
 def requantize_channels(acc: np.ndarray, multiplier, shift, zero_point: int, lo: int, hi: int,
@@ -29,7 +29,7 @@ def requantize_channels(acc: np.ndarray, multiplier, shift, zero_point: int, lo:
     if out.size:
         m = np.ascontiguousarray(np.broadcast_to(np.asarray(multiplier, np.int64), (c,)))
         s = np.ascontiguousarray(np.broadcast_to(np.asarray(shift, np.int64), (c,)))
-        core.launch(_kernels().requantize_channels, (a, m, s, int(zero_point), int(lo), int(hi), int(vector), out),
+        core.launch(_jitted().requantize_channels, (a, m, s, int(zero_point), int(lo), int(hi), int(vector), out),
                     a.shape[0], out.size)
     return out.reshape(acc.shape)
 
@@ -43,7 +43,7 @@ def requantize_fp32(acc: np.ndarray, scale, zero_point: int, lo: int, hi: int) -
     out = np.empty(a.shape, np.int8)
     if out.size:
         sc = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, np.float32), (c,)))
-        core.launch(_kernels().requantize_fp32, (a, sc, int(zero_point), int(lo), int(hi), out), a.shape[0], out.size)
+        core.launch(_jitted().requantize_fp32, (a, sc, int(zero_point), int(lo), int(hi), out), a.shape[0], out.size)
     return out.reshape(acc.shape)
 
 
@@ -58,7 +58,7 @@ def depthwise_accumulate(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | Non
         _, h, w, c = p.input_shape
         kh, kw = p.filter_hw
         g = np.array([h, w, c, kh, kw, oc // c, oh, ow, *p.stride, *p.dilation, *p.pad], np.int64)
-        core.launch(_kernels().depthwise_accumulate, (
+        core.launch(_jitted().depthwise_accumulate, (
             core.flat(x, np.int8), core.flat(np.asarray(filt, np.int32)), b, g, int(p.input_zero_point),
             out.reshape(-1)), n * oh, out.size)
     return out

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.packing import unpack_codes
+from .._semantics.packing import unpack_codes
 from ..dtypes import QType, by_tflite
 from ..errors import ModelError, QuantSpecError
 from . import _schema, _verify

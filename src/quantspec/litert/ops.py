@@ -3,7 +3,7 @@
 
 Calling a record runs :func:`quantspec.litert.quantize` / :func:`~quantspec.litert.dequantize` on an
 array.  The records are the inputs of :func:`quantspec.equivalent` and :func:`quantspec.translate`
-(interface: :mod:`quantspec._core.oprecord`).
+(interface: :mod:`quantspec._semantics.oprecord`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._core.oprecord import QuantizerRecord
+from .._semantics.oprecord import QuantizerRecord
 from ..dtypes import qtype
 from ..errors import DTypeError, RangeError
 from .params import QuantParams, _check_params, dequantize, quantize

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import check_fits, distinct, from_foreign
-from .._core.granularity import normalize_axis
-from .._core.intcast import cvtt_int32
-from .._core.rounding import half_away_from_zero, half_to_even
+from .._semantics.arrays import check_fits, distinct, from_foreign
+from .._semantics.granularity import normalize_axis
+from .._semantics.intcast import cvtt_int32
+from .._semantics.rounding import half_away_from_zero, half_to_even
 from ..dtypes import qtype
 from ..errors import AxisError, DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
 

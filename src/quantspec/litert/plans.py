@@ -10,9 +10,9 @@ the interpreter first runs its graph on the fast path, from the operator's prepa
 tensors' shapes, and keeps everything that depends on those alone:
 
 - **CONV_2D, FULLY_CONNECTED, BATCH_MATMUL**: the windows copied to a float32 matrix in one numba
-  pass (:func:`~._plankernels.im2col`, no temporaries), one float32 BLAS GEMM per exact chunk of
+  pass (:func:`~._jitted_plans.im2col`, no temporaries), one float32 BLAS GEMM per exact chunk of
   the depth (:mod:`._gemm`: why a float32 GEMM of integers is exact), and one numba pass for
-  everything after it (:func:`~._plankernels.epilogue`: zero-point correction, bias, the int32 wrap,
+  everything after it (:func:`~._jitted_plans.epilogue`: zero-point correction, bias, the int32 wrap,
   the requantization, the clamp).  int16 activations (the 16x8 kernels) split each value into its
   high byte and its low byte, two int8-sized operands whose float32 GEMMs are exact in chunks of
   about 500 (their int16 product with an int8 weight is not exact in float32 beyond a depth of 4),
@@ -21,7 +21,7 @@ tensors' shapes, and keeps everything that depends on those alone:
   and the epilogue (int16), every argument prepared.
 - **ADD, SUB, MUL** (int8): a 65536-entry table of the operator's result for every pair of input
   codes, made by the reference kernel itself on every pair, and one gather over the broadcast
-  inputs (:func:`~._plankernels.gather2`); **SQUARED_DIFFERENCE, PRELU** gather from the table their
+  inputs (:func:`~._jitted_plans.gather2`); **SQUARED_DIFFERENCE, PRELU** gather from the table their
   kernel already made.  The tables of unary operators (HARD_SWISH, LOGISTIC, GELU, RSQRT, ...) are
   gathered without the per-call checks.
 - **MEAN, SUM** over adjacent axes, **SOFTMAX** (int8): one numba pass each.
@@ -60,14 +60,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._core import jit
+from .._fastpath import jit
 from ._gemm import F32_EXACT, f32_chunk
 
 __all__ = ["make", "Plan"]
 
 
 def _k():
-    return jit.load("quantspec.litert._plankernels")
+    return jit.load("quantspec.litert._jitted_plans")
 
 
 def _own(a, dtype=None) -> np.ndarray:
@@ -79,11 +79,11 @@ def _own(a, dtype=None) -> np.ndarray:
 
 def _bind(name: str, args: tuple):
     """The compiled entry point of the plan kernel ``name`` for exactly the types of ``args``
-    (:func:`quantspec._core.fast._entry`: no type checks at each call), for a plan whose later calls
+    (:func:`quantspec._fastpath.fast._entry`: no type checks at each call), for a plan whose later calls
     pass arguments of the same numba types: its own arrays, and the operator's inputs as flat
     (``reshape(-1)``: C-contiguous) arrays of one-byte codes, whose type can differ only by the
     writeable flag, which compiled code that reads them does not depend on."""
-    from .._core.fast import _entry
+    from .._fastpath.fast import _entry
 
     return _entry(getattr(_k(), name), args)
 
@@ -164,7 +164,7 @@ class _Requant:
     __slots__ = ("corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "dtype", "entry")
 
     def __init__(self, channels, corr, kind, zo, lo, hi, dtype, multiplier=None, shift=None, eff=None):
-        from . import _plankernels as K
+        from . import _jitted_plans as K
 
         self.corr = _own(np.broadcast_to(np.asarray(corr, np.int64), (channels,)))
         m = np.broadcast_to(np.asarray(0 if multiplier is None else multiplier, np.int64), (channels,))
@@ -238,7 +238,7 @@ class ConvPlan(Plan):
 
 
 def _conv_plan(kernel, p, ins, outs):
-    from . import _plankernels as K
+    from . import _jitted_plans as K
 
     if p.filter is None or p.groups != 1 or p.bias is None and p.has_bias:
         return None
@@ -306,7 +306,7 @@ SMALL_FC = 1 << 16
 
 class SmallFullyConnectedPlan(Plan):
     """int8 FULLY_CONNECTED of a small layer (a transformer's 16 x 32 x 32): the exact integer sums and
-    the requantization in one numba call (:func:`~._plankernels.fc8`), where the float32 conversion,
+    the requantization in one numba call (:func:`~._jitted_plans.fc8`), where the float32 conversion,
     the BLAS call and the epilogue cost more than the arithmetic."""
 
     __slots__ = ("w", "corr", "eff", "zo", "lo", "hi", "size", "shape", "scratch")
@@ -336,7 +336,7 @@ class SmallFullyConnectedPlan(Plan):
 
 
 def _fc_plan(kernel, p, ins, outs):
-    from . import _plankernels as K
+    from . import _jitted_plans as K
 
     if p.weights is None or p.depth == 0 or p.filter_zero_point != 0 or (p.has_bias and p.bias is None):
         return None
@@ -394,7 +394,7 @@ class BatchMatMulPlan(Plan):
 
 
 def _batch_matmul_plan(kernel, p, ins, outs):
-    from . import _plankernels as K
+    from . import _jitted_plans as K
 
     if p.wide or not p.quantized_output or math.prod(p.output_shape) == 0:
         return None
@@ -435,10 +435,10 @@ class DepthwisePlan(Plan):
         self.work = n * oh
 
     def compute(self, unused, arrays):
-        from .._core import fast as core
+        from .._fastpath import fast as core
 
         out = np.empty(self.shape, np.int8)
-        k = jit.load("quantspec.litert._fastkernels")
+        k = jit.load("quantspec.litert._jitted")
         core.launch(k.depthwise, (arrays[0].reshape(-1), self.filt, self.bias, self.mult, self.shift, self.geometry,
                                   self.record, self.zx, out.reshape(-1)), self.work, out.size)
         return [out]
@@ -475,7 +475,7 @@ class WideDepthwisePlan(Plan):
 
 
 def _depthwise_plan(kernel, p, ins, outs):
-    from . import _plankernels as K
+    from . import _jitted_plans as K
 
     if p.filter is None or (p.has_bias and p.bias is None) or math.prod(p.output_shape) == 0:
         return None
@@ -743,7 +743,7 @@ class FloatQuantizePlan(Plan):
         from . import fast
 
         out = np.empty(self.prepared.shape, np.int8)
-        fast._kernels()
+        fast._jitted()
         fast._apply(arrays[0], out, self.state)
         return [out]
 
@@ -921,7 +921,7 @@ def _pad_plan(kernel, p, ins, outs):
 
 
 class ResizeBilinearPlan(Plan):
-    """int8 RESIZE_BILINEAR with a constant size: one pass (:func:`~._plankernels.resize8`) over the
+    """int8 RESIZE_BILINEAR with a constant size: one pass (:func:`~._jitted_plans.resize8`) over the
     rows, columns and weights the kernel prepared."""
 
     __slots__ = ("dims", "axes", "size", "shape")
@@ -1125,7 +1125,7 @@ def _walk_n(shapes, out_shape):
 
 class PairChainPlan(Plan):
     """Two pair tables in a row, the first's output read only by the second: one pass over the three
-    inputs (:func:`~._plankernels.gather3`), the intermediate code never stored."""
+    inputs (:func:`~._jitted_plans.gather3`), the intermediate code never stored."""
 
     __slots__ = ("first", "second", "tpos", "dims", "xs", "ys", "zs", "size", "shape")
 

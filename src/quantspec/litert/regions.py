@@ -8,11 +8,11 @@ A region replaces a run of consecutive program entries whose plans all work on o
 RESHAPE / SQUEEZE, TRANSPOSE, int8 BATCH_MATMUL, int8 SOFTMAX, CONCATENATION, PAD / PADV2, int8
 RESIZE_BILINEAR) on tensors of at most :data:`MAX_TENSOR` bytes with one entry: its input tensors
 are copied into a byte arena that holds every tensor of the region at its own offset, one compiled
-loop (:func:`~._regionkernels.region`) runs the steps — each step the plan's own kernel with the
+loop (:func:`~._jitted_regions.region`) runs the steps — each step the plan's own kernel with the
 plan's own arguments, on slices of the arena — and the tensors read after the region (or that the
 model outputs) are copied out as fresh arrays.  A RESHAPE is free: its output is its input's
 bytes.  TRANSPOSE, CONCATENATION, PAD and BATCH_MATMUL, whose plans call numpy, get kernels of
-their own that compute the same bytes (strided block copies; :mod:`._regionkernels`).
+their own that compute the same bytes (strided block copies; :mod:`._jitted_regions`).
 
 A region is made only where intermediate tensors need not be kept (not with
 ``preserve_all_tensors``), from program entries whose outputs a run has already checked.  Where a
@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._core import jit
+from .._fastpath import jit
 from . import plans as P
 
 __all__ = ["Deopt", "RegionPlan", "Direct", "direct", "fuse", "MIN_STEPS", "MAX_ARENA", "MAX_TENSOR"]
@@ -62,7 +62,7 @@ class Deopt(Exception):
 
 
 def _k():
-    return jit.load("quantspec.litert._regionkernels")
+    return jit.load("quantspec.litert._jitted_regions")
 
 
 def _size(shape) -> int:
@@ -471,7 +471,7 @@ class RegionPlan:
             np.copyto(dst, x)               # the model's shape and type (the program's tensors have them)
         entry = self.entry
         if entry is None:
-            from .._core.fast import _entry
+            from .._fastpath.fast import _entry
 
             entry = self.entry = _entry(_k().region, args)
         if entry(*args):
@@ -511,11 +511,11 @@ class Direct:
 
 def direct(region: RegionPlan, input_id: int, output_id: int) -> Direct | None:
     """The direct call of ``region`` (one input, one output), its kernel compiled (or loaded); None
-    where numba's internals are not as :func:`quantspec._core.fast._entry` expects (the dispatcher
+    where numba's internals are not as :func:`quantspec._fastpath.fast._entry` expects (the dispatcher
     would compile the kernel again for each new argument type, a read-only input's among them)."""
     if len(region.ext) != 1 or len(region.outs) != 1:
         return None
-    from .._core.fast import _entry
+    from .._fastpath.fast import _entry
 
     dispatcher = _k().region
     entry = region.entry

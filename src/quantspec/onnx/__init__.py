@@ -3,7 +3,7 @@
 ``compat="spec"`` (default) follows the operator text; ``"reference"`` reproduces onnx.reference
 1.23 on x86-64; ``"onnxruntime"`` reproduces onnxruntime 1.31.1 or 1.32.0 CPU (``ort_version=``; by
 default the installed onnxruntime's release when it is one of those, else 1.32.0).  See
-``docs/onnx.md`` for the semantics and the divergence table, and :mod:`quantspec.onnx.kernels` for
+``docs/onnx.md`` for the semantics and the divergence table, and :mod:`quantspec.onnx.reference` for
 the arithmetic.
 """
 
@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from .._core import fast as core
-from .._core import jit
-from .._core.arrays import check_fits, from_foreign, native
-from .._core.plancache import PlanCache, own
+from .._fastpath import fast as core
+from .._fastpath import jit
+from .._semantics.arrays import check_fits, from_foreign, native
+from .._fastpath.plancache import PlanCache, own
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
-from . import fast, kernels, opsets
+from . import fast, opsets, reference
 from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
@@ -55,7 +55,7 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     onnxruntime's release when it is one of those, else the newest (``quantspec.onnx.plan.ORT_VERSIONS``).
 
     Runs on the fused multithreaded kernels of :mod:`quantspec.onnx.fast` when numba is installed
-    (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.kernels`; both
+    (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.reference`; both
     give the same bytes).
     """
     attrs = (axis, block_size, output_dtype, saturate, precision, opset, compat, ort_version)
@@ -74,7 +74,7 @@ def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int
     x = np.asarray(x, dtype=plan.x_type.dtype)
     if prepared is not None and jit.enabled():
         return fast.quantize(plan, x, out, prepared)
-    impl = fast if fast.path(plan) == "fast" else kernels
+    impl = fast if fast.path(plan) == "fast" else reference
     return impl.quantize(plan, x, out)
 
 
@@ -94,7 +94,7 @@ def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **att
         codes = np.ascontiguousarray(q).reshape(-1).view(np.uint8)
         out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
         if out.size:
-            core.launch(jit.load("quantspec._core.fastpack").pack, (codes, out, t.bits, core.CHUNK),
+            core.launch(jit.load("quantspec._fastpath.fastpack").pack, (codes, out, t.bits, core.CHUNK),
                         -(-out.size // core.CHUNK), codes.size)
         return out
     return np.frombuffer(pack(q), np.uint8).copy()
@@ -118,7 +118,7 @@ def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: i
         check_fits(plan.shape, plan.out.dtype.itemsize)
     if prepared is not None and jit.enabled():
         return fast.dequantize(plan, np.asarray(x), out, prepared)
-    impl = fast if fast.path(plan) == "fast" else kernels
+    impl = fast if fast.path(plan) == "fast" else reference
     return impl.dequantize(plan, np.asarray(x), out)
 
 
@@ -131,7 +131,7 @@ def _native(x: Any) -> Any:
     return native(x) if isinstance(x, np.ndarray) else x
 
 
-# -- plans kept for the next call (quantspec._core.plancache) -------------------------------------
+# -- plans kept for the next call (quantspec._fastpath.plancache) -------------------------------------
 _PLANS = PlanCache()
 
 

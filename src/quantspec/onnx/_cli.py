@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._core.arrays import native
-from .._core.slabs import Job, cutter, rows_of
-from .._core.tensorio import from_storage, read_tensors
+from .._semantics.arrays import native
+from .._tensorfiles.slabs import Job, cutter, rows_of
+from .._tensorfiles.tensorio import from_storage, read_tensors
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError
 from . import dequantize_linear, quantize_linear
@@ -112,7 +112,7 @@ def parse_values(text: str | None, argument: str, dtype) -> np.ndarray | dict[st
 
 def _typed(a: np.ndarray, t, argument: str) -> np.ndarray:
     """An @FILE array (in this machine's byte order) as the type ``t`` where the file holds it in the
-    form .npy stores a type it cannot record (:mod:`quantspec._core.tensorio`): sub-byte integers as
+    form .npy stores a type it cannot record (:mod:`quantspec._tensorfiles.tensorio`): sub-byte integers as
     int8/uint8 values, 8/6/4-bit floats as uint8 and bfloat16 as uint16 bit patterns."""
     if t is not None and a.dtype != t.dtype and (t.is_packed or a.dtype == t.storage):
         return from_storage(a, t, argument)
@@ -155,7 +155,7 @@ def _warn_traps(args: argparse.Namespace, direction: str, scale) -> None:
 
 
 def jobs(args: argparse.Namespace, direction: str, tensors: dict[str, np.ndarray]):
-    """The work on each tensor (see :mod:`quantspec._core.slabs`) and notes for the user."""
+    """The work on each tensor (see :mod:`quantspec._tensorfiles.slabs`) and notes for the user."""
     scale = parse_values(args.scale, "--scale", args.scale_dtype)
     _warn_traps(args, direction, scale)
     common = dict(axis=1 if args.axis is None else args.axis, block_size=args.block_size, opset=args.opset,

@@ -1,13 +1,13 @@
 """The fast path of ONNX QuantizeLinear / DequantizeLinear: fused multithreaded kernels.
 
-The readable reference path is :mod:`quantspec.onnx.kernels`; this module computes the same bytes
-in one pass over the data, with the generic kernel of :mod:`quantspec._core.fastmap` and the element
-functions of :mod:`quantspec.onnx._fastkernels` (compiled by numba).
+The readable reference path is :mod:`quantspec.onnx.reference`; this module computes the same bytes
+in one pass over the data, with the generic kernel of :mod:`quantspec._fastpath.fastmap` and the element
+functions of :mod:`quantspec.onnx._jitted` (compiled by numba).
 Tests run both paths on every conformance corpus and require identical bytes
 (``tests/test_onnx_fast.py``).  Nothing here imports numba; the kernels are loaded on the first call.
 
 **Selection.**  :func:`path` says which path a plan takes: ``"fast"`` when the fast path covers the
-plan and is enabled (numba installed, ``QUANTSPEC_FAST`` not ``0``; :mod:`quantspec._core.jit`),
+plan and is enabled (numba installed, ``QUANTSPEC_FAST`` not ``0``; :mod:`quantspec._fastpath.jit`),
 else ``"reference"``.  Covered:
 
 - compat ``"spec"`` and ``"onnxruntime"`` (``"reference"`` always takes the reference path);
@@ -21,10 +21,10 @@ else ``"reference"``.  Covered:
 Not covered (reference path): int32 x, and an int32 scale without ``precision`` (the spec divides in
 float64 there).
 
-**How the arithmetic maps to the reference path** (every rule of :mod:`quantspec.onnx.kernels`):
+**How the arithmetic maps to the reference path** (every rule of :mod:`quantspec.onnx.reference`):
 
 - The quotient.  ``onnxruntime``: float32 ``x / s``, or (1.32.0 from Q-23 on: ``plan.ort``,
-  :func:`quantspec.onnx.kernels.ort_division`) one division in P = ``precision`` or the scale's type,
+  :func:`quantspec.onnx.reference.ort_division`) one division in P = ``precision`` or the scale's type,
   computed as the spec's below.  ``spec``: one IEEE division in precision P; for
   P = float16/bfloat16 a first pass rounds x and s to P, divides in float32 and rounds the quotient to
   P, and the output rule then runs on that quotient with a scale of 1.  That equals the correctly rounded P division because float32 has more than 2p+2 bits for
@@ -34,7 +34,7 @@ float64 there).
   ``[qmin - zp, qmax - zp]`` (NaN to the lower bound), round half to even, add the zero point.  For
   integer bounds this is exactly ``clip(rint(q) + zp)`` with NaN -> qmin.  onnxruntime's plain loop:
   the x86 int32 conversion of ``rint(q)`` (NaN, ±inf, out of range -> INT32_MIN), an int32 wrap when
-  adding the zero point, then the clip; used where kernels.py uses it (onnxruntime 1.31.1 only:
+  adding the zero point, then the clip; used where reference.py uses it (onnxruntime 1.31.1 only:
   float16 input, 2-bit outputs, blocked along a non-last axis, and the odd head/tail element of each
   4-bit slice; 1.32.0 clamps in float everywhere).
 - Narrow float outputs: round to nearest even on the float32 bit pattern, then the overflow rule
@@ -47,7 +47,7 @@ float64 there).
 
 :func:`quantize` / :func:`dequantize` turn a plan into the kernel's arguments: contiguous flat views,
 the float32 scale and the zero point (int32, or float for float4/float6 and float codes), the loop
-layout (:func:`quantspec._core.fast.layout`), and two small records whose *classes* select the element
+layout (:func:`quantspec._fastpath.fast.layout`), and two small records whose *classes* select the element
 operation at compile time and whose fields are its constants.
 """
 
@@ -59,10 +59,10 @@ from collections import namedtuple
 import ml_dtypes
 import numpy as np
 
-from .._core import fast as core
-from .._core import jit
+from .._fastpath import fast as core
+from .._fastpath import jit
 from ..dtypes import QType, qtype
-from .kernels import check_out, ort_division
+from .reference import check_out, ort_division
 from .plan import DequantizePlan, QuantizePlan
 
 __all__ = ["path", "quantize", "dequantize", "prepare_quantize", "prepare_dequantize", "covers", "float_format",
@@ -116,8 +116,8 @@ def path(plan: QuantizePlan | DequantizePlan) -> str:
     return "fast" if jit.enabled() and covers(plan) else "reference"
 
 
-def _kernels():
-    return jit.load("quantspec.onnx._fastkernels")     # registers the ONNX element functions
+def _jitted():
+    return jit.load("quantspec.onnx._jitted")     # registers the ONNX element functions
 
 
 # -- output formats -----------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def _code(value: float, t: QType) -> int:
 
 
 def float_format(t: QType, saturate: bool, compat: str) -> Float:
-    """The constants of :func:`quantspec._core.nbprim.narrow_code` for output type ``t``."""
+    """The constants of :func:`quantspec._fastpath.nbprim.narrow_code` for output type ``t``."""
     fi = ml_dtypes.finfo(t.dtype)
     signbit = 1 << (t.bits - 1)
     maxmag = _code(float(fi.max), t) & ~signbit
@@ -159,19 +159,19 @@ def _int_record(cls, t: QType):
 # -- QuantizeLinear -----------------------------------------------------------------------------
 def _ort_plain(plan: QuantizePlan) -> str:
     """Which elements onnxruntime computes in its plain loop: "all", "none" or "edges" (the odd
-    head/tail element of each 4-bit slice); the rule of kernels._ort_plain_mask."""
+    head/tail element of each 4-bit slice); the rule of reference._ort_plain_mask."""
     t = plan.out
     if not plan.ort.plain_loop:
         return "none"
     if plan.x_type.name == "float16" or t.bits == 2:
         return "all"
     if plan.granularity == "block" and math.prod(plan.shape[plan.axis + 1:]) != 1:
-        return "all"                         # blocks along a non-last axis (kernels._blocks_last)
+        return "all"                         # blocks along a non-last axis (reference._blocks_last)
     return "edges" if t.bits == 4 else "none"
 
 
 def _slices(plan: QuantizePlan) -> tuple[int, int]:
-    """(row length, slice length) of onnxruntime's 4-bit slices (kernels._ort_plain_mask)."""
+    """(row length, slice length) of onnxruntime's 4-bit slices (reference._ort_plain_mask)."""
     n = math.prod(plan.shape)
     if plan.granularity == "tensor":
         return n, n
@@ -208,7 +208,7 @@ def _flat_f32(x: np.ndarray) -> np.ndarray:
 # What a plan turns into, computed once per plan (the cached plans of quantize_linear keep it):
 # the loop layout, the kernel's parameter arrays and the records of the element operation.
 # ``memo`` / ``qmemo``: the compiled entry points of the main pass and of the quotient pass, kept by a
-# prepared state that is reused (``cached=True``; quantspec._core.fast.run)
+# prepared state that is reused (``cached=True``; quantspec._fastpath.fast.run)
 QPrepared = namedtuple("QPrepared", "quotient lay params op edges memo qmemo", defaults=(None, None))
 DQPrepared = namedtuple("DQPrepared", "lay params op memo", defaults=(None,))
 
@@ -250,12 +250,12 @@ def prepare_quantize(plan: QuantizePlan, cached: bool = False) -> QPrepared:
 def quantize(plan: QuantizePlan, x: np.ndarray, out: np.ndarray | None = None,
              prepared: QPrepared | None = None) -> np.ndarray:
     """QuantizeLinear on the fused kernels (``path(plan) == "fast"``); same result as
-    :func:`quantspec.onnx.kernels.quantize`.  ``prepared``: ``prepare_quantize(plan)``, if at hand."""
+    :func:`quantspec.onnx.reference.quantize`.  ``prepared``: ``prepare_quantize(plan)``, if at hand."""
     t = plan.out
     result = _result(out, plan.shape, t.dtype)
     if result.size == 0:
         return result
-    kernels = _kernels()
+    kernels = _jitted()
     pr = prepare_quantize(plan) if prepared is None else prepared
     dest, fresh = core.destination(result, x)
     xf = _flat_f32(x)                                        # float16 / bfloat16: exact
@@ -335,14 +335,14 @@ def prepare_dequantize(plan: DequantizePlan, cached: bool = False) -> DQPrepared
 
 def dequantize(plan: DequantizePlan, x: np.ndarray, out: np.ndarray | None = None,
                prepared: DQPrepared | None = None) -> np.ndarray:
-    """DequantizeLinear on the fused kernels; same result as :func:`quantspec.onnx.kernels.dequantize`.
+    """DequantizeLinear on the fused kernels; same result as :func:`quantspec.onnx.reference.dequantize`.
     ``prepared``: ``prepare_dequantize(plan)``, if at hand."""
     t, o = plan.x_type, plan.out
     result = _result(out, plan.shape, o.dtype)
     n = result.size
     if n == 0:
         return result
-    _kernels()
+    _jitted()
     pr = prepare_dequantize(plan) if prepared is None else prepared
     xf = core.flat(np.asarray(x), _UINT[max(8, t.dtype.itemsize * 8)])
     dest, fresh = core.destination(result, x)

@@ -6,7 +6,7 @@ on an array.  Scales are stored as the values of their ONNX type (``scale_dtype`
 bfloat16), zero points as integers (float types: floats), one per slice of ``axis`` for per-axis
 records (a tuple); the record is checked against the operator's rules when it is made.  Blocked
 quantization is not a record (use the functions).  The records are the inputs of
-:func:`quantspec.equivalent` and :func:`quantspec.translate` (interface: :mod:`quantspec._core.oprecord`).
+:func:`quantspec.equivalent` and :func:`quantspec.translate` (interface: :mod:`quantspec._semantics.oprecord`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._core.arrays import as_bool
-from .._core.oprecord import QuantizerRecord, flat_input
+from .._semantics.arrays import as_bool
+from .._semantics.oprecord import QuantizerRecord, flat_input
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from .plan import COMPAT_MODES, ort_support

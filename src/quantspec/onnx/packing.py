@@ -1,7 +1,7 @@
 """ONNX TensorProto ``raw_data`` layout of quantized tensors (ONNX ``TensorProto`` packing).
 
 :func:`pack` gives the bytes ``onnx.numpy_helper.from_array(array).raw_data`` holds: the 4-, 2- and
-6-bit types bit-packed LSB first, flat over the whole tensor (:mod:`quantspec._core.packing`); every
+6-bit types bit-packed LSB first, flat over the whole tensor (:mod:`quantspec._semantics.packing`); every
 other type its little-endian element bytes (float8 and bfloat16 as their bit patterns).
 :func:`unpack` is the inverse.
 """
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from .._core.arrays import check_fits, native
-from .._core.packing import pack_codes, packed_size, unpack_codes
+from .._semantics.arrays import check_fits, native
+from .._semantics.packing import pack_codes, packed_size, unpack_codes
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
 

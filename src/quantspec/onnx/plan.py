@@ -3,7 +3,7 @@
 :func:`plan_quantize` and :func:`plan_dequantize` turn the user's arguments into a frozen plan —
 the output type, the division precision, the granularity with its normalised axis and block size,
 the scale and zero point as typed arrays — or raise a :mod:`quantspec.errors` exception that names
-the argument, the rule and the value.  The compute step (:mod:`quantspec.onnx.kernels`) is then
+the argument, the rule and the value.  The compute step (:mod:`quantspec.onnx.reference`) is then
 plain array arithmetic on the plan.
 
 The rules come from the operator text (QuantizeLinear / DequantizeLinear in the ONNX operator
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import as_array, as_bool, as_int, native
-from .._core.granularity import block_count, expand_blocks, normalize_axis, per_axis_view
+from .._semantics.arrays import as_array, as_bool, as_int, native
+from .._semantics.granularity import block_count, expand_blocks, normalize_axis, per_axis_view
 from ..dtypes import QType, qtype
 from ..errors import (AxisError, DTypeError, InvalidArgumentError, OpsetError, RangeError,
                       RuntimeUnsupportedError, ShapeError)
@@ -41,7 +41,7 @@ COMPAT_MODES = ("spec", "reference", "onnxruntime")
 class OrtSupport:
     """What one onnxruntime release's CPU kernels accept and how its QuantizeLinear computes
     (measured on that release), as data: one row per reproduced release in :data:`ORT_VERSIONS`.
-    The kernels (:mod:`quantspec.onnx.kernels`, :mod:`quantspec.onnx.fast`) read these flags; no
+    The kernels (:mod:`quantspec.onnx.reference`, :mod:`quantspec.onnx.fast`) read these flags; no
     code compares version numbers."""
 
     version: str = "1.31.1"
@@ -64,7 +64,7 @@ class OrtSupport:
     #: microsoft/onnxruntime#32719)
     mixed_types: bool = False
     #: integer outputs: True: two paths chosen per element (MLAS, and a plain loop with the x86 int32
-    #: cast and int32 wrap: kernels._ort_plain_mask); False: MLAS's clamp-then-round everywhere
+    #: cast and int32 wrap: reference._ort_plain_mask); False: MLAS's clamp-then-round everywhere
     plain_loop: bool = True
     #: a blocked QuantizeLinear whose blocked axis, or an axis after it, is empty kills the process
     empty_block_crash: bool = True

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arrays import as_bool, native
-from .._core.granularity import normalize_axis
+from .._semantics.arrays import as_bool, native
+from .._semantics.granularity import normalize_axis
 from ..errors import (DTypeError, InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError,
                       UnsupportedError)
 from ..versions import note_reproducing

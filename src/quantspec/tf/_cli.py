@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 from ..errors import InvalidArgumentError, TensorFileError
-from .._core.slabs import Job, cutter, rows_of
+from .._tensorfiles.slabs import Job, cutter, rows_of
 from . import _args
 from . import spec
 from .dequantize_op import codes, dequantize, prepare_dequantize
@@ -83,7 +83,7 @@ def _array(v):
 
 
 def jobs(args, direction: str, tensors: dict[str, np.ndarray]):
-    """The work on each tensor (see :mod:`quantspec._core.slabs`) and notes for the user."""
+    """The work on each tensor (see :mod:`quantspec._tensorfiles.slabs`) and notes for the user."""
     notes: list[str] = []
     work: list[Job] = []
     if direction == "quantize":
@@ -146,7 +146,7 @@ class _StoredRanges:
         if key in self._tensors or self._path is None:
             return self._tensors.get(key)
         if self._file is None:
-            from .._core.tensorio import read_tensors
+            from .._tensorfiles.tensorio import read_tensors
 
             self._file = read_tensors(self._path, mapped=True)
         return self._file.get(key)

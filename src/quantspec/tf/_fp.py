@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.intcast import cvtt_int32, cvtt_int64
-from .._core.rounding import flush_denormals
+from .._semantics.intcast import cvtt_int32, cvtt_int64
+from .._semantics.rounding import flush_denormals
 
 __all__ = ["ftz", "fadd", "fsub", "fmul", "fdiv", "std_min", "std_max", "clamp",
            "cvtt_int32", "cvtt_int64", "F32_MAX"]

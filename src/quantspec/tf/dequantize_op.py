@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from .._core.arrays import from_foreign
-from .._core.plancache import PlanCache, own
-from .._core.arrays import check_fits
-from .._core.rounding import half_away_from_zero
+from .._semantics.arrays import from_foreign
+from .._fastpath.plancache import PlanCache, own
+from .._semantics.arrays import check_fits
+from .._semantics.rounding import half_away_from_zero
 from ..errors import DTypeError, RuntimeUnsupportedError, ShapeError, UnsupportedError
 from . import _args, fast, spec
 from ._fp import cvtt_int32, fadd, fdiv, fmul, fsub, ftz, std_max
@@ -227,6 +227,6 @@ def codes(x, T=None) -> tuple[np.ndarray, TFType]:
 
 
 def _codes_from_python(x, T: TFType) -> np.ndarray:
-    from .._core.arrays import as_array
+    from .._semantics.arrays import as_array
 
     return as_array(x, "x", T.qtype)

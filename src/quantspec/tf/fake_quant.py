@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.arrays import check_fits
-from .._core.rounding import half_away_from_zero
+from .._semantics.arrays import check_fits
+from .._semantics.rounding import half_away_from_zero
 from ..errors import RangeError, ShapeError
 from . import _args, fast, spec
 from ._fp import clamp, cvtt_int32, fadd, fdiv, fmul, fsub, ftz

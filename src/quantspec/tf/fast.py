@@ -2,8 +2,8 @@
 
 The readable reference path is :func:`quantspec.tf.quantize_op.compute_quantize` and
 :func:`quantspec.tf.dequantize_op.compute_dequantize`; this module computes the same bytes in one
-pass over the data with the generic kernel of :mod:`quantspec._core.fastmap` and the element
-functions of :mod:`quantspec.tf._fastkernels`, from the same prepared plan (whose per-slice
+pass over the data with the generic kernel of :mod:`quantspec._fastpath.fastmap` and the element
+functions of :mod:`quantspec.tf._jitted`, from the same prepared plan (whose per-slice
 ``lo``, ``hi``, ``scale``, ``bias`` are the kernel's parameters).  Tests run both paths on every
 TensorFlow conformance corpus and require identical bytes (``tests/test_tf_fast.py``).
 
@@ -20,7 +20,7 @@ float32 or bfloat16; FakeQuantWithMinMaxArgs / Vars / VarsPerChannel (the plan o
 :func:`quantspec.tf.fake_quant.compute_fake_quant`); QuantizeAndDequantizeV2 / V3 / V4 on float32
 (both round modes, range given or from the data, per-tensor and per-axis) except where a slice's
 inverse scale is NaN (the reference path then reproduces which NaN payload x86 keeps; reference path
-:func:`quantspec.tf.qdq.compute_qdq`).  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._core.jit`).
+:func:`quantspec.tf.qdq.compute_qdq`).  ``QUANTSPEC_FAST=0`` selects the reference path (:mod:`quantspec._fastpath.jit`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from .._core import fast as core
-from .._core import jit
+from .._fastpath import fast as core
+from .._fastpath import jit
 
 __all__ = ["path_quantize", "path_dequantize", "path_fake_quant", "path_qdq", "quantize", "dequantize", "fake_quant",
            "qdq", "prepare_quantize", "prepare_dequantize", "prepare_fake_quant", "prepare_qdq"]
@@ -66,8 +66,8 @@ QdqClamp = namedtuple("QdqClamp", "clamp")
 QdqRound = namedtuple("QdqRound", "even")
 
 
-def _kernels():
-    return jit.load("quantspec.tf._fastkernels")     # registers the TensorFlow element functions
+def _jitted():
+    return jit.load("quantspec.tf._jitted")     # registers the TensorFlow element functions
 
 
 def path_quantize(plan) -> str:
@@ -172,7 +172,7 @@ def quantize(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) 
     result = out if out is not None else np.empty(x.shape, plan.T.dtype)
     if result.size == 0:
         return result
-    _kernels()
+    _jitted()
     prepared = prepare_quantize(plan, x.shape) if prepared is None else prepared
     dest, fresh = core.destination(result, x)
     storage = {1: np.uint8, 2: np.uint16, 4: np.uint32}[plan.T.dtype.itemsize]
@@ -190,7 +190,7 @@ def dequantize(q: np.ndarray, plan, out: np.ndarray | None = None, prepared=None
     n = result.size
     if n == 0:
         return result
-    _kernels()
+    _jitted()
     prepared = prepare_dequantize(plan, q.shape) if prepared is None else prepared
     codes = core.flat(np.asarray(q), {8: np.uint8, 16: np.uint16, 32: np.uint32}[plan.T.bits])
     dest, fresh = core.destination(result, q)
@@ -213,7 +213,7 @@ def fake_quant(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None
     result = out if out is not None else np.empty(x.shape, np.float32)
     if result.size == 0:
         return result
-    _kernels()
+    _jitted()
     prepared = prepare_fake_quant(plan, x.shape) if prepared is None else prepared
     dest, fresh = core.destination(result, x)
     _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1), prepared)
@@ -228,7 +228,7 @@ def qdq(x: np.ndarray, plan, out: np.ndarray | None = None, prepared=None) -> np
     result = out if out is not None else np.empty(x.shape, np.float32)
     if result.size == 0:
         return result
-    _kernels()
+    _jitted()
     prepared = prepare_qdq(plan, x.shape) if prepared is None else prepared
     dest, fresh = core.destination(result, x)
     _run(core.flat(np.asarray(x, np.float32)), dest.reshape(-1), prepared)

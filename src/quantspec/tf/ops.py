@@ -14,7 +14,7 @@ record                     calling it runs
 Ranges are stored as the float32 values TensorFlow holds (a Python float, or a tuple of them for
 per-axis records); the attributes are checked when the record is made, with the errors the
 functions raise.  The records are the inputs of :func:`quantspec.equivalent` and
-:func:`quantspec.translate` (interface: :mod:`quantspec._core.oprecord`).
+:func:`quantspec.translate` (interface: :mod:`quantspec._semantics.oprecord`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import dtypes
-from .._core.oprecord import QuantizerRecord, f32_values, flat_input
+from .._semantics.oprecord import QuantizerRecord, f32_values, flat_input
 from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
 from . import _args, spec
 from .dequantize_op import dequantize, output_dtype, prepare_dequantize

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.arrays import check_fits
-from .._core.rounding import half_to_even
+from .._semantics.arrays import check_fits
+from .._semantics.rounding import half_to_even
 from ..errors import RangeError, ShapeError
 from . import _args, _eigen, fast, spec
 from ._fp import clamp, fadd, fdiv, fmul, ftz

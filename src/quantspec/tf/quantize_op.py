@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.arrays import check_fits, from_foreign
-from .._core.plancache import PlanCache, own
-from .._core.rounding import half_away_from_zero, half_to_even
+from .._semantics.arrays import check_fits, from_foreign
+from .._fastpath.plancache import PlanCache, own
+from .._semantics.rounding import half_away_from_zero, half_to_even
 from ..errors import InvalidArgumentError, RangeError, RuntimeUnsupportedError, ShapeError
 from . import _args, fast, spec
 from ._fp import F32_MAX, clamp, cvtt_int32, cvtt_int64, fadd, fdiv, fmul, fsub, ftz, std_max, std_min
@@ -316,7 +316,7 @@ def quantize(x, min_range, max_range, T, *, mode="MIN_COMBINED", round_mode="HAL
 
 def output_range(plan: QuantizePlan) -> tuple[np.ndarray, np.ndarray]:
     """QuantizeV2's output_min and output_max: 0-d per-tensor, 1-D per-axis; copies (the plan may
-    be kept for the next call, :mod:`quantspec._core.plancache`)."""
+    be kept for the next call, :mod:`quantspec._fastpath.plancache`)."""
     if plan.axis is None:
         return plan.output_min.reshape(()).copy(), plan.output_max.reshape(()).copy()
     return plan.output_min.copy(), plan.output_max.copy()

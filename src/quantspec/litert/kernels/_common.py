@@ -214,9 +214,9 @@ def binary_operands(op: str, inputs: Sequence[TensorSpec | None], outputs: Seque
 # -- the op table ---------------------------------------------------------------------------------
 
 def _memory_bytes() -> int:
-    """This machine's memory as every quantspec size check counts it (``quantspec._core.arrays.memory_limit``:
+    """This machine's memory as every quantspec size check counts it (``quantspec._semantics.arrays.memory_limit``:
     physical memory and swap, or the container's limit)."""
-    from ..._core.arrays import memory_limit
+    from ..._semantics.arrays import memory_limit
 
     return memory_limit()
 

@@ -94,7 +94,7 @@ def lut_int8(input_scale: float, input_zero_point: int, output_scale: float, out
     t = transform(d.astype(np.float32)).astype(np.float32)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         inverse = np.float32(1) / np.float32(output_scale)
-        from ..._core.rounding import half_away_from_zero
+        from ..._semantics.rounding import half_away_from_zero
         rescaled = half_away_from_zero(t * inverse) + np.float32(output_zero_point)
     # the compiled LUT loop saturates values beyond the int32 range (measured: a huge positive value
     # gives 127), so the clamp is taken in float

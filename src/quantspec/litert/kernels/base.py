@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._core.rounding import half_away_from_zero
+from ..._semantics.rounding import half_away_from_zero
 from ...dtypes import QType
 from ...errors import InvalidArgumentError, UnsupportedError
 from ..params import QuantParams

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._core.rounding import half_away_from_zero
+from ..._semantics.rounding import half_away_from_zero
 from ...errors import InvalidArgumentError, RangeError, UnsupportedError
 from .. import fast
 from .. import fixedpoint as fp

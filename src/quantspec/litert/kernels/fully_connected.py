@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._core.rounding import half_away_from_zero
+from ..._semantics.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from .._gemm import matmul_exact, wrap_int32
 from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, limit, option,

@@ -288,7 +288,7 @@ def _multiplier(op: str, real: float, what: str) -> tuple[int, int]:
 def _quantized_bound(bound: float, s_out, z_out: int) -> int:
     """``z_out + static_cast<int32>(roundf(bound / s_out))``: the quotient and ``roundf`` in float32
     (half away from zero), an out-of-range conversion giving INT32_MIN (x86), the sum in int32."""
-    from ..._core.rounding import half_away_from_zero
+    from ..._semantics.rounding import half_away_from_zero
 
     with np.errstate(all="ignore"):
         r = float(half_away_from_zero(np.float32(np.float32(bound) / np.float32(s_out))))

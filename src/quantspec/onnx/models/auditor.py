@@ -7,7 +7,7 @@ divergence table (:data:`quantspec.onnx.divergences.DIVERGENCES`, rendered in ``
 apply to it, and which runtime departs there: a float16 quotient, float8 with ``saturate=0``, the
 position of 4-bit elements, non-finite inputs, a negative zero point, int32 input...  The positions
 onnxruntime computes on its plain (non-MLAS) path are those quantspec's ``compat="onnxruntime"``
-kernels use (:mod:`quantspec.onnx.kernels`).
+kernels use (:mod:`quantspec.onnx.reference`).
 
 Dynamically, the model runs in onnxruntime (graph optimizations off) with every Q/DQ node's inputs
 and output exposed (:mod:`quantspec.onnx.models.ortrun`); quantspec recomputes each node from the
@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._core import jit
+from ..._fastpath import jit
 from ...dtypes import qtype
 from ...errors import InvalidArgumentError, QuantSpecError
 from .. import opsets
 from ..divergences import DIVERGENCES
-from ..plan import _granularity, plan_dequantize, plan_quantize
+from ..plan import _granularity, ort_support, plan_dequantize, plan_quantize
+from ..reference import _ort_plain_mask
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name
 
@@ -307,8 +308,6 @@ def _plain_positions(q: _QDQ) -> int | None:
     """How many elements onnxruntime quantizes on its plain (non-MLAS) path, where ±inf and huge values
     become qmin: all of them for float16 input, 2-bit outputs and blocks along a non-last axis; the odd
     head and tail element of each slice for 4-bit outputs.  None when the shape is not known."""
-    from ..kernels import _ort_plain_mask
-
     try:
         plan = _plan(q, "onnxruntime")
     except QuantSpecError:
@@ -327,28 +326,42 @@ def _negative(values: np.ndarray | None) -> bool:
 
 
 def _q_risks(q: _QDQ) -> list[Risk]:
+    """The divergence-table rows this QuantizeLinear may meet.  onnxruntime's rows are those of the
+    release quantspec reproduces (the installed one when it is reproduced: :func:`ort_support`)."""
     out: list[Risk] = []
+    ort = ort_support()
     xt, st, ot = q.x_type, q.scale_type, q.out_type
     prec = type_name(q.attrs["precision"]) if q.attrs.get("precision") else None
     division = prec or st
     t = qtype(ot) if ot and not type_name_unknown(ot) else None
     if t is None:
         return out
-    if xt == "float16" and st == "float16" and division == "float16":
+    # does this release divide in the precision P at this operator version, as the spec does?
+    in_p = ort.precision_since is not None and (q.version or 0) >= ort.precision_since
+    if xt == "float16" and st == "float16" and division == "float16" and not in_p:
         if t.is_int:
-            out.append(_risk("f16-quotient", ("onnxruntime",), "for some inputs: onnxruntime divides in float32, "
-                             "the spec and onnx.reference in float16"))
+            out.append(_risk("f16-quotient", ("onnxruntime",), f"for some inputs: onnxruntime {ort.release} divides "
+                             "in float32, the spec and onnx.reference in float16"))
         elif ot in _FLOAT8:
-            out.append(_risk("f16-to-float8", ("onnxruntime",), "for some inputs: onnxruntime rounds a float32 "
-                             "quotient once, the spec and onnx.reference a float16 one"))
+            out.append(_risk("f16-to-float8", ("onnxruntime",), f"for some inputs: onnxruntime {ort.release} rounds "
+                             "a float32 quotient once, the spec and onnx.reference a float16 one"))
     if (q.version or 0) >= 23 and xt == "float" and st == "float16" and prec is None:
-        out.append(_risk("f32-x-f16-scale", ("reference", "onnxruntime"), "for some inputs onnx.reference divides "
-                         "in float32 (the spec in float16); onnxruntime refuses x and scale of different types"))
+        if ort.mixed_types and in_p:
+            out.append(_risk("f32-x-f16-scale", ("reference",), "for some inputs onnx.reference divides "
+                             "in float32 (the spec and onnxruntime in float16)"))
+        else:
+            out.append(_risk("f32-x-f16-scale", ("reference", "onnxruntime"), "for some inputs onnx.reference "
+                             f"divides in float32 (the spec in float16); onnxruntime {ort.release} refuses x and "
+                             "scale of different types"))
     if prec is not None and prec != "float":
-        out.append(_risk("precision-attribute", ("onnxruntime",), f"for some inputs: onnxruntime ignores "
-                         f"precision={prec} and divides in float32"))
+        if not in_p:
+            out.append(_risk("precision-attribute", ("onnxruntime",), f"for some inputs: onnxruntime {ort.release} "
+                             f"ignores precision={prec} and divides in float32"))
+        elif prec not in ort.precisions:
+            out.append(_risk("precision-attribute", ("onnxruntime",), f"onnxruntime {ort.release} refuses "
+                             f"precision={prec}"))
     if t.is_int and xt in _FLOATS:
-        plain = _plain_positions(q)
+        plain = _plain_positions(q) if ort.plain_loop else 0
         # float16 input: onnxruntime's departure is the table's own row, f16-inf, below
         ort_plain = xt != "float16" and (plain is None or plain > 0)
         who = ("reference", "onnxruntime") if ort_plain else ("reference",)
@@ -356,11 +369,13 @@ def _q_risks(q: _QDQ) -> list[Risk]:
             " (onnxruntime: on its plain path" + ("" if plain is None else f", {plain} element(s)") + ")")
         out.append(_risk("inf-to-int", who, f"for ±inf inputs{note}"))
         out.append(_risk("huge-to-int", who, f"for |x / scale| >= 2^31{note}"))
+        f16_plain = xt == "float16" and ort.plain_loop
         if _negative(q.zero_point) or (q.has_zero_point and q.zero_point is None and t.signed):
-            nan_who = ("reference", "onnxruntime") if ort_plain or xt == "float16" else ("reference",)
+            nan_who = ("reference", "onnxruntime") if ort_plain or f16_plain else ("reference",)
             out.append(_risk("nan-negative-zp", nan_who, "for NaN inputs (a negative zero point)"))
         if xt == "float16":
-            out.append(_risk("f16-inf", ("reference", "onnxruntime"), "for ±inf and huge float16 inputs"))
+            out.append(_risk("f16-inf", ("reference", "onnxruntime") if f16_plain else ("reference",),
+                             "for ±inf and huge float16 inputs"))
         elif t.bits == 4 and (plain is None or plain > 0):
             where = "the odd head or tail element of each slice" if plain is None else \
                 f"{plain} position(s): the odd head or tail element of each slice"

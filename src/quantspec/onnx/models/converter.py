@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._core import jit
+from ..._fastpath import jit
 from ...checkpoint.schemes import KEEP, SCHEMES, Scheme, load_recipe
 from ...dtypes import qtype
 from ...errors import InvalidArgumentError, ModelError, RangeError, UnsupportedError

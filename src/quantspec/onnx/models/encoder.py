@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._core import jit
-from ..._core.packing import packed_size, unpack_codes
+from ..._fastpath import jit
+from ..._semantics.packing import packed_size, unpack_codes
 from ...checkpoint import reference
 from ...checkpoint.backend import LocalBackend
 from ...checkpoint.encode import encode_rows
@@ -64,10 +64,10 @@ TILE = 64
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
-def _kernels():
-    """The kernel module (:func:`quantspec._core.jit.load` imports its module once; a thread that asks while
+def _jitted():
+    """The kernel module (:func:`quantspec._fastpath.jit.load` imports its module once; a thread that asks while
     another imports it waits for the import to finish)."""
-    return jit.load("quantspec.onnx.models._kernels")
+    return jit.load("quantspec.onnx.models._jitted")
 
 
 def transpose_into(src: np.ndarray, dst: np.ndarray) -> None:
@@ -75,7 +75,7 @@ def transpose_into(src: np.ndarray, dst: np.ndarray) -> None:
     time in numpy when the fast path is off."""
     if jit.enabled() and src.dtype.itemsize in _BITS and src.size >= TILE * TILE:
         bits = _BITS[src.dtype.itemsize]
-        _kernels().transpose(np.asarray(src).view(bits), np.asarray(dst).view(bits))
+        _jitted().transpose(np.asarray(src).view(bits), np.asarray(dst).view(bits))
         return
     rows, cols = src.shape
     for i in range(0, rows, TILE):

@@ -385,14 +385,14 @@ def _write_array(f, a: np.ndarray) -> int:
 
     t = qtype(a.dtype)
     if t.bits in (2, 4) and a.size >= MAP_FROM:
-        from ..._core import jit
+        from ..._fastpath import jit
 
         if jit.enabled():                     # a large 4- or 2-bit tensor: packed by the fused kernel
-            from ..._core import fast as core
+            from ..._fastpath import fast as core
 
             codes = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
             out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
-            core.launch(jit.load("quantspec._core.fastpack").pack, (codes, out, t.bits, core.CHUNK),
+            core.launch(jit.load("quantspec._fastpath.fastpack").pack, (codes, out, t.bits, core.CHUNK),
                         -(-out.size // core.CHUNK), codes.size)
             f.write(memoryview(out))
             return int(out.size)

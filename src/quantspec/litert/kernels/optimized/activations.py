@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...._core.rounding import half_away_from_zero
+from ...._semantics.rounding import half_away_from_zero
 from .. import _common as c
 from .. import activations as ref
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...._core.rounding import half_away_from_zero
+from ...._semantics.rounding import half_away_from_zero
 from ....errors import UnsupportedError
 from ... import fixedpoint as fp
 from ...fixedpoint import wrap_int32

@@ -363,7 +363,7 @@ def install_cache_locator() -> None:
 
     numba keys a cached kernel by the content of the kernel's own source file only, so a kernel that
     inlines building blocks from another file would be loaded stale after that file changed.  The
-    locator installed here keys it by the kernel module, :mod:`quantspec._core.nbprim` and the
+    locator installed here keys it by the kernel module, :mod:`quantspec._fastpath.nbprim` and the
     files the module names in ``KERNEL_SOURCES`` (paths relative to its directory), and stores it
     in a subdirectory of :func:`cache_dir` named after that key.  Functions outside quantspec keep
     numba's own locators."""

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.intcast import INT32_MIN, cvtt_int32, wrap_int32
-from .._core.narrowfloat import max_finite, to_narrow_float
+from .._semantics.intcast import INT32_MIN, cvtt_int32, wrap_int32
+from .._semantics.narrowfloat import max_finite, to_narrow_float
 from ..dtypes import QType, qtype
 from ..errors import InvalidArgumentError, ShapeError
 from ..versions import ml_dtypes_invalid_int

@@ -1,7 +1,7 @@
 """numba element functions of TensorFlow QuantizeV2 / Dequantize (the fast path; see :mod:`.fast`).
 
-Imported only through :func:`quantspec._core.jit.load`.  Each function is inlined into the generic
-kernel :data:`quantspec._core.fastmap.plain`; the classes of the two ``op`` records select it:
+Imported only through :func:`quantspec._fastpath.jit.load`.  Each function is inlined into the generic
+kernel :data:`quantspec._fastpath.fastmap.plain`; the classes of the two ``op`` records select it:
 ``(precast, cast)`` for QuantizeV2 (parameters ``(lo, hi, scale, bias)`` of the element's slice),
 ``(mode, codes)`` for Dequantize (parameters ``(scale, bias)``), ``(step, zero)`` for FakeQuant
 (parameters ``(nudged_min, nudged_max, scale, inv_scale, quant_zero, zero)``), ``(clamp, round)``
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import fastmap
-from .._core import nbprim
-from .._core.nbprim import HARDWARE_FTZ, cvtt_int32, cvtt_int64_low32, iand, inline, isub, ixor, round_half_away
+from .._fastpath import fastmap
+from .._fastpath import nbprim
+from .._fastpath.nbprim import HARDWARE_FTZ, cvtt_int32, cvtt_int64_low32, iand, inline, isub, ixor, round_half_away
 from .fast import (CastInt32, CastOneDnn, CastWide, Codes, DqMinCombined, DqMinFirst, DqScaled, EigenMinCombined,
                    EigenMinFirst, EigenScaled, FqDivide, FqMultiply, FqZero, OneDnn, QdqClamp,
                    QdqRound)

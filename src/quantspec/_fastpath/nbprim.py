@@ -2,13 +2,13 @@
 
 Each function is exact — integer bit manipulation, or float operations whose result is exactly
 representable — and written so that LLVM can vectorise the loops that inline it.  No fast-math:
-see :mod:`quantspec._core.jit`.
+see :mod:`quantspec._fastpath.jit`.
 
 - :func:`f32_bits` / :func:`f32_from_bits`: reinterpret a float32 as its uint32 bit pattern and back.
 - :func:`narrow_code`: round a float32 to a narrow float format (the float8 types, float6, float4),
   ties to even, and encode it; what happens on overflow and to NaN is given by its arguments (the
   ONNX kernels take them from ``quantspec.onnx.fast.float_format``).  The same rounding as
-  :func:`quantspec._core.narrowfloat.round_to_grid`, done on the bit pattern.
+  :func:`quantspec._semantics.narrowfloat.round_to_grid`, done on the bit pattern.
 - :func:`round_f16` / :func:`round_bf16`: a float32 rounded to float16 / bfloat16 precision,
   returned as float32.
 - :func:`ftz`, :func:`round_half_away`, :func:`cvtt_int32`, :func:`cvtt_int64_low32`: flush-to-zero,
@@ -54,10 +54,10 @@ def function(func):
 
 def kernel(func=None):
     """A kernel: compiled on first use for each signature, and cached on disk (where no cache
-    directory can be written, compiled in memory: :func:`quantspec._core.jit.uncached`).  Never
+    directory can be written, compiled in memory: :func:`quantspec._fastpath.jit.uncached`).  Never
     ``parallel=True``: no kernel starts numba's threading layer (OpenMP, TBB or workqueue), whose idle
     threads spin and which a forked child cannot use; a kernel that runs on several threads claims
-    its work items (:func:`claim`) on quantspec's pool (:func:`quantspec._core.fast.launch`)."""
+    its work items (:func:`claim`) on quantspec's pool (:func:`quantspec._fastpath.fast.launch`)."""
     def wrap(f):
         try:
             dispatcher = njit(cache=True, nogil=True, **_OPTIONS)(f)
@@ -411,7 +411,7 @@ def stream_fence(typingctx):
 
 # -- work shared between threads ------------------------------------------------------------------
 # A parallel call's work items are claimed a few at a time from a counter that every participating
-# thread increments atomically (quantspec._core.pool): the calling thread starts at once and does
+# thread increments atomically (quantspec._fastpath.pool): the calling thread starts at once and does
 # all the work if no other thread comes, and waits only for work another thread has claimed.
 # ``claims`` is an int64 array: [next unclaimed work item, work items finished].
 def _claims_pointer(context, builder, signature, args, index):

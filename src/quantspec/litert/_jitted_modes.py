@@ -1,23 +1,23 @@
 """numba kernels of the optimized and XNNPACK kernel modes (the fast path; see :mod:`.modefast`).
 
-Imported only through :func:`quantspec._core.jit.load`.  Each computes, element by element, what
+Imported only through :func:`quantspec._fastpath.jit.load`.  Each computes, element by element, what
 the numpy code of :mod:`quantspec.litert.kernels.optimized` and :mod:`quantspec.litert.kernels.xnnpack`
 computes with whole-array operations; ``tests/test_litert_modes_kernels.py`` proves both equal.
 Each claims rows of its output a few at a time (``nbprim.claim``), so that one compiled function runs
-on the calling thread alone or on quantspec's thread pool (:func:`quantspec._core.fast.launch`).
+on the calling thread alone or on quantspec's thread pool (:func:`quantspec._fastpath.fast.launch`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import claim, finished, inline, kernel
-from ._fastkernels import _rdbpot, _srdhm, _wrap32
+from .._fastpath.nbprim import claim, finished, inline, kernel
+from ._jitted import _rdbpot, _srdhm, _wrap32
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
-KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
+KERNEL_SOURCES = ("_jitted.py", "fast.py")
 
 
 @inline

@@ -1,4 +1,4 @@
-"""numba kernels of the equivalence proof (imported through :func:`quantspec._core.jit.load`).
+"""numba kernels of the equivalence proof (imported through :func:`quantspec._fastpath.jit.load`).
 
 - :func:`fill`: ``out[i] = start + i``, the bit patterns of a chunk of the input domain, written
   in place (the domain is enumerated, never materialised).
@@ -20,7 +20,7 @@ than it saves).
 from __future__ import annotations
 
 import numpy as np
-from .._core.nbprim import inline, kernel
+from .._fastpath.nbprim import inline, kernel
 
 __all__ = ["fill", "count_codes", "compare_codes", "compare_values", "NO_CODE"]
 

@@ -6,7 +6,7 @@ blocks, so a write in progress would leave its temporary file behind.  While a c
 ``KeyboardInterrupt``): the writers' cleanup runs, and the command exits with ``128 + signal``.
 A signal whose handler is not the default one (``nohup`` ignores SIGHUP; an embedding program may
 have its own) is left alone.  SIGKILL cannot be caught: the writers use an unnamed temporary file
-where the system allows (see :mod:`quantspec._core.tensorio`).
+where the system allows (see :mod:`quantspec._tensorfiles.tensorio`).
 """
 
 from __future__ import annotations

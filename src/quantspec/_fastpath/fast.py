@@ -1,7 +1,7 @@
 """The fast path's plumbing shared by every spec (no numba here; the kernels are in :mod:`.fastmap`).
 
 An element-wise operation of any spec — ONNX QuantizeLinear, TensorFlow QuantizeV2, LiteRT
-QUANTIZE, their dequantize twins — is one generic kernel, :data:`quantspec._core.fastmap.plain`
+QUANTIZE, their dequantize twins — is one generic kernel, :data:`quantspec._fastpath.fastmap.plain`
 (or ``streamed``), applied to
 
 - ``x`` and ``y``: flat contiguous arrays;
@@ -10,7 +10,7 @@ QUANTIZE, their dequantize twins — is one generic kernel, :data:`quantspec._co
 - a :class:`SegLayout` or :class:`RowLayout` record that says which parameter entry each element
   takes (:func:`layout`);
 - ``op``: a pair of records whose classes select the element function (registered by the spec's
-  kernel module with :func:`quantspec._core.fastmap.register`) and whose fields are its constants.
+  kernel module with :func:`quantspec._fastpath.fastmap.register`) and whose fields are its constants.
 
 :func:`run` picks the calling thread alone or quantspec's thread pool (:mod:`.pool`) and whether to
 stream the output (§ thresholds below); :func:`launch` does the same for the other kernels;
@@ -38,7 +38,7 @@ __all__ = ["SegLayout", "RowLayout", "LongRowLayout", "layout", "flat_params", "
 #: elements per unit of parallel work
 CHUNK = 1 << 15
 #: arrays smaller than this run on the calling thread alone.  A parallel call wakes the pool's
-#: helpers (quantspec._core.pool), which takes 15-100 us on the 2-core machine of docs/performance.md
+#: helpers (quantspec._fastpath.pool), which takes 15-100 us on the 2-core machine of docs/performance.md
 #: and costs the caller a few microseconds (the caller does not wait for them: it starts at once);
 #: below this the caller is done before a helper would have joined (float32 -> int8 runs at about
 #: 13 Gelem/s on one thread, in cache)
@@ -261,8 +261,8 @@ def flat(x: np.ndarray, dtype=None) -> np.ndarray:
     return f if dtype is None or f.dtype == dtype else f.view(dtype)
 
 
-def _kernels():
-    return jit.load("quantspec._core.fastmap")
+def _jitted():
+    return jit.load("quantspec._fastpath.fastmap")
 
 
 def destination(out: np.ndarray, source: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -290,7 +290,7 @@ def together(lay, params: tuple) -> bool:
 def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | None = None,
         memo: dict | None = None) -> None:
     """``y = op(x)`` elementwise (flat arrays): on the pool's threads from SERIAL_BELOW elements
-    (:func:`parallel`, quantspec._core.pool), streaming the output from STREAM_FROM bytes (when ``y``
+    (:func:`parallel`, quantspec._fastpath.pool), streaming the output from STREAM_FROM bytes (when ``y``
     is aligned to its element size).
 
     ``memo``: a dict owned by the caller's prepared state, for calls that repeat with the same
@@ -320,7 +320,7 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
     step = max(1, work // (parts * CLAIMS_PER_THREAD)) if parts > 1 else work
     args = (x, y, params, lay, op[0], op[1], claims, step)
     if memo is None:
-        kernels = _kernels()
+        kernels = _jitted()
         entry = kernels.streamed if stream else kernels.plain
     else:
         # everything numba's type of the arguments depends on that can change from call to call: the
@@ -328,7 +328,7 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
         key = (stream, x.dtype, x.flags.num & TYPE_FLAGS, y.dtype, y.flags.num & TYPE_FLAGS)
         entry = memo.get(key)
         if entry is None:
-            kernels = _kernels()
+            kernels = _jitted()
             entry = memo[key] = _entry(kernels.streamed if stream else kernels.plain, args)
     if parts > 1:
         pool.run(entry, args, claims, work, parts)
@@ -343,7 +343,7 @@ TYPE_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
 
 def launch(kernel, args: tuple, work: int, n: int) -> None:
     """Run ``kernel(*args, claims, step)``, a kernel that claims ``work`` work items from ``claims``
-    ``step`` at a time and returns the number finished (quantspec._core.pool), over ``n`` elements in
+    ``step`` at a time and returns the number finished (quantspec._fastpath.pool), over ``n`` elements in
     all: on the pool's threads from SERIAL_BELOW elements (:func:`parallel`), else on this one."""
     if work <= 0:
         return

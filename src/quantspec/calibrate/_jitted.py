@@ -1,4 +1,4 @@
-"""numba kernels of the calibration observers (imported through :func:`quantspec._core.jit.load`).
+"""numba kernels of the calibration observers (imported through :func:`quantspec._fastpath.jit.load`).
 
 - :func:`ort_min_max`: onnxruntime's ``ReduceMin`` / ``ReduceMax`` over a whole float32 tensor, which
   its CPU kernel computes with Eigen's ``minCoeff`` / ``maxCoeff`` (SSE, packets of 4): four lanes
@@ -18,7 +18,7 @@
   bin ``i`` holds ``edges[i] <= x < edges[i + 1]``, the last bin also ``x == edges[-1]``.
 - :func:`histogram_uniform_parts` / :func:`histogram_edges_parts`: the same counts (of ``x`` or of
   ``|x|``), the same arithmetic value by value, on quantspec's thread pool: each thread claims blocks
-  of values (``quantspec._core.fast.launch``) and counts them into its own row of ``parts``; the
+  of values (``quantspec._fastpath.fast.launch``) and counts them into its own row of ``parts``; the
   caller sums the rows in integers, so the counts do not depend on which thread counted what.
 - :func:`histogram_formula_parts`: :func:`histogram_uniform_parts` where the edges are exactly
   ``np.linspace``'s float32 formula (:func:`uniform_edges_formula` checks every edge): the two edges
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import claim, f32_from_bits, finished, function, inline, kernel
+from .._fastpath.nbprim import claim, f32_from_bits, finished, function, inline, kernel
 
 #: values per block of :func:`histogram_uniform`'s two passes
 HIST_BLOCK = 512

@@ -1,5 +1,5 @@
 """numba kernels packing 4-bit and 2-bit codes into ONNX's raw layout (the fast twin of
-:func:`quantspec._core.packing.pack_codes`; imported only through :func:`quantspec._core.jit.load`).
+:func:`quantspec._semantics.packing.pack_codes`; imported only through :func:`quantspec._fastpath.jit.load`).
 
 Element ``i`` occupies bits ``[i*b, (i+1)*b)`` of a little-endian bit stream:
 two 4-bit codes a byte, element 0 in the low nibble; four 2-bit codes a byte, LSB first; an odd tail
@@ -17,7 +17,7 @@ __all__ = ["pack"]
 
 def _pack(codes, out, bits, chunk, claims, step):
     """out[j] = the ``8 // bits`` codes codes[j*k : (j+1)*k] (low ``bits`` bits of each), LSB first, for
-    the chunks of ``chunk`` output bytes this thread claims (quantspec._core.fast.launch)."""
+    the chunks of ``chunk`` output bytes this thread claims (quantspec._fastpath.fast.launch)."""
     per = 8 // bits
     mask = np.uint8((1 << bits) - 1)
     n = codes.size

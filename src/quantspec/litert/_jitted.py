@@ -1,8 +1,8 @@
 """numba element functions of LiteRT's QUANTIZE, DEQUANTIZE and requantizations (fast path; see
 :mod:`.fast`), and the two-input kernel of ADD / SUB / MUL.
 
-Imported only through :func:`quantspec._core.jit.load`.  The unary operations are inlined into the
-generic kernel :data:`quantspec._core.fastmap.plain`, selected by the class of their record.  The
+Imported only through :func:`quantspec._fastpath.jit.load`.  The unary operations are inlined into the
+generic kernel :data:`quantspec._fastpath.fastmap.plain`, selected by the class of their record.  The
 fixed-point primitives are gemmlowp's, on int64 values holding int32 ones, line for line as
 :mod:`quantspec.litert.fixedpoint` computes them with numpy.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import overload
 
-from .._core import fastmap
-from .._core.nbprim import claim, finished, iand, inline, isub, ixor, kernel, round_half_away, shared
+from .._fastpath import fastmap
+from .._fastpath.nbprim import claim, finished, iand, inline, isub, ixor, kernel, round_half_away, shared
 from .fast import (AddSub, DequantizeAxis, DequantizeSmall, DequantizeTensor, Quantize, Requantize,
                    RequantizeDouble)
 
@@ -154,7 +154,7 @@ def _mul(x, y, p):
 
 def _binary_kernel(x, y, out, p, chunk, claims, step):
     """out = op(x, y) element-wise; ``p``: an AddSub or Mul record; over the chunks this thread claims
-    (quantspec._core.fast.launch)."""
+    (quantspec._fastpath.fast.launch)."""
     n = out.size
     work = (n + chunk - 1) // chunk
     while True:

@@ -1,8 +1,8 @@
 """numba element functions of ONNX QuantizeLinear / DequantizeLinear (the fast path; see :mod:`.fast`).
 
-Imported only through :func:`quantspec._core.jit.load`, on the first call that needs it.  Each
-operation is a small function inlined into the generic kernel :data:`quantspec._core.fastmap.plain`;
-the classes of the two ``op`` records select it (:func:`quantspec._core.fastmap.register`):
+Imported only through :func:`quantspec._fastpath.jit.load`, on the first call that needs it.  Each
+operation is a small function inlined into the generic kernel :data:`quantspec._fastpath.fastmap.plain`;
+the classes of the two ``op`` records select it (:func:`quantspec._fastpath.fastmap.register`):
 ``(Q32, output rule)`` for QuantizeLinear (a float16 / bfloat16 quotient is a pass of its own,
 ``(QF16 or QBF16, Quotient)``), ``(value table, decoding)`` for DequantizeLinear.  The element's parameters are ``(scale, integer zero point)`` for integer codes,
 ``(scale, float zero point)`` for float4/float6 outputs and float codes, ``(scale,)`` otherwise.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import fastmap
-from .._core.nbprim import (claim, f32_bits, finished, iadd, iand, inline, isub, ixor, kernel, narrow_code,
+from .._fastpath import fastmap
+from .._fastpath.nbprim import (claim, f32_bits, finished, iadd, iand, inline, isub, ixor, kernel, narrow_code,
                             round_bf16, round_f16, uand, uor, ushr)
 from .fast import Q32, QBF16, QF16, DecInt, DecLut, Float, FloatZp, IntMlas, IntMlasByte, IntPlain, Quotient
 
@@ -144,8 +144,8 @@ fastmap.register((None, DecLut), _dq_lut)
 
 def _q_ort_edges(x, y, s, zi, full, dl, bl, cfg, claims, step):
     """onnxruntime 4-bit: recompute the odd-aligned head and tail element of every slice (rows of
-    ``dl`` elements cut into slices of ``bl``) with the plain loop (kernels._ort_plain_mask), for the
-    slices this thread claims (quantspec._core.fast.launch)."""
+    ``dl`` elements cut into slices of ``bl``) with the plain loop (reference._ort_plain_mask), for the
+    slices this thread claims (quantspec._fastpath.fast.launch)."""
     n = x.size
     per_row = (dl + bl - 1) // bl
     work = (n // dl) * per_row

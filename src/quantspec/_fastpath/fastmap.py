@@ -1,13 +1,13 @@
-"""The generic element-wise kernel of the fast path (numba; see :mod:`quantspec._core.fast`).
+"""The generic element-wise kernel of the fast path (numba; see :mod:`quantspec._fastpath.fast`).
 
 :data:`plain` computes ``y[i] = op(x[i], params of i)`` over a flat array, in work items of about
 ``lay.chunk`` elements (part of a long run, or a group of short ones) that the calling thread — and,
-for large arrays, quantspec's helper threads (:mod:`quantspec._core.pool`) — claim a few at a time.
+for large arrays, quantspec's helper threads (:mod:`quantspec._fastpath.pool`) — claim a few at a time.
 The work items of one claim are one contiguous range of x and y; inside it, every run of elements
 that share one parameter entry (or every row, for row layouts) is a plain ``for`` loop over
 contiguous memory that LLVM vectorises.  :data:`streamed` is the same for large outputs: the
 64-byte-aligned middle of each run is computed a buffer at a time and written with streaming stores
-(:func:`quantspec._core.nbprim.stream_line`), fenced once per claim.
+(:func:`quantspec._fastpath.nbprim.stream_line`), fenced once per claim.
 
 The element function is found at compile time from the classes of the two ``op`` records
 (:func:`register`; each spec's kernel module registers its own), so every compiled kernel contains
@@ -36,8 +36,8 @@ __all__ = ["plain", "streamed", "register", "KERNEL_SOURCES"]
 
 #: every module whose element functions the compiled kernels inline (jit.py keys the on-disk cache
 #: by their contents): this one, nbprim.py and these
-KERNEL_SOURCES = ("fast.py", "../onnx/_fastkernels.py", "../onnx/fast.py", "../tf/_fastkernels.py",
-                  "../tf/fast.py", "../litert/_fastkernels.py", "../litert/fast.py")
+KERNEL_SOURCES = ("fast.py", "../onnx/_jitted.py", "../onnx/fast.py", "../tf/_jitted.py",
+                  "../tf/fast.py", "../litert/_jitted.py", "../litert/fast.py")
 
 _JIT = {"fastmath": False, "error_model": "numpy"}
 _OPS: dict[tuple, object] = {}
@@ -295,7 +295,7 @@ def _make_rows(op, per_element, long_rows):
 
 # -- a thread's part of a call ------------------------------------------------------------------------
 def _share(x, y, prm, lay, e0, e1, claims, step):
-    """The work items this thread claims, ``step`` at a time, from ``claims`` (quantspec._core.pool),
+    """The work items this thread claims, ``step`` at a time, from ``claims`` (quantspec._fastpath.pool),
     with ordinary stores; the number of work items finished when none are left to claim.  Runs the
     element operation with FTZ/DAZ set where it was registered so."""
 
@@ -426,7 +426,7 @@ def _ov_share_streamed(x, y, prm, lay, e0, e1, claims, step):
 def _plain(x, y, prm, lay, e0, e1, claims, step):
     """y = op(x) over the work items this thread claims (:func:`_share`): called by the calling thread
     alone (serial: ``step`` = all the work items), or by it and the pool's helpers at once
-    (quantspec._core.pool).
+    (quantspec._fastpath.pool).
 
     ``prm``: a tuple of parameter arrays; ``lay``: SegLayout (runs that share one parameter entry:
     per-tensor, per-axis, blocked along the last axis) or RowLayout (rows whose parameters change

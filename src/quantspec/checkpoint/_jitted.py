@@ -1,6 +1,6 @@
 """numba kernels of the checkpoint converter: one slab of rows, from the source's raw bytes to the
 stored codes, scales and zero points, in one pass (imported only through
-:func:`quantspec._core.jit.load`).
+:func:`quantspec._fastpath.jit.load`).
 
 Each kernel reads the slab as the source stores it (float32, float16 or bfloat16 bytes, ``kind`` 0, 1
 or 2), widens a row at a time into a small float32 buffer (exact), checks it is finite, chooses the
@@ -16,12 +16,12 @@ built on :mod:`quantspec.onnx` and :mod:`quantspec.litert`); tests require equal
 What keeps them fast (every loop is meant to vectorise; none uses fast-math):
 
 - indices are unsigned (numba's wraparound of a negative index would turn loads into gathers), and
-  integer work is done in 32 bits (:func:`quantspec._core.nbprim.uand` and friends: numba widens
+  integer work is done in 32 bits (:func:`quantspec._fastpath.nbprim.uand` and friends: numba widens
   int32 arithmetic to 64 bits, half the vector width);
 - a slab is larger than the caches: the error pass, the one pass that does not read the source,
   prefetches the next row (:func:`_next_row`), so that its widening does not wait for memory;
 - a block's range (blocks of 32, MX and blocked int4) is one vector load and LLVM's vector min / max
-  reductions (:func:`quantspec._core.nbprim.minmax_keys32`), and a whole block's codes a loop of known
+  reductions (:func:`quantspec._fastpath.nbprim.minmax_keys32`), and a whole block's codes a loop of known
   length: a short loop of unknown length runs mostly in its vector prologue and epilogue;
 - the float8 / float4 codes loops of the schemes' formats (e2m1, e4m3fn, e5m2) are compiled for that
   format (global constants), with immediate shifts and masks.
@@ -36,7 +36,7 @@ from numba import njit
 from ..dtypes import qtype
 from ..onnx.fast import float_format
 
-from .._core.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
+from .._fastpath.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
                             amax_bits32, minmax_keys16, minmax_keys32, prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
@@ -162,7 +162,7 @@ def _key(v):
 @inline
 def _block_minmax(buf, j0, j1):
     """:func:`_minmax` of one block: its whole 32- and 16-element pieces by vector reductions
-    (:func:`quantspec._core.nbprim.minmax_keys32`), any rest a loop."""
+    (:func:`quantspec._fastpath.nbprim.minmax_keys32`), any rest a loop."""
     lo = np.uint32(0xFFFFFFFF)
     hi = np.uint32(0)
     j = j0

@@ -1,8 +1,8 @@
 """numba kernel of the interpreter's fused regions (see :mod:`.regions`): a run of plans executed as
 one compiled loop over steps, on one byte arena.
 
-Imported only through :func:`quantspec._core.jit.load`.  Each step calls the plan kernel of
-:mod:`._plankernels` its plan calls, with the same arguments, on slices of the arena; the two
+Imported only through :func:`quantspec._fastpath.jit.load`.  Each step calls the plan kernel of
+:mod:`._jitted_plans` its plan calls, with the same arguments, on slices of the arena; the two
 operators whose plans call numpy (TRANSPOSE, BATCH_MATMUL) have their own kernels here, which
 compute the same bytes: a copy in the permuted order, and the exact integer sums that the plan's
 float32 GEMM holds exactly (the plan exists only where every partial sum is an integer float32
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import kernel
-from ._fastkernels import _clamp, _mbqm, _wrap32
-from ._plankernels import fc8, gather2, gather2_checked, gather3, lut, softmax8
+from .._fastpath.nbprim import kernel
+from ._jitted import _clamp, _mbqm, _wrap32
+from ._jitted_plans import fc8, gather2, gather2_checked, gather3, lut, softmax8
 
 __all__ = ["region", "permute", "scatter", "bmm8", "mean8", "resize8u", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
            "PERMUTE", "BMM", "SOFTMAX", "SCATTER", "RESIZE"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
-KERNEL_SOURCES = ("_plankernels.py", "_fastkernels.py", "fast.py")
+KERNEL_SOURCES = ("_jitted_plans.py", "_jitted.py", "fast.py")
 
 #: the kinds of step (column 0 of a region's code)
 PAIR, PAIR_CHECKED, CHAIN, LUT, MEAN, FC, PERMUTE, BMM, SOFTMAX, SCATTER, RESIZE = range(11)
@@ -111,7 +111,7 @@ bmm8 = kernel(_bmm8)
 
 
 def _resize8u(x, dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out):
-    """int8 RESIZE_BILINEAR, the plan's kernel (:func:`~._plankernels.resize8`) step for step with
+    """int8 RESIZE_BILINEAR, the plan's kernel (:func:`~._jitted_plans.resize8`) step for step with
     unsigned indices (no negative-index checks in the loops): per output pixel the rows ``y0``/``y1``
     with their Q10 weights, then the columns, ``o = t0 * wx0 + t1 * wx1``, rounded half away from
     zero by 2^20."""
@@ -143,7 +143,7 @@ resize8u = kernel(_resize8u)
 
 def _mean8(x, outer, red, inner, n, zin, m, e, zo, lo, hi, out):
     """MEAN / SUM over the middle axis of ``x`` seen as (outer, red, inner), as the plan's kernel
-    (:func:`~._plankernels.mean`): the exact sum ``S`` of the values, then
+    (:func:`~._jitted_plans.mean`): the exact sum ``S`` of the values, then
     ``clamp(MBQM(int32(int32(S) - zin * n), m, e) + zo)``; no scratch."""
     uo, ur, ui = np.uint64(outer), np.uint64(red), np.uint64(inner)
     for o in range(uo):

@@ -1,8 +1,8 @@
 """numba kernels of the interpreter's run plans (see :mod:`.plans`).
 
-Imported only through :func:`quantspec._core.jit.load`.  Each kernel computes, element by element,
+Imported only through :func:`quantspec._fastpath.jit.load`.  Each kernel computes, element by element,
 what a reference kernel of :mod:`quantspec.litert.kernels` computes with whole-array numpy
-operations; the fixed-point building blocks are those of :mod:`._fastkernels` (gemmlowp's, on int64
+operations; the fixed-point building blocks are those of :mod:`._jitted` (gemmlowp's, on int64
 values holding int32 ones).  They run on the calling thread: a mobile model's tensors are small,
 and the interpreter runs them one after the other.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.nbprim import kernel, shared
-from ._fastkernels import _I32_MAX, _I32_MIN, _clamp, _double, _mbqm, _rdbpot, _srdhm, _wrap32
+from .._fastpath.nbprim import kernel, shared
+from ._jitted import _I32_MAX, _I32_MIN, _clamp, _double, _mbqm, _rdbpot, _srdhm, _wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
            "lut", "fc8", "resize8", "gather", "gather2_checked", "gather3", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
-KERNEL_SOURCES = ("_fastkernels.py", "fast.py")
+KERNEL_SOURCES = ("_jitted.py", "fast.py")
 
 #: the requantizations of :func:`epilogue`: the accumulator wrapped to int32 then gemmlowp's
 #: ``MultiplyByQuantizedMultiplier`` (CONV_2D, DEPTHWISE_CONV_2D, BATCH_MATMUL int8); the int64

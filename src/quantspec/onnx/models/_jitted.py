@@ -1,4 +1,4 @@
-"""numba kernels of the model converter (imported only through :func:`quantspec._core.jit.load`).
+"""numba kernels of the model converter (imported only through :func:`quantspec._fastpath.jit.load`).
 
 :func:`transpose`: ``dst[...] = src.T`` for 2-D arrays of 1-, 2- or 4-byte elements (their bit
 patterns, as unsigned integers); either array may be a strided view.  A square tile at a time is read
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._core.nbprim import kernel
+from ..._fastpath.nbprim import kernel
 
 __all__ = ["transpose", "TILE"]
 
