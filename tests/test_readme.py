@@ -1,7 +1,8 @@
 """Every code block of the README runs on its own.
 
-Each ```python block runs in a fresh namespace (imports included: a reader copies one block, not the
-page).  Each ```sh block whose lines are ``quantspec`` commands runs line by line in an empty
+The ```python blocks are one script (tests/test_docs.py runs them so, in order); the first holds every
+import.  Here each later block also runs on its own after the first one, in a fresh namespace (a
+reader copies the imports and one example, not the page).  Each ```sh block whose lines are ``quantspec`` commands runs line by line in an empty
 directory, with ``quantspec`` being this checkout's command line; every command must exit 0.  The
 ``./dev`` lines (which make a virtual environment) and ``quantspec bench`` (tests/test_bench.py runs
 it) are left out.  The commands use only files that ship with quantspec or that ``quantspec
@@ -30,10 +31,11 @@ def test_the_readme_has_examples():
 
 
 @pytest.mark.parametrize("index", range(len(PYTHON)))
-def test_python_block_runs_alone(index, tmp_path, monkeypatch):
+def test_python_block_runs_after_the_first_alone(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code = PYTHON[index]
-    exec(compile(code, f"README.md[python block {index}]", "exec"), {"__name__": "__readme__"})
+    namespace = {"__name__": "__readme__"}
+    for i in dict.fromkeys([0, index]):  # the first block (the imports), then this one
+        exec(compile(PYTHON[i], f"README.md[python block {i}]", "exec"), namespace)
 
 
 def _commands():
