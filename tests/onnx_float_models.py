@@ -1,4 +1,4 @@
-"""Small float ONNX models built with onnx.helper, for ``quantspec.onnx.convert_model`` (weight-only
+"""Small float ONNX models built with onnx.helper, for ``quantspec.onnxmodels.convert_model`` (weight-only
 quantization): every weight layout the converter maps (MatMul B, Gemm B with transB 0 and 1, Conv W),
 biases it must keep, and helpers that run a model in onnxruntime and onnx.reference with the
 DequantizeLinear outputs exposed."""

@@ -18,6 +18,7 @@ import pytest
 from refs import require_fast
 
 from quantspec import onnx as qo
+from quantspec.onnx import functions as onnx_functions
 from quantspec import tf as qtf
 from quantspec._fastpath import fast as core
 from quantspec.onnx import reference
@@ -27,10 +28,10 @@ from quantspec.tf import dequantize_op, quantize_op
 @pytest.fixture(autouse=True)
 def _fast_and_fresh():
     require_fast()
-    for cache in (qo._PLANS, quantize_op._PLANS, dequantize_op._PLANS):
+    for cache in (onnx_functions.PLANS, quantize_op._PLANS, dequantize_op._PLANS):
         cache.clear()
     yield
-    for cache in (qo._PLANS, quantize_op._PLANS, dequantize_op._PLANS):
+    for cache in (onnx_functions.PLANS, quantize_op._PLANS, dequantize_op._PLANS):
         cache.clear()
 
 
@@ -119,7 +120,7 @@ def test_parallel_entry_points(small_parallel, checked_entries):
     for size in (5000, 1000):           # streamed from 1 KiB of output; serial below 2 Ki elements
         for _ in range(2):
             assert qo.quantize_linear(x[:size], s, z).tobytes() == want[:size].tobytes()
-    keys = [key for _, prepared in qo._PLANS.values() for key in prepared.memo]
+    keys = [key for _, prepared in onnx_functions.PLANS.values() for key in prepared.memo]
     assert sorted(k[0] for k in keys) == [False, True]
     assert all(calls >= 2 for _, calls in checked_entries)
 

@@ -1,4 +1,4 @@
-"""Fuzzing of the ONNX model tools: ``quantspec.onnx.check_model`` and ``quantspec.onnx.audit``.
+"""Fuzzing of the ONNX model tools: ``quantspec.onnxmodels.check_model`` and ``quantspec.onnxmodels.audit``.
 
 - Odd models (hypothesis): QuantizeLinear -> DequantizeLinear graphs with drawn operator versions,
   attributes (axis, block_size, output_dtype, saturate, precision, unknown ones), scale and zero
@@ -42,12 +42,12 @@ def _np(name: str) -> np.dtype:
 
 def _check_and_audit(data, inputs):
     """check_model, then audit with its onnxruntime run (and statically): each a report or an error."""
-    from quantspec import onnx as qo
+    from quantspec import onnxmodels
     from quantspec.errors import QuantSpecError
 
     got = []
-    for call in (lambda: qo.check_model(data), lambda: qo.audit(data, inputs, run=True, seed=1),
-                 lambda: qo.audit(data, run=False)):
+    for call in (lambda: onnxmodels.check_model(data), lambda: onnxmodels.audit(data, inputs, run=True, seed=1),
+                 lambda: onnxmodels.audit(data, run=False)):
         try:
             report = call()
             report.to_json()

@@ -1,4 +1,4 @@
-"""quantspec.onnx.audit: per-node counts against a direct comparison of onnxruntime's exposed
+"""quantspec.onnxmodels.audit: per-node counts against a direct comparison of onnxruntime's exposed
 tensors with quantspec's compat modes (and, where it runs, onnx.reference itself), on a model made
 by quantize_static and on models where onnxruntime departs from the spec: float16 QDQ, float8 with
 saturate=0, int4 per-axis with an odd channel length."""
@@ -14,7 +14,7 @@ from refs import require
 
 from quantspec import onnx as qo
 from quantspec._fastpath import jit
-from quantspec.onnx import audit, check_model
+from quantspec.onnxmodels import audit, check_model
 
 
 def qdq_nodes(path):

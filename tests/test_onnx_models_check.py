@@ -1,4 +1,4 @@
-"""quantspec.onnx.check_model: models built with onnx.helper that break one rule each (at every
+"""quantspec.onnxmodels.check_model: models built with onnx.helper that break one rule each (at every
 opset where the rule differs, with the same model at an opset that allows it passing), and models
 made by onnxruntime's quantization tools, which pass.
 
@@ -15,8 +15,8 @@ from onnx_models import model, nbits_model, node, onnx_api, static_quantized, te
 from refs import require
 
 from quantspec.dtypes import qtype
-from quantspec.onnx import check_model
-from quantspec.onnx.models import RULES
+from quantspec.onnxmodels import check_model
+from quantspec.onnxmodels import RULES
 
 F8 = ml_dtypes.float8_e4m3fn
 

@@ -12,10 +12,10 @@ import pytest
 from onnx_models import model, node, onnx_api, static_quantized, tensor
 from quantspec.cli import main
 from quantspec.errors import ModelError
-from quantspec.onnx import audit, check_model
-from quantspec.onnx.models import load_model, save_model
-from quantspec.onnx.models.io import set_external
-from quantspec.onnx.models.io import looks_like_onnx
+from quantspec.onnxmodels import audit, check_model
+from quantspec.onnxmodels import load_model, save_model
+from quantspec.onnxmodels.io import set_external
+from quantspec.onnxmodels.io import looks_like_onnx
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``quantspec.onnx.convert_model`` / ``quantspec convert MODEL.onnx OUT.onnx``: weight-only
+"""``quantspec.onnxmodels.convert_model`` / ``quantspec convert MODEL.onnx OUT.onnx``: weight-only
 quantization of a float ONNX model with the checkpoint schemes.
 
 For every scheme, the converted model's DequantizeLinear outputs, run by onnxruntime (where it has a
@@ -30,9 +30,9 @@ from quantspec.checkpoint.schemes import SCHEMES
 from quantspec.cli import main
 from quantspec.dtypes import qtype
 from quantspec.errors import InvalidArgumentError, ModelError, QuantSpecError, RangeError, UnsupportedError
-from quantspec.onnx import check_model, convert_model
-from quantspec.onnx.models import encoder, load_model
-from quantspec.onnx.models.converter import onnxruntime_refusal, required_opset
+from quantspec.onnxmodels import check_model, convert_model
+from quantspec.onnxmodels import encoder, load_model
+from quantspec.onnxmodels.converter import onnxruntime_refusal, required_opset
 
 #: the largest relative RMS error of each output of :func:`float_model` against the float model's, per
 #: scheme (about twice the largest seen over seeds; the model chains three quantized weights)
@@ -381,7 +381,7 @@ def test_external_data_in_and_out(tmp_path):
     ort = require("onnxruntime")
     from onnx.reference import ReferenceEvaluator
 
-    from quantspec.onnx.models import save_model
+    from quantspec.onnxmodels import save_model
 
     src_dir = tmp_path / "src"
     src_dir.mkdir()
@@ -494,7 +494,7 @@ def test_a_model_the_version_converter_cannot_upgrade_is_refused(tmp_path):
 
 
 def test_the_source_external_data_is_never_overwritten(tmp_path):
-    from quantspec.onnx.models import save_model
+    from quantspec.onnxmodels import save_model
 
     save_model(float_model(21, ir=10), tmp_path / "a.onnx", external_data=True, location="b.onnx.data",
                size_threshold=64)
@@ -582,7 +582,7 @@ def test_a_large_model_streams_through_external_data(tmp_path):
     onnx, helper, _ = onnx_api()
     from quantspec.checkpoint import reference
     from quantspec.onnx import dequantize_linear, unpack
-    from quantspec.onnx.models.io import set_external
+    from quantspec.onnxmodels.io import set_external
 
     gb = float(os.environ.get("QUANTSPEC_ONNX_CONVERT_GB", "0.03"))
     n = 4096
@@ -632,7 +632,7 @@ def test_a_large_model_streams_through_external_data(tmp_path):
 def test_the_audit_confirms_onnxruntime_dequantizes_as_the_spec(name, sources, tmp_path):
     """quantspec audit on a converted model: onnxruntime computes every DequantizeLinear as the spec does."""
     require("onnxruntime")
-    from quantspec.onnx import audit
+    from quantspec.onnxmodels import audit
 
     convert_model(sources / "f21.onnx", tmp_path / "q.onnx", name)
     report = audit(tmp_path / "q.onnx")

@@ -1,4 +1,4 @@
-"""The checker's table of the other quantization operators (quantspec.onnx.models.qops) against the
+"""The checker's table of the other quantization operators (quantspec.onnxmodels.qops) against the
 operator schemas themselves: onnx.defs for the default domain, onnxruntime's contrib schemas for
 com.microsoft.  The table cannot drift from them."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from refs import require
 
-from quantspec.onnx.models import qops
-from quantspec.onnx.models.report import RULES
+from quantspec.onnxmodels import qops
+from quantspec.onnxmodels.report import RULES
 
 
 def _types(strs) -> tuple[str, ...]:
@@ -81,9 +81,9 @@ def test_the_model_half_loads_onnx_only_when_used():
     import subprocess
     import sys
 
-    code = ("import sys, quantspec.onnx, quantspec.onnx.models, quantspec.onnx.models._cli; "
-            "assert quantspec.onnx.check_model is quantspec.onnx.models.check_model; "
-            "assert quantspec.onnx.audit is quantspec.onnx.models.audit; "
+    code = ("import sys, quantspec.onnx, quantspec.onnxmodels, quantspec.onnxmodels._cli; "
+            "assert quantspec.onnxmodels.check_model is quantspec.onnxmodels.check_model; "
+            "assert quantspec.onnxmodels.audit is quantspec.onnxmodels.audit; "
             "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
     import quantspec.onnx

@@ -1,4 +1,4 @@
-"""quantize_linear / dequantize_linear keep the plans of recent calls (``quantspec.onnx._PLANS``, a
+"""quantize_linear / dequantize_linear keep the plans of recent calls (``quantspec.onnx.PLANS``, a
 :class:`quantspec._fastpath.plancache.PlanCache`).
 
 A cached plan must never stand in for a call it does not describe: the key holds the parameters'
@@ -15,6 +15,7 @@ import pytest
 
 import onnx_corpus as C
 from quantspec import onnx as qo
+from quantspec.onnx import functions as onnx_functions
 from quantspec._fastpath import fast as core
 from quantspec.errors import AxisError
 from quantspec.onnx import reference
@@ -22,9 +23,9 @@ from quantspec.onnx import reference
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    qo._PLANS.clear()
+    onnx_functions.PLANS.clear()
     yield
-    qo._PLANS.clear()
+    onnx_functions.PLANS.clear()
 
 
 X = np.array([[1.5, -2.5, 3.0, 0.5], [-7.0, 8.25, 100.0, -100.0], [0.0, -0.0, 2.5, -3.5]], np.float32)
@@ -41,9 +42,9 @@ def _dq_want(q, s, z, **kw):
 def test_repeated_calls_hit_the_cache_and_agree():
     s, z = np.float32(0.5), np.int8(3)
     first = qo.quantize_linear(X, s, z)
-    assert len(qo._PLANS) == 1
+    assert len(onnx_functions.PLANS) == 1
     assert C.same_bits(qo.quantize_linear(X, s, z), first)
-    assert len(qo._PLANS) == 1
+    assert len(onnx_functions.PLANS) == 1
     assert C.same_bits(first, _q_want(X, s, z))
 
 
@@ -78,7 +79,7 @@ def test_the_cached_plan_owns_its_parameters(monkeypatch, path, per):
 def test_signed_zero_scales_are_different_plans():
     x = np.array([1.0, -2.0, 3.0], np.float32)
     for first, second in ((0.0, -0.0), (-0.0, 0.0)):
-        qo._PLANS.clear()
+        onnx_functions.PLANS.clear()
         qo.quantize_linear(x, first, np.int8(0))
         got = qo.quantize_linear(x, second, np.int8(0))
         assert C.same_bits(got, _q_want(x, second, np.int8(0)))
@@ -98,7 +99,7 @@ def test_a_python_list_scale_is_not_cached_and_still_works():
     x = np.array([1.0, 2.0], np.float32)
     got = qo.quantize_linear(x, [0.5], None)
     assert C.same_bits(got, _q_want(x, [0.5], None))
-    assert len(qo._PLANS) == 0
+    assert len(onnx_functions.PLANS) == 0
 
 
 def test_large_parameters_are_not_cached():
@@ -107,7 +108,7 @@ def test_large_parameters_are_not_cached():
     x = np.ones((2, SMALL + 1), np.float32)
     s = np.full(SMALL + 1, 0.5, np.float32)
     qo.quantize_linear(x, s, None, axis=1)
-    assert len(qo._PLANS) == 0
+    assert len(onnx_functions.PLANS) == 0
 
 
 def test_the_layout_follows_the_chunk_size(monkeypatch):
@@ -117,16 +118,16 @@ def test_the_layout_follows_the_chunk_size(monkeypatch):
     qo.quantize_linear(x, np.float32(0.1), np.int8(0))
     monkeypatch.setattr(core, "CHUNK", 1600)
     qo.quantize_linear(x, np.float32(0.1), np.int8(0))
-    chunks = {prepared.lay.chunk for _, prepared in qo._PLANS.values() if prepared is not None}
+    chunks = {prepared.lay.chunk for _, prepared in onnx_functions.PLANS.values() if prepared is not None}
     if chunks:                                   # the fast path prepared them (numba installed)
         assert chunks == {1 << 15, 1600}
 
 
 def test_the_cache_is_bounded():
     x = np.array([1.0], np.float32)
-    for i in range(qo._PLANS.size + 10):
+    for i in range(onnx_functions.PLANS.size + 10):
         qo.quantize_linear(x, np.float32(1 + i), None)
-    assert len(qo._PLANS) <= qo._PLANS.size
+    assert len(onnx_functions.PLANS) <= onnx_functions.PLANS.size
 
 
 @pytest.mark.parametrize("first, second", [(np.int8(3), np.uint8(3)), (np.float32(0.5), np.float16(0.5)),
@@ -138,7 +139,7 @@ def test_equal_values_of_other_types_are_other_plans(first, second):
     s2, z2 = (second, None) if first.dtype.kind == "f" else (np.float32(0.5), second)
     a = qo.quantize_linear(x, s, z)
     b = qo.quantize_linear(x, s2, z2)
-    assert len(qo._PLANS) == 2
+    assert len(onnx_functions.PLANS) == 2
     assert C.same_bits(a, _q_want(x, s, z)) and C.same_bits(b, _q_want(x, s2, z2))
 
 
@@ -158,10 +159,10 @@ def test_the_same_scalar_objects_skip_reading_their_bytes_and_arrays_never_do():
     plan."""
     s, z = np.float32(0.5), np.int8(3)
     qo.quantize_linear(X, s, z)
-    assert qo._PLANS._last[0] == (s, z) and qo._PLANS._last[0][0] is s
+    assert onnx_functions.PLANS._last[0] == (s, z) and onnx_functions.PLANS._last[0][0] is s
     assert C.same_bits(qo.quantize_linear(X, s, z), _q_want(X, s, z))
     assert C.same_bits(qo.quantize_linear(X, np.float32(0.25), np.int8(3)), _q_want(X, np.float32(0.25), z))
-    assert len(qo._PLANS) == 2
+    assert len(onnx_functions.PLANS) == 2
     s0 = np.array(0.5, np.float32)
     a = qo.quantize_linear(X, s0, z)
     s0[...] = 0.125

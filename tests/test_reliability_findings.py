@@ -17,6 +17,7 @@ import pytest
 
 import refs
 from litert_models import example_bytes, edit
+from quantspec import onnxmodels
 from quantspec.cli import main
 from quantspec.errors import ModelError
 from quantspec.litert import check_model, load_model
@@ -675,11 +676,11 @@ def test_fuzz_onnx_names_that_are_not_utf8_are_a_model_error():
     from quantspec import onnx as qo
 
     data = _onnx_model_named("inputname").replace(b"inputname", b"\xffnputname")
-    for call in (lambda: qo.check_model(data), lambda: qo.audit(data, {"inputname": np.zeros((2, 3), np.float32)}),
-                 lambda: qo.audit(data, run=False)):
+    for call in (lambda: onnxmodels.check_model(data), lambda: onnxmodels.audit(data, {"inputname": np.zeros((2, 3), np.float32)}),
+                 lambda: onnxmodels.audit(data, run=False)):
         with pytest.raises(ModelError, match="not valid UTF-8"):
             call()
-    assert qo.check_model(_onnx_model_named("inputname")).ok
+    assert onnxmodels.check_model(_onnx_model_named("inputname")).ok
 
 
 def test_fuzz_onnx_negative_dimensions():
@@ -694,13 +695,13 @@ def test_fuzz_onnx_negative_dimensions():
     m = onnx.ModelProto()
     m.ParseFromString(_onnx_model_named("x"))
     m.graph.initializer[0].dims.extend([-1])
-    for call in (lambda: qo.check_model(m.SerializeToString()), lambda: qo.audit(m.SerializeToString(), run=False)):
+    for call in (lambda: onnxmodels.check_model(m.SerializeToString()), lambda: onnxmodels.audit(m.SerializeToString(), run=False)):
         with pytest.raises(ModelError, match="negative dimension"):
             call()
     m.ParseFromString(_onnx_model_named("x"))
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -2
-    assert qo.check_model(m.SerializeToString()).ok
-    qo.audit(m.SerializeToString(), run=False)
+    assert onnxmodels.check_model(m.SerializeToString()).ok
+    onnxmodels.audit(m.SerializeToString(), run=False)
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".npz"])
@@ -1299,9 +1300,9 @@ def test_fuzz_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_
     m.ir_version = 10
     data = m.SerializeToString()
     with pytest.raises(QuantSpecError):
-        qo.check_model(data)
+        onnxmodels.check_model(data)
     with pytest.raises(QuantSpecError):
-        qo.audit(data, {"x": np.zeros((3, 4), np.float32)}, run=True, seed=1)
+        onnxmodels.audit(data, {"x": np.zeros((3, 4), np.float32)}, run=True, seed=1)
     # the same shape declared by a graph input (no data to read): a scale-shape finding naming it
     g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
@@ -1309,14 +1310,14 @@ def test_fuzz_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_
                           [helper.make_tensor_value_info("y", TensorProto.INT8, [3, 4])], [z])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
-    report = qo.check_model(m.SerializeToString())
+    report = onnxmodels.check_model(m.SerializeToString())
     found = [v for v in report.violations if v.rule == "scale-shape"]
     assert found and "a shape no tensor can have" in found[0].message, report
     # no element at all (a zero dimension), but numpy counts the others (about 2^93 here) and refuses
     g.input[1].type.tensor_type.shape.dim[0].dim_value = 0
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
-    report = qo.check_model(m.SerializeToString())
+    report = onnxmodels.check_model(m.SerializeToString())
     found = [v for v in report.violations if v.rule == "scale-shape"]
     assert found and "a shape no tensor can have" in found[0].message, report
     # fewer elements than an int64 counts, more bytes than numpy allows (its "array is too big"
@@ -1325,7 +1326,7 @@ def test_fuzz_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_
     del g.input[1].type.tensor_type.shape.dim[2:]
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
-    report = qo.check_model(m.SerializeToString())
+    report = onnxmodels.check_model(m.SerializeToString())
     found = [v for v in report.violations if v.rule == "scale-shape"]
     assert found and "a shape no tensor can have" in found[0].message, report
 

@@ -5,6 +5,7 @@ Subpackages (imported on first use):
 - :mod:`quantspec.onnx` — QuantizeLinear / DequantizeLinear, every opset, three compat modes;
 - :mod:`quantspec.tf` — QuantizeV2, Dequantize, QuantizeAndDequantize*, FakeQuant*;
 - :mod:`quantspec.litert` — the LiteRT 8-bit spec: parameters, fixed point, int8 kernels, models;
+- :mod:`quantspec.onnxmodels` — ONNX models: ``check_model``, ``audit``, ``convert_model``;
 - :mod:`quantspec.checkpoint` — whole checkpoints: ``convert`` and ``open``;
 - :mod:`quantspec.equiv` — :func:`translate` a quantizer between the specs, prove two
   :func:`equivalent` over every input;
@@ -17,7 +18,7 @@ from __future__ import annotations
 import importlib
 
 __version__ = "0.1.0"
-__all__ = ["onnx", "tf", "litert", "checkpoint", "errors", "dtypes", "equiv", "calibrate", "translate",
+__all__ = ["onnx", "tf", "litert", "onnxmodels", "checkpoint", "errors", "dtypes", "equiv", "calibrate", "translate",
            "equivalent", "__version__"]
 
 
@@ -26,7 +27,7 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(".equiv", __name__), name)
         globals()[name] = value
         return value
-    if name in ("onnx", "tf", "litert", "checkpoint", "errors", "dtypes", "equiv", "calibrate"):
+    if name in ("onnx", "tf", "litert", "onnxmodels", "checkpoint", "errors", "dtypes", "equiv", "calibrate"):
         module = importlib.import_module(f".{name}", __name__)
         globals()[name] = module
         return module

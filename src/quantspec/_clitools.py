@@ -1,5 +1,5 @@
 """What the command-line halves of the ``quantspec`` command share (:mod:`quantspec.litert._cli`,
-:mod:`quantspec.onnx.models._cli`): the exit statuses, argparse without its ``SystemExit``, the
+:mod:`quantspec.onnxmodels._cli`): the exit statuses, argparse without its ``SystemExit``, the
 ``--random`` seed type and the reading of ``--input`` files."""
 
 from __future__ import annotations

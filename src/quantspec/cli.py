@@ -29,9 +29,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
-from .errors import QuantSpecError
+from .errors import ModelError, QuantSpecError
 
 SPECS = {
     "onnx": ("quantspec.onnx._cli", "ONNX QuantizeLinear / DequantizeLinear (every opset)"),
@@ -104,16 +105,65 @@ def _delegate(module: str, func: str, argv: Sequence[str]) -> int:
     return int(getattr(importlib.import_module(module), func)(list(argv)) or 0)
 
 
+#: options of check / convert that take a value (to find the file among the arguments)
+_VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask")
+
+
+def _first_file(argv: Sequence[str]) -> str | None:
+    """The first positional argument, skipping options and their values; None when there is none."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in _VALUE_OPTIONS:
+            skip = True
+        elif a == "--":
+            continue
+        elif not a.startswith("-") or a == "-":
+            return a
+    return None
+
+
+def _check(argv: Sequence[str]) -> int:
+    """``quantspec check MODEL``: a .tflite model to quantspec.litert's checker, an ONNX model to
+    quantspec.onnxmodels', chosen by the file's content (quantspec.filetypes)."""
+    from .filetypes import model_kind
+
+    path = _first_file(argv)
+    kind = model_kind(path) if path is not None and Path(path).is_file() else None
+    if path is not None and Path(path).is_file() and kind is None:
+        raise ModelError("MODEL", "is neither a .tflite model (no 'TFL3' file identifier at bytes 4..8) nor an "
+                         "ONNX model (its first bytes are not those of a serialized ModelProto)", path)
+    if kind == "tflite":
+        return _delegate("quantspec.litert._cli", "check_main", argv)
+    return _delegate("quantspec.onnxmodels._cli", "check_main", argv)   # also --help, and a missing file
+
+
+def _convert(argv: Sequence[str]) -> int:
+    """``quantspec convert SRC DST``: an ONNX model to quantspec.onnxmodels' converter, any other SRC
+    (a checkpoint directory, .safetensors, .npz, .npy) to quantspec.checkpoint's."""
+    from .filetypes import is_onnx_source
+
+    src = _first_file(argv)
+    if src is not None and is_onnx_source(src):
+        return _delegate("quantspec.onnxmodels._cli", "convert_main", argv)
+    try:
+        return _delegate("quantspec.checkpoint._cli", "main", argv)
+    except SystemExit as e:      # --help: the checkpoint converter's, then a line on ONNX models
+        if e.code == 0 and src is None:
+            print("\nAn ONNX model: quantspec convert MODEL.onnx OUT.onnx --scheme NAME [--recipe FILE] "
+                  "[--include GLOB] [--exclude GLOB] [--quiet] (quantspec convert MODEL.onnx OUT.onnx --help)")
+        raise
+
+
 COMMANDS = {
     "quantize": ("quantize tensors (see quantize --spec SPEC --help)", lambda a: _elementwise("quantize", a)),
     "dequantize": ("dequantize tensors (see dequantize --spec SPEC --help)", lambda a: _elementwise("dequantize", a)),
-    "check": ("check a .tflite model against the LiteRT int8 spec, or an ONNX model's quantization nodes",
-              lambda a: _delegate("quantspec.onnx.models._cli", "check_main", a)),
+    "check": ("check a .tflite model against the LiteRT int8 spec, or an ONNX model's quantization nodes", _check),
     "audit": ("where onnxruntime and onnx.reference depart from the ONNX spec, node by node in a model",
-              lambda a: _delegate("quantspec.onnx.models._cli", "audit_main", a)),
+              lambda a: _delegate("quantspec.onnxmodels._cli", "audit_main", a)),
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
-    "convert": ("quantize a whole checkpoint (safetensors, sharded or not), or an ONNX model's weights",
-                lambda a: _delegate("quantspec.onnx.models._cli", "convert_main", a)),
+    "convert": ("quantize a whole checkpoint (safetensors, sharded or not), or an ONNX model's weights", _convert),
     "verify": ("check a quantized checkpoint against its float source, byte for byte",
                lambda a: _delegate("quantspec.checkpoint._cli", "verify_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),

@@ -9,159 +9,29 @@ the arithmetic.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import warnings
 
-import numpy as np
-
-from .._fastpath import fast as core
-from .._fastpath import jit
-from .._semantics.arrays import check_fits, from_foreign, native
-from .._fastpath.plancache import PlanCache, own
-from ..dtypes import qtype
-from ..errors import InvalidArgumentError
-from . import fast, opsets, reference
+from . import opsets
+from .functions import dequantize_linear, quantize_linear, quantize_linear_packed
+from .ops import DequantizeLinearOp, QuantizeLinearOp
 from .packing import pack, unpack
 from .plan import COMPAT_MODES, DequantizePlan, QuantizePlan, plan_dequantize, plan_quantize
 
 __all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pack", "unpack", "plan_quantize", "plan_dequantize",
-           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "check_model", "audit", "CheckReport", "AuditReport",
-           "convert_model", "ModelConversionReport", "QuantizeLinearOp", "DequantizeLinearOp"]
+           "QuantizePlan", "DequantizePlan", "COMPAT_MODES", "opsets", "QuantizeLinearOp", "DequantizeLinearOp"]
 
-#: names of the model-level half (quantspec.onnx.models), imported when first used: it needs the onnx package
-_MODEL_NAMES = ("check_model", "audit", "CheckReport", "AuditReport", "convert_model", "ModelConversionReport")
+#: the ONNX model tools are the package quantspec.onnxmodels (this package is the operator spec alone,
+#: and the model tools build on it); their names here from earlier versions keep working, with a
+#: DeprecationWarning that says where they are now
+_MOVED = ("check_model", "audit", "CheckReport", "AuditReport", "convert_model", "ModelConversionReport", "models")
 
 
 def __getattr__(name: str):
-    if name in _MODEL_NAMES:
-        from . import models
-
-        return getattr(models, name)
+    if name in _MOVED:
+        new = "quantspec.onnxmodels" + ("" if name == "models" else f".{name}")
+        warnings.warn(f"quantspec.onnx.{name} is {new} (the ONNX model tools are a package of their own)",
+                      DeprecationWarning, stacklevel=2)
+        tools = importlib.import_module("quantspec.onnxmodels")
+        return tools if name == "models" else getattr(tools, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def quantize_linear(x: Any, y_scale: Any, y_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
-                    output_dtype: Any = None, saturate: bool = True, precision: Any = None, opset: int | None = None,
-                    compat: str = "spec", out: np.ndarray | None = None, ort_version: str | None = None) -> np.ndarray:
-    """ONNX QuantizeLinear: ``y = saturate(x / y_scale + y_zero_point)``.
-
-    ``x``: float32, float16, bfloat16 or int32 array (Python numbers become float32).
-    ``y_scale``: scalar (per-tensor), 1-D of length ``x.shape[axis]`` (per-axis) or x's shape with
-    ``ceil(x.shape[axis] / block_size)`` on ``axis`` (blocked).  ``y_zero_point``: same shape as the
-    scale; its type is the output type.  ``output_dtype`` / ``precision``: an ONNX type number, a type
-    name or a dtype.  ``opset``: None = the newest; older opsets reject what they did not have.
-    ``out``: a preallocated result array (shape of x, the output type), filled and returned.
-    ``ort_version`` (only with ``compat="onnxruntime"``): the onnxruntime release to reproduce,
-    ``"1.31.1"`` or ``"1.32.0"`` (``"1.31"`` / ``"1.32"`` name them too); None: the installed
-    onnxruntime's release when it is one of those, else the newest (``quantspec.onnx.plan.ORT_VERSIONS``).
-
-    Runs on the fused multithreaded kernels of :mod:`quantspec.onnx.fast` when numba is installed
-    (``QUANTSPEC_FAST=0`` forces the numpy reference path of :mod:`quantspec.onnx.reference`; both
-    give the same bytes).
-    """
-    attrs = (axis, block_size, output_dtype, saturate, precision, opset, compat, ort_version)
-    if type(x) is np.ndarray:
-        # a call that repeats the last one (the same parameter and attribute objects): its plan and
-        # prepared kernel call at once (fast.repeat)
-        hit = _PLANS.recall("q", x, (y_scale, y_zero_point), attrs)
-        if hit is not None and hit[1] is not None and jit.enabled():
-            done = fast.repeat(hit[0], hit[1], x, out)
-            if done is not None:
-                return done
-    x, y_scale, y_zero_point = _native(x), from_foreign(y_scale), from_foreign(y_zero_point)
-    plan, prepared = _planned("q", x, y_scale, y_zero_point, attrs)
-    if out is None:
-        check_fits(plan.shape, plan.out.dtype.itemsize)
-    x = np.asarray(x, dtype=plan.x_type.dtype)
-    if prepared is not None and jit.enabled():
-        return fast.quantize(plan, x, out, prepared)
-    impl = fast if fast.path(plan) == "fast" else reference
-    return impl.quantize(plan, x, out)
-
-
-def quantize_linear_packed(x: Any, y_scale: Any, y_zero_point: Any = None, **attributes: Any) -> np.ndarray:
-    """QuantizeLinear with the result in ONNX's ``TensorProto.raw_data`` layout: ``pack(quantize_linear(...))``.
-
-    Takes the arguments of :func:`quantize_linear` (except ``out``) and returns a uint8 array of the
-    packed bytes (``.tobytes()`` gives ``raw_data``): two 4-bit codes a byte (element 0 in the low
-    nibble), four 2-bit codes a byte, four 6-bit codes in three bytes; other types their element
-    bytes.  An addition to the contract's :func:`quantize_linear`, which returns unpacked arrays.
-    """
-    if "out" in attributes:
-        raise InvalidArgumentError("out", "is not an argument of quantize_linear_packed", attributes["out"])
-    q = quantize_linear(x, y_scale, y_zero_point, **attributes)
-    t = qtype(q.dtype)
-    if t.bits in (2, 4) and jit.enabled():              # the packing pass on the fused kernels too
-        codes = np.ascontiguousarray(q).reshape(-1).view(np.uint8)
-        out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
-        if out.size:
-            core.launch(jit.load("quantspec._fastpath.fastpack").pack, (codes, out, t.bits, core.CHUNK),
-                        -(-out.size // core.CHUNK), codes.size)
-        return out
-    return np.frombuffer(pack(q), np.uint8).copy()
-
-
-def dequantize_linear(x: Any, x_scale: Any, x_zero_point: Any = None, *, axis: int = 1, block_size: int = 0,
-                      output_dtype: Any = None, opset: int | None = None, compat: str = "spec",
-                      out: np.ndarray | None = None, ort_version: str | None = None) -> np.ndarray:
-    """ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, rounded once to the output type
-    (``output_dtype``, else the scale's type).  Arguments as for :func:`quantize_linear`."""
-    attrs = (axis, block_size, output_dtype, opset, compat, ort_version)
-    if type(x) is np.ndarray:
-        hit = _PLANS.recall("dq", x, (x_scale, x_zero_point), attrs)
-        if hit is not None and hit[1] is not None and jit.enabled():
-            done = fast.repeat(hit[0], hit[1], x, out)
-            if done is not None:
-                return done
-    x, x_scale, x_zero_point = _native(x), from_foreign(x_scale), from_foreign(x_zero_point)
-    plan, prepared = _planned("dq", x, x_scale, x_zero_point, attrs)
-    if out is None:
-        check_fits(plan.shape, plan.out.dtype.itemsize)
-    if prepared is not None and jit.enabled():
-        return fast.dequantize(plan, np.asarray(x), out, prepared)
-    impl = fast if fast.path(plan) == "fast" else reference
-    return impl.dequantize(plan, np.asarray(x), out)
-
-
-def _native(x: Any) -> Any:
-    """Another library's array (torch, JAX, ...) as a numpy array over its memory, and a big-endian
-    (non-native) array as the same values in this machine's byte order."""
-    if type(x) is np.ndarray:
-        return x if x.dtype.isnative else native(x)
-    x = from_foreign(x)
-    return native(x) if isinstance(x, np.ndarray) else x
-
-
-# -- plans kept for the next call (quantspec._fastpath.plancache) -------------------------------------
-_PLANS = PlanCache()
-
-
-_ATTRIBUTES = {"q": ("axis", "block_size", "output_dtype", "saturate", "precision", "opset", "compat", "ort_version"),
-               "dq": ("axis", "block_size", "output_dtype", "opset", "compat", "ort_version")}
-
-
-def _planned(kind: str, x: Any, scale: Any, zero_point: Any, attrs: tuple):
-    """(plan, prepared fast-path state or None) for this call: from the cache, or made (and cached
-    when the call's arguments can be keyed)."""
-    values = (scale, zero_point)
-    hit = _PLANS.recall(kind, x, values, attrs)
-    if hit is not None:
-        return hit
-    key = _PLANS.key(kind, x, values, attrs)
-    hit = _PLANS.get(key)
-    if hit is not None:
-        _PLANS.remember(kind, x, values, attrs, hit)
-        return hit
-    make = plan_quantize if kind == "q" else plan_dequantize
-    kwargs = dict(zip(_ATTRIBUTES[kind], attrs))
-    if key is None:
-        return make(x, scale, zero_point, **kwargs), None
-    plan = make(x, own(scale), own(zero_point), **kwargs)
-    prepared = None
-    if fast.covers(plan) and all(plan.shape):
-        prepared = fast.prepare_quantize(plan, True) if kind == "q" else fast.prepare_dequantize(plan, True)
-    _PLANS.put(key, (plan, prepared))
-    _PLANS.remember(kind, x, values, attrs, (plan, prepared))
-    return plan, prepared
-
-
-from .ops import DequantizeLinearOp, QuantizeLinearOp  # noqa: E402 - records that call the functions above

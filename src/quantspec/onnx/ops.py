@@ -20,6 +20,7 @@ from .._semantics.arrays import as_bool
 from .._semantics.oprecord import QuantizerRecord, flat_input
 from ..dtypes import qtype
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
+from .functions import dequantize_linear, quantize_linear
 from .plan import COMPAT_MODES, ort_support
 
 __all__ = ["QuantizeLinearOp", "DequantizeLinearOp"]
@@ -154,8 +155,6 @@ class QuantizeLinearOp(QuantizerRecord):
 
     def __call__(self, x, *, out: np.ndarray | None = None) -> np.ndarray:
         """The codes of ``x`` (:func:`quantspec.onnx.quantize_linear`)."""
-        from . import quantize_linear
-
         return quantize_linear(x, self._s, self._z, out=out, **self._kwargs())
 
     input_dtype = property(lambda self: qtype(self.x_dtype).dtype)
@@ -236,8 +235,6 @@ class DequantizeLinearOp(QuantizerRecord):
 
     def __call__(self, x, *, out: np.ndarray | None = None) -> np.ndarray:
         """The values of the codes ``x`` (:func:`quantspec.onnx.dequantize_linear`)."""
-        from . import dequantize_linear
-
         return dequantize_linear(x, self._s, self._z, axis=self.axis, output_dtype=self.output_dtype,
                                  opset=self.opset, compat=self.compat, ort_version=self.ort_version, out=out)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...checkpoint.report import error_cells, human, worst_rel_rms
+from ..checkpoint.report import error_cells, human, worst_rel_rms
 
 __all__ = ["WeightReport", "ModelConversionReport"]
 

@@ -6,7 +6,7 @@ and com.microsoft MatMulNBits, is checked against the operator version in force 
 opset:
 
 - types and attributes: read from the opset table (:mod:`quantspec.onnx.opsets`) and the table of
-  the other operators (:mod:`quantspec.onnx.models.qops`) — never restated here;
+  the other operators (:mod:`quantspec.onnxmodels.qops`) — never restated here;
 - the shapes of scales and zero points (per tensor, per axis, blocked; ``axis`` and ``block_size``):
   the very function that validates :func:`quantspec.onnx.quantize_linear`'s arguments
   (:mod:`quantspec.onnx.plan`) is run on the shapes, so the checker and the kernels cannot disagree;
@@ -14,10 +14,10 @@ opset:
   points in their type's range (a value stored out of range in ``int32_data`` is silently wrapped
   when read), 0 for int32 and float8;
 - DequantizeLinear -> op -> QuantizeLinear around an operator that only moves values: the same scale
-  and zero point on both sides (:data:`quantspec.onnx.models.qops.SAME_PARAMS_OPS`).
+  and zero point on both sides (:data:`quantspec.onnxmodels.qops.SAME_PARAMS_OPS`).
 
 Tensor types and shapes come from the model and from onnx shape inference
-(:mod:`quantspec.onnx.models.graph`); a rule that needs a fact nobody knows (a dynamic shape, a scale
+(:mod:`quantspec.onnxmodels.graph`); a rule that needs a fact nobody knows (a dynamic shape, a scale
 computed at run time) is not evaluated rather than guessed.  Value rules (``scale``,
 ``zero-point-range``) are reported once per tensor, at the first node that uses it.
 """
@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import qtype
-from ...errors import QuantSpecError
-from .. import opsets
-from ..plan import _granularity
+from ..dtypes import qtype
+from ..errors import QuantSpecError
+from ..onnx import opsets
+from ..onnx.plan import _granularity
 from . import qops
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name

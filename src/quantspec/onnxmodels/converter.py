@@ -1,4 +1,4 @@
-"""``quantspec.onnx.convert_model``: weight-only quantization of a float ONNX model.
+"""``quantspec.onnxmodels.convert_model``: weight-only quantization of a float ONNX model.
 
 Each constant weight of MatMul, Gemm and Conv (an initializer of the main graph, :mod:`.weights`)
 becomes ``DequantizeLinear(codes, scale[, zero point])`` feeding the operator, with the schemes of
@@ -14,7 +14,7 @@ The steps, each before the next:
    (:func:`required_opset`, read from :mod:`quantspec.onnx.opsets`); a model below it is upgraded by
    ``onnx.version_converter`` (refused clearly when that fails), a model at or above it keeps its opset.
 3. **Quantize** each weight.
-4. **Write** the model atomically (:func:`quantspec.onnx.models.io.save_model`): the initializer ``W``
+4. **Write** the model atomically (:func:`quantspec.onnxmodels.io.save_model`): the initializer ``W``
    is replaced by ``W_quantized``, ``W_scale`` (and ``W_zero_point``), and a DequantizeLinear node at the
    head of the graph produces ``W`` again (through a Cast for float16 and bfloat16 models: the
    DequantizeLinear output is float32, the checkpoint's dequantized value), so every consumer, in
@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._fastpath import jit
-from ...checkpoint.schemes import KEEP, SCHEMES, Scheme, load_recipe
-from ...dtypes import qtype
-from ...errors import InvalidArgumentError, ModelError, RangeError, UnsupportedError
-from .. import opsets
+from .._fastpath import jit
+from ..checkpoint.schemes import KEEP, SCHEMES, Scheme, load_recipe
+from ..dtypes import qtype
+from ..errors import InvalidArgumentError, ModelError, RangeError, UnsupportedError
+from ..onnx import opsets
 from .convreport import ModelConversionReport, WeightReport
 from .encoder import Quantized, quantize_weight
 from .graph import read_graph
@@ -75,8 +75,8 @@ def required_opset(s: Scheme | str) -> int:
 def onnxruntime_refusal(s: Scheme | str) -> str | None:
     """Why onnxruntime 1.31 cannot run the DequantizeLinear of scheme ``s`` (None: it can), as
     quantspec's ``compat="onnxruntime"`` mode knows it (:func:`quantspec.onnx.plan_dequantize`)."""
-    from .. import plan_dequantize
-    from ...errors import RuntimeUnsupportedError
+    from ..onnx import plan_dequantize
+    from ..errors import RuntimeUnsupportedError
 
     s = SCHEMES[s] if isinstance(s, str) else s
     shape = (4, 64)

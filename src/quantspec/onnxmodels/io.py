@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import qtype
-from ...errors import ModelError, QuantSpecError, UnsupportedError
+from ..dtypes import qtype
+from ..filetypes import looks_like_onnx
+from ..errors import ModelError, QuantSpecError, UnsupportedError
 
 __all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx",
            "PROTOBUF_LIMIT", "type_name"]
@@ -35,10 +36,6 @@ __all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external
 PROTOBUF_LIMIT = (1 << 31) - 1
 #: external tensors of at least this many bytes are mapped from their file instead of read
 MAP_FROM = 1 << 20
-
-# ModelProto's fields (number -> protobuf wire type): what the first bytes of a serialized model can be
-_MODEL_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2}
-
 
 def onnx_module():
     """The ``onnx`` package, or an error saying how to install it."""
@@ -61,25 +58,6 @@ def type_name(elem_type: int) -> str:
         return onnx_module().TensorProto.DataType.Name(int(elem_type)).lower()
     except (ValueError, TypeError):
         return f"type {elem_type}"
-
-
-def looks_like_onnx(data: bytes) -> bool:
-    """Whether ``data`` (the first bytes of a file) can begin a serialized ONNX ``ModelProto``: not a
-    .tflite (whose bytes 4..8 are ``TFL3``) and a first protobuf tag that is a ModelProto field with
-    its wire type.  A guess from the content, for choosing a reader; the reader decides."""
-    if len(data) < 2 or data[4:8] == b"TFL3":
-        return False
-    tag, shift, i = 0, 0, 0
-    while i < min(len(data), 5):
-        b = data[i]
-        tag |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            break
-        shift += 7
-    else:
-        return False
-    return _MODEL_FIELDS.get(tag >> 3) == (tag & 7)
 
 
 @dataclass(eq=False)
@@ -174,7 +152,7 @@ class OnnxModel:
         with open(where, "rb") as f:
             f.seek(offset)
             data = f.read(length)
-        from ..packing import unpack
+        from ..onnx.packing import unpack
 
         return unpack(data, t, dims)
 
@@ -381,14 +359,14 @@ def _array_bytes(a: np.ndarray) -> int:
 
 def _write_array(f, a: np.ndarray) -> int:
     """Write an array in raw_data layout to ``f``; returns the number of bytes."""
-    from ..packing import pack
+    from ..onnx.packing import pack
 
     t = qtype(a.dtype)
     if t.bits in (2, 4) and a.size >= MAP_FROM:
-        from ..._fastpath import jit
+        from .._fastpath import jit
 
         if jit.enabled():                     # a large 4- or 2-bit tensor: packed by the fused kernel
-            from ..._fastpath import fast as core
+            from .._fastpath import fast as core
 
             codes = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
             out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)
@@ -411,7 +389,7 @@ def _inline(t: Any, a: np.ndarray | None) -> Any:
     if a is None:
         return t
     onnx = onnx_module()
-    from ..packing import pack
+    from ..onnx.packing import pack
 
     out = onnx.TensorProto()
     out.CopyFrom(t)

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._fastpath import jit
-from ..._semantics.packing import packed_size, unpack_codes
-from ...checkpoint import reference
-from ...checkpoint.backend import LocalBackend
-from ...checkpoint.encode import encode_rows
-from ...checkpoint.report import TensorReport
-from ...checkpoint.schemes import Scheme
-from ...dtypes import qtype
-from ...errors import RangeError
+from .._fastpath import jit
+from .._semantics.packing import packed_size, unpack_codes
+from ..checkpoint import reference
+from ..checkpoint.backend import LocalBackend
+from ..checkpoint.encode import encode_rows
+from ..checkpoint.report import TensorReport
+from ..checkpoint.schemes import Scheme
+from ..dtypes import qtype
+from ..errors import RangeError
 from .weights import Layout
 
 __all__ = ["Quantized", "quantize_weight", "transpose_into", "SLAB_BYTES"]
@@ -67,7 +67,7 @@ _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 def _jitted():
     """The kernel module (:func:`quantspec._fastpath.jit.load` imports its module once; a thread that asks while
     another imports it waits for the import to finish)."""
-    return jit.load("quantspec.onnx.models._jitted")
+    return jit.load("quantspec.onnxmodels._jitted")
 
 
 def transpose_into(src: np.ndarray, dst: np.ndarray) -> None:

@@ -100,7 +100,7 @@ class Violation:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The result of :func:`quantspec.onnx.check_model`: ``ok`` when there is no violation.
+    """The result of :func:`quantspec.onnxmodels.check_model`: ``ok`` when there is no violation.
     ``nodes``: how many quantization nodes were checked (QuantizeLinear, DequantizeLinear and the
     operators with quantization parameters); ``opset``: the model's default-domain opset."""
 

@@ -4,14 +4,14 @@
 patterns, as unsigned integers); either array may be a strided view.  A square tile at a time is read
 along the rows of ``src`` into a small buffer and written along the rows of ``dst``: both sides move
 whole cache lines, and rows a power of two apart, which fall in one cache set, are never walked
-across.  The numpy twin is :func:`quantspec.onnx.models.encoder.transpose_into`.
+across.  The numpy twin is :func:`quantspec.onnxmodels.encoder.transpose_into`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._fastpath.nbprim import kernel
+from .._fastpath.nbprim import kernel
 
 __all__ = ["transpose", "TILE"]
 

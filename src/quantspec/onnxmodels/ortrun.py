@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import qtype
-from ...errors import InvalidArgumentError, QuantSpecError, RuntimeUnsupportedError, UnsupportedError
-from ..packing import unpack
+from ..dtypes import qtype
+from ..errors import InvalidArgumentError, QuantSpecError, RuntimeUnsupportedError, UnsupportedError
+from ..onnx.packing import unpack
 from .graph import Graph, Node
 
 __all__ = ["ort_module", "run_exposed", "run_node", "PLAIN_NUMPY"]

@@ -1,18 +1,15 @@
-"""The ONNX-model half of the ``quantspec`` command.
+"""The ONNX-model commands of ``quantspec`` (:mod:`quantspec.cli` routes an ONNX file here by its content).
 
-- ``quantspec check MODEL [--json]``: a .tflite model is checked against the LiteRT int8 spec
-  (:mod:`quantspec.litert._cli`), an ONNX model against its quantization operators' rules
-  (:func:`quantspec.onnx.check_model`); which one is chosen by the file's content.  Exit status 0:
-  conformant; 1: violations; 2: the model cannot be read.
+- ``quantspec check MODEL.onnx [--json]``: the model's quantization nodes against their operators'
+  rules (:func:`quantspec.onnxmodels.check_model`).  Exit status 0: conformant; 1: violations; 2: the
+  model cannot be read.
 - ``quantspec audit MODEL.onnx [--input FILE ...] [--seed N] [--static] [--json]``: the divergence
-  audit (:func:`quantspec.onnx.audit`).  Exit status 0: onnxruntime computed every QuantizeLinear /
+  audit (:func:`quantspec.onnxmodels.audit`).  Exit status 0: onnxruntime computed every QuantizeLinear /
   DequantizeLinear node as the spec does (and as quantspec's ``compat="onnxruntime"`` does); 1:
   it departed from the spec at some node (or from ``compat="onnxruntime"``); 2: bad input, or a model
   onnxruntime cannot run.  ``--static`` runs nothing and exits 0.
 - ``quantspec convert MODEL.onnx OUT.onnx --scheme NAME``: weight-only quantization of a float model
-  (:func:`quantspec.onnx.convert_model`); any other SRC (a safetensors checkpoint, an .npz...) goes to
-  the checkpoint converter (:mod:`quantspec.checkpoint._cli`), chosen by the file's content.  Exit
-  status 0: written; 2: bad input.
+  (:func:`quantspec.onnxmodels.convert_model`).  Exit status 0: written; 2: bad input.
 """
 
 from __future__ import annotations
@@ -20,27 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
-from ..._clitools import EXIT_FINDINGS, EXIT_OK, read_input_files
-from ..._clitools import parse as _parse
-from ..._clitools import seed as _seed
-from ...errors import InvalidArgumentError
-
-
-def is_onnx_file(path: str) -> bool:
-    """Whether the file at ``path`` holds an ONNX model rather than a .tflite one, by its first bytes
-    (a file that cannot be opened is left to the .tflite reader, which says so)."""
-    from .io import looks_like_onnx
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(16)
-    except OSError:
-        return False
-    if head[4:8] == b"TFL3":
-        return False
-    return looks_like_onnx(head) or Path(path).suffix.lower() == ".onnx"
+from .._clitools import EXIT_FINDINGS, EXIT_OK, read_input_files
+from .._clitools import parse as _parse
+from .._clitools import seed as _seed
+from ..checkpoint.schemes import SCHEMES
+from ..errors import InvalidArgumentError
+from .auditor import audit
+from .checker import check_model
+from .converter import convert_model
+from .graph import read_graph
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -54,16 +40,11 @@ def check_main(argv: Sequence[str]) -> int:
         "parameters of QLinearConv, QLinearMatMul, MatMulInteger, ConvInteger and com.microsoft MatMulNBits.  "
         "The format is chosen by the file's content.",
         epilog="Exit status: 0 conformant, 1 violations found, 2 the model cannot be read.")
-    parser.add_argument("model", metavar="MODEL", help="the .tflite or .onnx file")
+    parser.add_argument("model", metavar="MODEL", help="the .onnx file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args, code = _parse(parser, argv)
     if args is None:
         return code
-    if not is_onnx_file(args.model):
-        from ...litert._cli import check_main as litert_check
-
-        return litert_check(argv)
-    from .checker import check_model
 
     report = check_model(args.model)
     print(json.dumps(report.to_json(), indent=2) if args.json else report.render())
@@ -104,8 +85,6 @@ def audit_main(argv: Sequence[str]) -> int:
     args, code = _parse(parser, argv)
     if args is None:
         return code
-    from .auditor import audit
-    from .graph import read_graph
 
     if args.static and args.input:
         raise InvalidArgumentError("--input", "cannot be combined with --static, which runs nothing")
@@ -122,61 +101,7 @@ def audit_main(argv: Sequence[str]) -> int:
 # quantspec convert
 # ------------------------------------------------------------------------------------------------
 
-#: options of either converter that take a value (to find SRC among the arguments)
-_VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask")
-_CHECKPOINT_SUFFIXES = (".safetensors", ".npz", ".npy", ".json")
-
-
-def _source_argument(argv: Sequence[str]) -> str | None:
-    """The first positional argument (SRC), skipping options and their values; None where the command
-    line does not parse (the converter's own parser then reports it, once)."""
-    pre = _SilentParser(add_help=False)
-    pre.add_argument("src", nargs="?")
-    for opt in _VALUE_OPTIONS:
-        pre.add_argument(opt, action="append")
-    try:
-        known, _ = pre.parse_known_args(list(argv))
-    except (_PreParseError, SystemExit):
-        return None
-    return known.src
-
-
-class _PreParseError(Exception):
-    pass
-
-
-class _SilentParser(argparse.ArgumentParser):
-    """A parser that prints nothing on a usage error (argparse would print its usage and an error line)."""
-
-    def error(self, message):
-        raise _PreParseError(message)
-
-
-def is_onnx_source(path: str) -> bool:
-    """Whether ``quantspec convert``'s SRC is an ONNX model: a file named .onnx, or a file whose first
-    bytes open a serialized ModelProto and are not a safetensors header (8 bytes of length, then
-    ``{``), a zip (.npz) or an .npy; checkpoint names (.safetensors, .npz, .npy, .json) and
-    directories are checkpoints."""
-    from .io import looks_like_onnx
-
-    p = Path(path)
-    if p.is_dir() or p.suffix.lower() in _CHECKPOINT_SUFFIXES:
-        return False
-    if p.suffix.lower() == ".onnx":
-        return True
-    try:
-        with open(p, "rb") as f:
-            head = f.read(16)
-    except OSError:
-        return False
-    if head[8:9] == b"{" or head[:4] == b"PK\x03\x04" or head[:6] == b"\x93NUMPY":
-        return False
-    return looks_like_onnx(head)
-
-
 def convert_parser() -> argparse.ArgumentParser:
-    from ...checkpoint.schemes import SCHEMES
-
     p = argparse.ArgumentParser(
         prog="quantspec convert",
         description="Weight-only quantization of a float ONNX model: the constant weight of each MatMul (B), Gemm "
@@ -203,24 +128,10 @@ def convert_parser() -> argparse.ArgumentParser:
 
 
 def convert_main(argv: Sequence[str]) -> int:
-    """``quantspec convert``: an ONNX SRC here, any other to the checkpoint converter."""
-    argv = list(argv)
-    src = _source_argument(argv)
-    if src is None or not is_onnx_source(src):
-        from ...checkpoint._cli import main as checkpoint_main
-
-        try:
-            return checkpoint_main(argv)
-        except SystemExit as e:
-            if e.code == 0 and src is None:
-                print("\nAn ONNX model: quantspec convert MODEL.onnx OUT.onnx --scheme NAME [--recipe FILE] "
-                      "[--include GLOB] [--exclude GLOB] [--quiet] (quantspec convert MODEL.onnx OUT.onnx --help)")
-            raise
+    """``quantspec convert MODEL.onnx OUT.onnx ...`` (quantspec.cli routes an ONNX SRC here)."""
     args, code = _parse(convert_parser(), argv)
     if args is None:
         return code
-    from .converter import convert_model
-
     report = convert_model(args.src, args.dst, args.scheme, recipe=args.recipe, include=args.include,
                            exclude=args.exclude, external_data=True if args.external_data else None)
     if args.json:

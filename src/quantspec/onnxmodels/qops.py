@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..opsets import OpsetRow
+from ..onnx.opsets import OpsetRow
 
 __all__ = ["Quantized", "QOp", "QOPS", "CONTRIB_QDQ", "MATMUL_NBITS", "SAME_PARAMS_OPS", "POSITIVE_SCALE_OPS",
            "LAYOUTS", "find"]

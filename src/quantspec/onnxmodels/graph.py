@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelError, QuantSpecError
+from ..errors import ModelError, QuantSpecError
 from .io import OnnxModel, load_model, onnx_module, type_name
 
 __all__ = ["Graph", "Node", "TensorInfo", "DEFAULT_DOMAINS", "MS_DOMAIN"]
@@ -285,7 +285,7 @@ class Graph:
 
 
 def read_graph(model: Any) -> Graph:
-    """A :class:`Graph` of a model given as :func:`quantspec.onnx.models.io.load_model` takes it."""
+    """A :class:`Graph` of a model given as :func:`quantspec.onnxmodels.io.load_model` takes it."""
     if isinstance(model, Graph):
         return model
     try:

@@ -10,7 +10,7 @@ onnxruntime computes on its plain (non-MLAS) path are those quantspec's ``compat
 kernels use (:mod:`quantspec.onnx.reference`).
 
 Dynamically, the model runs in onnxruntime (graph optimizations off) with every Q/DQ node's inputs
-and output exposed (:mod:`quantspec.onnx.models.ortrun`); quantspec recomputes each node from the
+and output exposed (:mod:`quantspec.onnxmodels.ortrun`); quantspec recomputes each node from the
 inputs onnxruntime gave it, under each compat mode, and counts the elements where onnxruntime's
 output differs from ``compat="spec"`` (how far onnxruntime departs from the spec on these inputs),
 where ``compat="reference"`` differs from the spec (what onnx.reference would do), and where
@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._fastpath import jit
-from ...dtypes import qtype
-from ...errors import InvalidArgumentError, QuantSpecError
-from .. import opsets
-from ..divergences import DIVERGENCES
-from ..plan import _granularity, ort_support, plan_dequantize, plan_quantize
-from ..reference import _ort_plain_mask
+from .._fastpath import jit
+from ..dtypes import qtype
+from ..errors import InvalidArgumentError, QuantSpecError
+from ..onnx import opsets
+from ..onnx.divergences import DIVERGENCES
+from ..onnx.plan import _granularity, ort_support, plan_dequantize, plan_quantize
+from ..onnx.reference import _ort_plain_mask
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name
 
@@ -505,7 +505,7 @@ def _show(v: Any) -> Any:
 
 
 def _recompute(q: _QDQ, x: np.ndarray, ort_y: np.ndarray) -> dict[str, Any]:
-    from .. import dequantize_linear, quantize_linear
+    from ..onnx import dequantize_linear, quantize_linear
 
     results, errors = {}, {}
     fn = quantize_linear if q.op == "q" else dequantize_linear

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...checkpoint.schemes import Scheme
+from ..checkpoint.schemes import Scheme
 from .graph import DEFAULT_DOMAINS, Graph, Node
 from .io import type_name
 
@@ -134,7 +134,7 @@ class Candidate:
 
     @property
     def nbytes(self) -> int:
-        from ...dtypes import qtype
+        from ..dtypes import qtype
 
         try:
             t = qtype(self.dtype)
