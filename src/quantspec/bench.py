@@ -42,10 +42,11 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from .benchcase import Case, Peer
 
 __all__ = ["main", "machine", "copy_bandwidth", "paired_ratio"]
 
@@ -209,26 +210,6 @@ def _sha(a: np.ndarray) -> str:
 
 
 # -- the cases --------------------------------------------------------------------------------------
-@dataclass
-class Peer:
-    name: str
-    run: Callable[[], object] | None = None   # timed
-    output: Callable[[], object] | None = None  # bytes, array or sha256 of what ``run`` computed
-    seconds: float | None = None              # set by an outside timer (TensorFlow's subprocess)
-    note: str = ""
-
-
-@dataclass
-class Case:
-    name: str
-    elements: int
-    bytes_per_element: float
-    run: Callable[[], object]
-    output: Callable[[], np.ndarray]
-    peers: list[Peer] = field(default_factory=list)
-    unit: str = "Gelem/s"
-
-
 def _data(n: int, seed: int = SEED) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return rng.normal(0, 40, n).astype(np.float32)

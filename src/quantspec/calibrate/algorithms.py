@@ -28,6 +28,7 @@ import numpy as np
 
 from .._semantics.arrays import check_fits
 from ..errors import InvalidArgumentError, TooLargeError
+from ._load import jitted
 
 __all__ = ["percentile_threshold", "entropy_threshold", "entropy_threshold_reference", "avg_std", "smooth",
            "kl_divergence"]
@@ -104,9 +105,7 @@ def entropy_threshold(hist, edges, min_value, max_value, num_quantized_bins: int
     distributions, their smoothing, normalisation and ratio; then the divergences), numpy's float32
     ``log`` in between (``quantspec.calibrate._jitted.entropy_prepare`` / ``entropy_finish``), the same
     bits as :func:`entropy_threshold_reference`."""
-    from .histogram import _jitted
-
-    k = _jitted()
+    k = jitted()
     num_bins = hist.size
     zero = num_bins // 2
     half_q = num_quantized_bins // 2

@@ -32,23 +32,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fastpath import fast, jit, pool
+from .._fastpath import fast, pool
 from .._semantics.arrays import check_fits
-from ..errors import InvalidArgumentError, ShapeError, UnsupportedError
+from ..errors import InvalidArgumentError, ShapeError
 from . import algorithms
 from .minmax import _quiet, as_batch
+from ._load import jitted
 from .ranges import CalibrationRange
 
 __all__ = ["HistogramObserver", "EntropyObserver", "PercentileObserver", "DistributionObserver"]
 
 _METHODS = ("entropy", "percentile", "distribution")
-
-
-def _jitted():
-    if not jit.numba_available():
-        raise UnsupportedError("numba", "is needed by the calibration observers' kernels (pip install "
-                               "'quantspec[fast]')", None)
-    return jit.load("quantspec.calibrate._jitted")
 
 
 def _positive_int(value, argument: str) -> int:
@@ -110,7 +104,7 @@ class HistogramObserver:
             grown[: self._pending_size] = self._buffer[: self._pending_size]
             self._buffer = grown
         kept = self._buffer[self._pending_size: need]
-        lo, hi, count, amin, amax = _jitted().min_max_abs(x, kept)      # kept = x, in the same pass
+        lo, hi, count, amin, amax = jitted().min_max_abs(x, kept)      # kept = x, in the same pass
         self._pending_size = need
         self._batch_size = x.size
         self._pending_count += int(count)
@@ -296,14 +290,14 @@ def _weighted(n: int) -> int:
 
 def _parts(n: int) -> int:
     """Threads that count ``n`` values (as :func:`quantspec._fastpath.fast.launch` chooses them)."""
-    work = -(-n // _jitted().HIST_BLOCK)
+    work = -(-n // jitted().HIST_BLOCK)
     return min(pool.threads(), work) if fast.parallel(_weighted(n)) else 1
 
 
 def _count_uniform(x: np.ndarray, absolute: bool, first, last, edges: np.ndarray) -> np.ndarray:
     """``np.histogram(x or |x|, edges.size - 1, range=(first, last))``'s counts (int64), the values
     counted on the pool's threads, each into its own rows, the rows summed in integers."""
-    k = _jitted()
+    k = jitted()
     bins = edges.size - 1
     if not x.size:
         return np.zeros(bins, np.int64)
@@ -351,13 +345,13 @@ def _formula_step(edges: np.ndarray, first, last):
         step = np.float32(denom / np.float32(bins))
     if not (np.isfinite(denom) and denom > 0 and np.isfinite(step) and step > 0):
         return None
-    return step if _jitted().uniform_edges_formula(edges, first, step) else None
+    return step if jitted().uniform_edges_formula(edges, first, step) else None
 
 
 def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray:
     """``np.histogram(x or |x|, bins=edges)``'s counts (int64) for increasing float32 ``edges``, on
     the pool's threads as :func:`_count_uniform`."""
-    k = _jitted()
+    k = jitted()
     rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
     if x.size:
         fast.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),

@@ -25,18 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fastpath import jit
-from ..errors import DTypeError, InvalidArgumentError, UnsupportedError
+from ..errors import DTypeError, InvalidArgumentError
+from ._load import jitted
 from .ranges import CalibrationRange
 
 __all__ = ["MinMaxObserver", "TFLiteMinMaxObserver", "as_batch"]
-
-
-def _jitted():
-    if not jit.numba_available():
-        raise UnsupportedError("numba", "is needed by the calibration observers' kernels (pip install "
-                               "'quantspec[fast]')", None)
-    return jit.load("quantspec.calibrate._jitted")
 
 
 def as_batch(batch, argument: str = "batch") -> np.ndarray:
@@ -148,7 +141,7 @@ def ort_min_max(x: np.ndarray):
     they give the same bits (:func:`_plain_min_max`), else the kernel that follows onnxruntime's
     lane order (:func:`quantspec.calibrate._jitted.ort_min_max`)."""
     plain = _plain_min_max(x)
-    return plain if plain is not None else _jitted().ort_min_max(x)
+    return plain if plain is not None else jitted().ort_min_max(x)
 
 
 def _min_max_skip_nan(x: np.ndarray, mn, mx):
@@ -159,7 +152,7 @@ def _min_max_skip_nan(x: np.ndarray, mn, mx):
     if plain is not None:
         lo, hi = plain
         return (lo if lo < mn else mn), (hi if hi > mx else mx), True
-    return _jitted().min_max_skip_nan(x, mn, mx)
+    return jitted().min_max_skip_nan(x, mn, mx)
 
 
 def _python_min(a, b):

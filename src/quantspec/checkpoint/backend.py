@@ -8,7 +8,7 @@ being read, another's is computed and a third's written.  At most ``2 x workers`
 flight, so memory holds a few slabs whatever the checkpoint's size.
 
 A cluster's backend (:class:`quantspec.checkpoint.cluster.DaskBackend`) implements the same
-:meth:`Backend.map`.
+:meth:`Backend.map`; :func:`quantspec.checkpoint.cluster.backend` chooses one.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-__all__ = ["Backend", "LocalBackend", "backend"]
+__all__ = ["Backend", "LocalBackend"]
 
 
 class Backend:
@@ -84,12 +84,3 @@ class LocalBackend(Backend):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-
-def backend(dask: Any = None, workers: int | None = None) -> Backend:
-    """The backend for ``convert``'s ``dask`` argument: None gives :class:`LocalBackend`, anything
-    else a :class:`quantspec.checkpoint.cluster.DaskBackend`."""
-    if dask is None:
-        return LocalBackend(workers)
-    from .cluster import DaskBackend
-
-    return DaskBackend(dask)

@@ -38,9 +38,9 @@ from collections import deque
 from typing import Any
 
 from ..errors import InvalidArgumentError, QuantSpecError, UnsupportedError
-from .backend import Backend
+from .backend import Backend, LocalBackend
 
-__all__ = ["DaskBackend", "TaskFailedError", "RETRIES", "INSTALL", "parse"]
+__all__ = ["DaskBackend", "TaskFailedError", "RETRIES", "INSTALL", "parse", "backend"]
 
 #: times a task that raised is run again before it fails for good
 RETRIES = 3
@@ -219,3 +219,11 @@ class DaskBackend(Backend):
             except Exception:
                 pass
         self._cluster = None
+
+
+def backend(dask: Any = None, workers: int | None = None) -> Backend:
+    """The backend for ``convert``'s ``dask`` argument: None gives a
+    :class:`quantspec.checkpoint.backend.LocalBackend`, anything else a :class:`DaskBackend`."""
+    if dask is None:
+        return LocalBackend(workers)
+    return DaskBackend(dask)

@@ -29,7 +29,7 @@ import numpy as np
 from .. import __version__
 from ..errors import InvalidArgumentError, QuantSpecError, UnsupportedError
 from . import encode, layout, sources
-from .backend import backend as make_backend
+from .cluster import backend as make_backend
 from .cluster import parse as parse_dask
 from .ctlayout import CompressedTensorsFormat
 from .encode import Task

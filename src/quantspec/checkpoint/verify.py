@@ -37,7 +37,7 @@ from ..dtypes import qtype
 from ..errors import InvalidArgumentError, QuantSpecError
 from . import digest as digests
 from . import encode, layout, rederive, sources
-from .backend import backend as make_backend
+from .cluster import backend as make_backend
 from .cluster import parse as parse_dask
 from .ctlayout import CompressedTensorsFormat
 from .encode import Task

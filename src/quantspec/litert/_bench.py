@@ -15,6 +15,8 @@ import os
 
 import numpy as np
 
+from ..benchcase import Case, Peer
+
 __all__ = ["mode_cases", "inputs", "MODES"]
 
 #: kernel mode -> the LiteRT op resolver it reproduces
@@ -67,7 +69,6 @@ def inputs(interp, seed: int) -> list[np.ndarray]:
 
 def mode_cases(rounds: int, models: list[str] | None = None, seed: int = 0) -> list:
     """One bench case per model and mode, LiteRT's matching configuration as the peer."""
-    from ..bench import Case, Peer
     from .interpreter import Interpreter
 
     try:
