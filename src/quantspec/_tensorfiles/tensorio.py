@@ -39,7 +39,7 @@ import numpy as np
 from ..dtypes import QType, qtype
 from ..errors import QuantSpecError, TensorFileError
 
-__all__ = ["read_tensors", "write_tensors", "Stream", "release", "check_suffix", "to_storage",
+__all__ = ["read_tensors", "write_tensors", "offsets_problem", "Stream", "release", "check_suffix", "to_storage",
            "from_storage", "SUFFIXES", "MAP_FROM"]
 
 SUFFIXES = (".npy", ".npz", ".safetensors")
@@ -391,6 +391,18 @@ def _no_duplicate_keys(pairs: list) -> dict:
     return out
 
 
+def offsets_problem(start: int, end: int, nbytes: int, length: int) -> str | None:
+    """What is wrong with a safetensors tensor's ``data_offsets`` [start, end) for ``nbytes`` bytes of data
+    in a data section of ``length`` bytes, or None.  A tensor whose offsets fit its shape and dtype but
+    end past the data the file holds is a truncated file (a copy cut short, a download not finished)."""
+    if start <= end and end - start == nbytes and end > length:
+        return (f"is cut short: the file is truncated (its data ends at byte {length} of the data section, the "
+                f"tensor's at byte {end})")
+    if not (start <= end <= length) or end - start != nbytes:
+        return "has data offsets that do not fit its shape and dtype"
+    return None
+
+
 def _is_count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
@@ -418,9 +430,9 @@ def _safetensors_entries(header: dict, length: int, path: Path) -> list[tuple[st
         count = 1
         for s in shape:  # Python integers: no overflow
             count *= s
-        if not (start <= end <= length) or end - start != count * t.dtype.itemsize:
-            raise TensorFileError("path", f"tensor {name!r} has data offsets that do not fit its shape and dtype",
-                                  (start, end))
+        problem = offsets_problem(start, end, count * t.dtype.itemsize, length)
+        if problem:
+            raise TensorFileError("path", f"tensor {name!r} {problem}", str(path), detail=f"data offsets {[start, end]}")
         entries.append((name, t, tuple(shape), start, end))
     covered = 0
     for name, _, _, start, end in sorted(entries, key=lambda e: (e[3], e[4])):
