@@ -298,7 +298,7 @@ def test_truncated_files_are_refused_mapped_too(tmp_path, monkeypatch):
     (tmp_path / "x.npy").write_bytes((tmp_path / "x.npy").read_bytes()[:-100])
     tensorio.write_tensors(tmp_path / "y.safetensors", {"y": np.arange(1000, dtype=np.float32)})
     (tmp_path / "y.safetensors").write_bytes((tmp_path / "y.safetensors").read_bytes()[:-100])
-    for name, fragment in (("x.npy", "is not a readable .npy file"), ("y.safetensors", "do not fit")):
+    for name, fragment in (("x.npy", "is not a readable .npy file"), ("y.safetensors", "the file is truncated")):
         with pytest.raises(TensorFileError, match=fragment):
             tensorio.read_tensors(tmp_path / name, mapped=True)
 
