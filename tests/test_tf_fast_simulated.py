@@ -97,7 +97,7 @@ def test_per_tensor(variant, num_bits, narrow):
     divide, zero_special = VARIANTS[variant]
     ranges = RANGES + (UNCHECKED if zero_special else [])
     for mn, mx in ranges:
-        plan = F._plan(np.array([mn], f32), np.array([mx], f32), num_bits, narrow, divide=divide,
+        plan = F.plan_fake_quant(np.array([mn], f32), np.array([mx], f32), num_bits, narrow, divide=divide,
                        zero_special=zero_special)
         assert fast.path_fake_quant(plan) == "fast"
         _same(_inputs(plan, rng, 500), plan, (variant, num_bits, narrow, mn, mx))
@@ -113,7 +113,7 @@ def test_per_channel(shape, num_bits, narrow):
     pick = rng.choice(len(pool), depth)
     mn = np.array([pool[i][0] for i in pick], f32)
     mx = np.array([pool[i][1] for i in pick], f32)
-    plan = F._plan(mn, mx, num_bits, narrow, divide=False, zero_special=True)
+    plan = F.plan_fake_quant(mn, mx, num_bits, narrow, divide=False, zero_special=True)
     flat = _inputs(plan, rng, 200)
     rows = -(-flat.size // int(np.prod(shape)))
     x = np.resize(rng.permutation(flat), (rows,) + shape) if len(shape) > 1 else np.resize(flat, shape)
@@ -126,11 +126,11 @@ def test_parallel(small_parallel):
     """The pool's threads and streaming stores (small thresholds): the same bytes."""
     rng = np.random.default_rng(7)
     for mn, mx, divide, zs in ((-6.0, 6.0, False, False), (-1.3, 2.7, True, True)):
-        plan = F._plan(np.array([mn], f32), np.array([mx], f32), 8, False, divide=divide, zero_special=zs)
+        plan = F.plan_fake_quant(np.array([mn], f32), np.array([mx], f32), 8, False, divide=divide, zero_special=zs)
         _same(np.resize(_inputs(plan, rng), 100_003), plan, (mn, mx, "parallel"))
     mn = np.array([-1.0, 0.0, -3.0, 0.25, -7.5], f32)
     mx = np.array([1.0, 0.0, 3.0, 0.5, 2.5], f32)
-    plan = F._plan(mn, mx, 6, True, divide=False, zero_special=True)
+    plan = F.plan_fake_quant(mn, mx, 6, True, divide=False, zero_special=True)
     _same(rng.normal(0, 3, (20_011, 5)).astype(f32), plan, "parallel per-channel")
 
 
@@ -153,9 +153,9 @@ def test_public_functions_select_the_path(monkeypatch, fast_on):
     ys.append(op.run(x, out))
     assert op.fast is fast_on
     assert len(called) == (4 if fast_on else 0)
-    plans = [F._plan(np.array([-1.3], f32), np.array([2.7], f32), 8, False, divide=False, zero_special=False),
-             F._plan(np.array([-1.3], f32), np.array([2.7], f32), 5, False, divide=True, zero_special=True),
-             F._plan(np.array([-1, 0, -2], f32), np.array([1, 0, 5], f32), 8, True, divide=False, zero_special=True)]
+    plans = [F.plan_fake_quant(np.array([-1.3], f32), np.array([2.7], f32), 8, False, divide=False, zero_special=False),
+             F.plan_fake_quant(np.array([-1.3], f32), np.array([2.7], f32), 5, False, divide=True, zero_special=True),
+             F.plan_fake_quant(np.array([-1, 0, -2], f32), np.array([1, 0, 5], f32), 8, True, divide=False, zero_special=True)]
     wants = [F.compute_fake_quant(x, plans[0]), F.compute_fake_quant(x, plans[1]),
              F.compute_fake_quant(x.reshape(3, 3), plans[2]), F.compute_fake_quant(x, plans[0])]
     for y, w in zip(ys, wants):
@@ -164,7 +164,7 @@ def test_public_functions_select_the_path(monkeypatch, fast_on):
 
 
 def test_empty_and_scalar():
-    plan = F._plan(np.array([-1.0], f32), np.array([1.0], f32), 8, False, divide=False, zero_special=False)
+    plan = F.plan_fake_quant(np.array([-1.0], f32), np.array([1.0], f32), 8, False, divide=False, zero_special=False)
     assert fast.fake_quant(np.zeros((0, 3), f32), plan).shape == (0, 3)
     x = np.array(0.3, f32)
     assert fast.fake_quant(x, plan).tobytes() == F.compute_fake_quant(x, plan).tobytes()
@@ -204,7 +204,7 @@ def _every_input(reference, fast_path):
 @pytest.mark.parametrize("mn, mx, num_bits, narrow, variant", EXHAUSTIVE)
 def test_every_float32_input(mn, mx, num_bits, narrow, variant):
     divide, zero_special = VARIANTS[variant]
-    plan = F._plan(np.array([mn], f32), np.array([mx], f32), num_bits, narrow, divide=divide,
+    plan = F.plan_fake_quant(np.array([mn], f32), np.array([mx], f32), num_bits, narrow, divide=divide,
                    zero_special=zero_special)
     _every_input(lambda x: F.compute_fake_quant(x, plan), lambda x: fast.fake_quant(x, plan))
 

@@ -36,7 +36,7 @@ from .._fastpath import fast, pool
 from .._semantics.arrays import check_fits
 from ..errors import InvalidArgumentError, ShapeError
 from . import algorithms
-from .minmax import _quiet, as_batch
+from .minmax import quiet_float_warnings, as_batch
 from ._load import jitted
 from .ranges import CalibrationRange
 
@@ -145,7 +145,7 @@ class HistogramObserver:
             return nan, nan
         lo, hi = np.float32(self._pending_lo), np.float32(self._pending_hi)
         if lo == 0 or hi == 0:
-            with _quiet():
+            with quiet_float_warnings():
                 return np.nanmin(data), np.nanmax(data)
         return lo, hi
 

@@ -29,7 +29,7 @@ from ..errors import DTypeError, InvalidArgumentError
 from ._load import jitted
 from .ranges import CalibrationRange
 
-__all__ = ["MinMaxObserver", "TFLiteMinMaxObserver", "as_batch"]
+__all__ = ["MinMaxObserver", "TFLiteMinMaxObserver", "as_batch", "quiet_float_warnings"]
 
 
 def as_batch(batch, argument: str = "batch") -> np.ndarray:
@@ -87,7 +87,7 @@ class MinMaxObserver:
         # of an array takes another path, fmin.reduce, which keeps another zero's sign)
         mins = list(np.array(self._mins, np.float32).reshape(-1, 1))
         maxs = list(np.array(self._maxs, np.float32).reshape(-1, 1))
-        with np.errstate(over="ignore", invalid="ignore"), _quiet():
+        with np.errstate(over="ignore", invalid="ignore"), quiet_float_warnings():
             if self.moving_average:
                 lo, hi = np.nanmean(mins, axis=0), np.nanmean(maxs, axis=0)
             else:
@@ -164,7 +164,7 @@ def _python_max(a, b):
     return b if bool(b > a) else a
 
 
-class _quiet:
+class quiet_float_warnings:
     """numpy's All-NaN-slice RuntimeWarning off (onnxruntime prints it; the value is the same)."""
 
     def __enter__(self):

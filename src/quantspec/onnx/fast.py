@@ -159,7 +159,7 @@ def _int_record(cls, t: QType):
 # -- QuantizeLinear -----------------------------------------------------------------------------
 def _ort_plain(plan: QuantizePlan) -> str:
     """Which elements onnxruntime computes in its plain loop: "all", "none" or "edges" (the odd
-    head/tail element of each 4-bit slice); the rule of reference._ort_plain_mask."""
+    head/tail element of each 4-bit slice); the rule of reference.ort_plain_mask."""
     t = plan.out
     if not plan.ort.plain_loop:
         return "none"
@@ -171,7 +171,7 @@ def _ort_plain(plan: QuantizePlan) -> str:
 
 
 def _slices(plan: QuantizePlan) -> tuple[int, int]:
-    """(row length, slice length) of onnxruntime's 4-bit slices (reference._ort_plain_mask)."""
+    """(row length, slice length) of onnxruntime's 4-bit slices (reference.ort_plain_mask)."""
     n = math.prod(plan.shape)
     if plan.granularity == "tensor":
         return n, n

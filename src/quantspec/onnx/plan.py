@@ -31,7 +31,7 @@ from ..errors import (AxisError, DTypeError, InvalidArgumentError, OpsetError, R
 from ..versions import installed, note_reproducing, version_tuple
 from . import opsets
 
-__all__ = ["COMPAT_MODES", "QuantizePlan", "DequantizePlan", "plan_quantize", "plan_dequantize", "ORT",
+__all__ = ["COMPAT_MODES", "QuantizePlan", "DequantizePlan", "plan_quantize", "plan_dequantize", "ORT", "resolve_granularity",
            "ORT_VERSIONS", "OrtSupport", "ort_support"]
 
 COMPAT_MODES = ("spec", "reference", "onnxruntime")
@@ -64,7 +64,7 @@ class OrtSupport:
     #: microsoft/onnxruntime#32719)
     mixed_types: bool = False
     #: integer outputs: True: two paths chosen per element (MLAS, and a plain loop with the x86 int32
-    #: cast and int32 wrap: reference._ort_plain_mask); False: MLAS's clamp-then-round everywhere
+    #: cast and int32 wrap: reference.ort_plain_mask); False: MLAS's clamp-then-round everywhere
     plain_loop: bool = True
     #: a blocked QuantizeLinear whose blocked axis, or an axis after it, is empty kills the process
     empty_block_crash: bool = True
@@ -236,7 +236,7 @@ def _scalar_to(value: Any, argument: str, t: QType | str) -> np.ndarray:
     return native(as_array(value, argument, None if isinstance(value, (np.ndarray, np.generic)) else t))
 
 
-def _granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | None, axis: Any, block_size: int,
+def resolve_granularity(x_shape: tuple[int, ...], scale: np.ndarray, zp: np.ndarray | None, axis: Any, block_size: int,
                  compat: str, version: int, scale_name: str, zp_name: str, zp_used: bool = True):
     """(granularity, axis, block_size) after checking every shape rule (``zp_used=False``: onnx.reference
     reshapes the zero point but computes nothing with it, so only the reshape's own rules apply)."""
@@ -448,7 +448,7 @@ def plan_quantize(x: np.ndarray, y_scale: Any, y_zero_point: Any = None, *, axis
     x_shape = tuple(int(d) for d in x.shape)
     # onnx.reference reshapes a float8 output's zero point, then computes without it
     zp_used = not (compat == "reference" and out.is_float and out.bits == 8)
-    g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point", zp_used)
+    g, a, b = resolve_granularity(x_shape, scale, zp, axis, block_size, compat, version, "y_scale", "y_zero_point", zp_used)
     if not zp_used:
         zp = None
     if compat == "onnxruntime" and ort.empty_block_crash and g == "block" and x_shape[a] == 0:
@@ -526,7 +526,7 @@ def plan_dequantize(x: np.ndarray, x_scale: Any, x_zero_point: Any = None, *, ax
             _ort_refuse(ort, "output_dtype", f"DequantizeLinear to {out.name}", out.name)
 
     x_shape = tuple(int(d) for d in x.shape)
-    g, a, b = _granularity(x_shape, scale, zp, axis, block_size, compat, version, "x_scale", "x_zero_point")
+    g, a, b = resolve_granularity(x_shape, scale, zp, axis, block_size, compat, version, "x_scale", "x_zero_point")
     scale = _broadcast_scale(scale, zp, compat)
     return DequantizePlan(compat=compat, version=version, shape=x_shape, granularity=g, axis=a, block_size=b,
                           scale=scale, zero_point=zp, ort=ort, x_type=x_type, out=out)

@@ -51,7 +51,7 @@ from ..errors import InvalidArgumentError, ShapeError
 from ..versions import ml_dtypes_invalid_int
 from .plan import DequantizePlan, QuantizePlan
 
-__all__ = ["quantize", "dequantize", "ort_division"]
+__all__ = ["quantize", "dequantize", "ort_division", "ort_plain_mask"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -187,7 +187,7 @@ def ort_division(plan: QuantizePlan) -> np.dtype:
     return (plan.precision or qtype(plan.scale.dtype)).dtype
 
 
-def _ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
+def ort_plain_mask(plan: QuantizePlan) -> np.ndarray | bool:
     """Which elements onnxruntime computes in its plain loop (True) rather than with MLAS."""
     t = plan.out
     if not plan.ort.plain_loop:
@@ -226,7 +226,7 @@ def _q_ort(plan: QuantizePlan, x: np.ndarray) -> np.ndarray:
         if t.is_int:
             zp = (plan.expand(plan.zero_point).astype(np.int64) if plan.zero_point is not None
                   else np.int64(0))
-            plain = _ort_plain_mask(plan)
+            plain = ort_plain_mask(plan)
             # MLAS: clamp in float to [qmin - zp, qmax - zp] (NaN -> the lower bound), round, add zp
             lo = (t.qmin - zp).astype(_F32) if isinstance(zp, np.ndarray) else _F32.type(t.qmin - zp)
             hi = (t.qmax - zp).astype(_F32) if isinstance(zp, np.ndarray) else _F32.type(t.qmax - zp)

@@ -34,8 +34,8 @@ from ..dtypes import qtype
 from ..errors import InvalidArgumentError, QuantSpecError
 from ..onnx import opsets
 from ..onnx.divergences import DIVERGENCES
-from ..onnx.plan import _granularity, ort_support, plan_dequantize, plan_quantize
-from ..onnx.reference import _ort_plain_mask
+from ..onnx.plan import resolve_granularity, ort_support, plan_dequantize, plan_quantize
+from ..onnx.reference import ort_plain_mask
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name
 
@@ -314,7 +314,7 @@ def _plain_positions(q: _QDQ) -> int | None:
         return None
     if plan is None or math.prod(plan.shape) > _MASK_LIMIT:
         return None
-    mask = _ort_plain_mask(plan)
+    mask = ort_plain_mask(plan)
     n = math.prod(plan.shape)
     if isinstance(mask, (bool, np.bool_)):
         return n if mask else 0
@@ -434,7 +434,7 @@ def _shape_risks(q: _QDQ) -> list[Risk]:
 
     def accepts(compat):
         try:
-            _granularity(q.x_shape, scale, zp, axis, block, compat, q.version, *names)
+            resolve_granularity(q.x_shape, scale, zp, axis, block, compat, q.version, *names)
             return True
         except QuantSpecError:
             return False

@@ -32,7 +32,7 @@ import numpy as np
 from ..dtypes import qtype
 from ..errors import QuantSpecError
 from ..onnx import opsets
-from ..onnx.plan import _granularity
+from ..onnx.plan import resolve_granularity
 from . import qops
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name
@@ -288,7 +288,7 @@ def _shapes(c: _Collector, node: Node, x_shape, s_shape, z_shape, axis: int, blo
     scale = np.broadcast_to(np.zeros((), np.float32), s_shape)
     zp = None if z_shape is None else np.broadcast_to(np.zeros((), np.uint8), z_shape)
     try:
-        _granularity(filled, scale, zp, axis, block, "spec", version, names[1], names[2])
+        resolve_granularity(filled, scale, zp, axis, block, "spec", version, names[1], names[2])
     except QuantSpecError as e:
         rule = {"axis": "axis", "block_size": "block-size", names[1]: "scale-shape",
                 names[2]: "zero-point-shape"}.get(e.argument, "scale-shape")

@@ -210,11 +210,11 @@ def _rewrite(proto: Any, done: dict[str, tuple[Candidate, Scheme, Quantized]], i
     onnx = onnx_module()
     from onnx import helper
 
-    from .io import _without_initializers
+    from .io import without_initializers
 
     tensors, node_names = _all_names(proto.graph)
     fresh, fresh_node = _Names(tensors), _Names(node_names)
-    out = _without_initializers(proto)
+    out = without_initializers(proto)
     arrays = {}
     heads = []
     for t in proto.graph.initializer:

@@ -29,7 +29,7 @@ from ..dtypes import qtype
 from ..filetypes import looks_like_onnx
 from ..errors import ModelError, QuantSpecError, UnsupportedError
 
-__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx",
+__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx", "without_initializers",
            "PROTOBUF_LIMIT", "type_name"]
 
 #: protobuf refuses to serialize or parse one message of 2 GiB or more
@@ -277,7 +277,7 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
         raise ModelError("location", "must be a file name in the model's directory", location)
 
     directory = path.parent if str(path.parent) else Path(".")
-    out = _without_initializers(proto)
+    out = without_initializers(proto)
     written: list[Path] = []
     tmp_data = None
     try:
@@ -397,7 +397,7 @@ def _inline(t: Any, a: np.ndarray | None) -> Any:
     return out
 
 
-def _without_initializers(proto: Any) -> Any:
+def without_initializers(proto: Any) -> Any:
     """A copy of ``proto`` whose main graph has no initializers (they are added back one by one), made
     field by field so that large initializers are never copied."""
     onnx = onnx_module()

@@ -26,7 +26,7 @@ from ..errors import RangeError, ShapeError
 from . import _args, fast, spec
 from ._fp import clamp, cvtt_int32, fadd, fdiv, fmul, fsub, ftz
 
-__all__ = ["FakeQuantPlan", "nudge", "compute_fake_quant", "run_plan", "fake_quant_with_min_max_args",
+__all__ = ["FakeQuantPlan", "plan_fake_quant", "nudge", "compute_fake_quant", "run_plan", "fake_quant_with_min_max_args",
            "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_per_channel"]
 
 f32 = np.float32
@@ -62,7 +62,7 @@ def nudge(mn: np.ndarray, mx: np.ndarray, num_bits: int, narrow_range: bool):
     return nudged_min, nudged_max, scale, inv_scale
 
 
-def _plan(mn, mx, num_bits, narrow_range, *, divide: bool, zero_special: bool) -> FakeQuantPlan:
+def plan_fake_quant(mn, mx, num_bits, narrow_range, *, divide: bool, zero_special: bool) -> FakeQuantPlan:
     mn, mx = ftz(mn), ftz(mx)
     nmin, nmax, scale, inv = nudge(mn, mx, num_bits, narrow_range)
     quant_zero = np.floor(fadd(fmul(-nmin, inv), f32(0.5)))
@@ -135,7 +135,7 @@ def fake_quant_with_min_max_args(x, *, min=-6.0, max=6.0, num_bits=8, narrow_ran
                    f"({fmn.item()!r} >= {fmx.item()!r})" if (fmn.item(), fmx.item()) != (mn.item(), mx.item()) else "")
         raise RangeError("min", f"must be smaller than max{flushed} (TensorFlow: 'min has to be smaller than max'; "
                          "NaN is refused too)", (mn.item(), mx.item()))
-    plan = _plan(mn.reshape(1), mx.reshape(1), nb, narrow, divide=False, zero_special=False)
+    plan = plan_fake_quant(mn.reshape(1), mx.reshape(1), nb, narrow, divide=False, zero_special=False)
     return run_plan(x, plan)
 
 
@@ -146,7 +146,7 @@ def fake_quant_with_min_max_vars(x, min, max, *, num_bits=8, narrow_range=False)
     nb = _num_bits(num_bits)
     narrow = _args.flag(narrow_range, "narrow_range")
     mn, mx = _scalar_range(min, max, "must be rank 0 (TensorFlow: '`{name}` must be rank 0')")
-    plan = _plan(mn.reshape(1), mx.reshape(1), nb, narrow, divide=True, zero_special=True)
+    plan = plan_fake_quant(mn.reshape(1), mx.reshape(1), nb, narrow, divide=True, zero_special=True)
     return run_plan(x, plan)
 
 
@@ -168,5 +168,5 @@ def fake_quant_with_min_max_vars_per_channel(x, min, max, *, num_bits=8, narrow_
         if a.shape[0] != depth:
             raise ShapeError(name, f"must have one value per channel of the last axis: {depth} (TensorFlow: "
                              f"'{name} has incorrect size')", a.shape)
-    plan = _plan(mn, mx, nb, narrow, divide=False, zero_special=True)
+    plan = plan_fake_quant(mn, mx, nb, narrow, divide=False, zero_special=True)
     return run_plan(x, plan)

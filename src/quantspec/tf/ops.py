@@ -33,7 +33,7 @@ from .fast import path_fake_quant as fast_path_fake_quant
 from .fast import path_qdq as fast_path_qdq
 from .qdq import run_plan as run_qdq
 from .fake_quant import run_plan as run_fake_quant
-from .fake_quant import (_plan as _fake_plan, fake_quant_with_min_max_args, fake_quant_with_min_max_vars,
+from .fake_quant import (plan_fake_quant, fake_quant_with_min_max_args, fake_quant_with_min_max_vars,
                          fake_quant_with_min_max_vars_per_channel)
 from .qdq import prepare_qdq, quantize_and_dequantize_v2, quantize_and_dequantize_v3, quantize_and_dequantize_v4
 from .quantize_op import output_range, prepare_quantize, quantize
@@ -296,7 +296,7 @@ class FakeQuantOp(QuantizerRecord):
         self(np.zeros((1, len(lo)) if variant == "per_channel" else (1,), np.float32))   # the op's own checks
         mn = np.asarray(lo if variant == "per_channel" else (lo,), np.float32)
         mx = np.asarray(hi if variant == "per_channel" else (hi,), np.float32)
-        plan = _fake_plan(mn, mx, nb, narrow, divide=variant == "vars", zero_special=variant != "args")
+        plan = plan_fake_quant(mn, mx, nb, narrow, divide=variant == "vars", zero_special=variant != "args")
         _set(self, _plan=plan)
 
     def __call__(self, x) -> np.ndarray:
