@@ -3,7 +3,7 @@
 A cached plan's prepared state remembers, per kind of call, the entry point numba compiled for the
 exact types of the kernel's arguments, and calls it directly (numba's dispatch types the records
 anew on every call).  An entry point unboxes its arguments without checking their types, so the
-memo's key must cover everything those types depend on.  The tests wrap :func:`core._entry` so
+memo's key must cover everything those types depend on.  The tests wrap :func:`core.dispatcher_entry` so
 that every call through a remembered entry point re-derives numba's types of its arguments and
 compares them with the types the entry point was compiled for; they run the public functions on
 inputs whose numba types differ (read-only, unaligned, serial and parallel, streamed and not) and
@@ -40,7 +40,7 @@ def checked_entries(monkeypatch):
     """Every entry point handed out, wrapped in a check of its arguments' numba types; the list
     of (signature, calls) of each."""
     made = []
-    real = core._entry
+    real = core.dispatcher_entry
 
     def checking(dispatcher, args):
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
@@ -57,7 +57,7 @@ def checked_entries(monkeypatch):
 
         return call
 
-    monkeypatch.setattr(core, "_entry", checking)
+    monkeypatch.setattr(core, "dispatcher_entry", checking)
     return made
 
 
@@ -160,4 +160,4 @@ def test_without_numba_internals_the_dispatcher_runs():
         pass
 
     d = Dispatcher()
-    assert core._entry(d, (1, 2)) is d
+    assert core.dispatcher_entry(d, (1, 2)) is d

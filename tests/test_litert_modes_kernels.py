@@ -214,7 +214,7 @@ def _add16_edges(r, ins, outs, feeds):
     shift) *and* the difference reaches the output; they are rare (about 1 in 10^5 random pairs), so
     they are searched for: the int16 values whose scaled value differs, against every other value."""
     from litert_kernel_check import spec
-    from quantspec.litert.fixedpoint import _rdbpot, _srdhm
+    from quantspec.litert.fixedpoint import rdbpot, srdhm
     from quantspec.litert.kernels import elementwise as ref_elementwise
     from quantspec.litert.kernels.optimized.elementwise import Add, _shift
 
@@ -224,14 +224,14 @@ def _add16_edges(r, ins, outs, feeds):
     found = []
     for side in (0, 1):
         m, e = p.multipliers[side], p.shifts[side]
-        scaled_ref = _rdbpot(_srdhm(every << p.left_shift, m), -e)
-        scaled_opt = _srdhm(_shift(every, p.left_shift + e), m)
+        scaled_ref = rdbpot(srdhm(every << p.left_shift, m), -e)
+        scaled_opt = srdhm(_shift(every, p.left_shift + e), m)
         cand = every[scaled_ref != scaled_opt]
         cand = r.choice(cand, min(4, cand.size), replace=False) if cand.size else cand
         for v in cand:
             mine = np.full(every.size, v, np.int16)
             pair = (mine, every.astype(np.int16)) if side == 0 else (every.astype(np.int16), mine)
-            ref_out = ref_elementwise._add_sub_compute(p, list(pair))[0].reshape(-1)
+            ref_out = ref_elementwise.add_sub_compute(p, list(pair))[0].reshape(-1)
             hit = np.flatnonzero(ref_out != Add._lanes16(p, *pair))
             found += [(int(pair[0][k]), int(pair[1][k])) for k in hit[:4]]
     x, y = (f.copy() for f in feeds)

@@ -172,14 +172,14 @@ def test_small_fully_connected(rows, depth, units, zx, act):
     feed = _codes(np.int8, (rows, depth), r)
     feed[0] = -128
     got = _both(model, [feed], "SmallFullyConnectedPlan")
-    old = plans.SMALL_FC
-    plans.SMALL_FC = 0
+    old = plans.fully_connected.SMALL_FC
+    plans.fully_connected.SMALL_FC = 0
     try:
         interp = L.Interpreter(model)
         gemm = interp.run([feed])
         assert "FullyConnectedPlan" in [type(s[2]).__name__ for s in interp._main.plan_steps()]
     finally:
-        plans.SMALL_FC = old
+        plans.fully_connected.SMALL_FC = old
     assert got[0].tobytes() == gemm[0].tobytes()
 
 

@@ -295,7 +295,7 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
 
     ``memo``: a dict owned by the caller's prepared state, for calls that repeat with the same
     ``params``, ``lay`` and ``op`` objects (a cached plan): it keeps the compiled kernel's entry point
-    for the types of ``x`` and ``y`` (:func:`_entry`), which skips numba's dispatch (typing the
+    for the types of ``x`` and ``y`` (:func:`dispatcher_entry`), which skips numba's dispatch (typing the
     records on every call: about 2 us of a small call's 10)."""
     n = x.size if n is None else n
     if n == 0:
@@ -329,7 +329,7 @@ def run(x: np.ndarray, y: np.ndarray, params: tuple, lay, op: tuple, n: int | No
         entry = memo.get(key)
         if entry is None:
             kernels = _jitted()
-            entry = memo[key] = _entry(kernels.streamed if stream else kernels.plain, args)
+            entry = memo[key] = dispatcher_entry(kernels.streamed if stream else kernels.plain, args)
     if parts > 1:
         pool.run(entry, args, claims, work, parts)
     else:
@@ -356,7 +356,7 @@ def launch(kernel, args: tuple, work: int, n: int) -> None:
         kernel(*args, claims, step)
 
 
-def _entry(dispatcher, args: tuple):
+def dispatcher_entry(dispatcher, args: tuple):
     """The compiled entry point of ``dispatcher`` for exactly the types of ``args`` (compiling or
     loading it first), or the dispatcher itself where numba would convert an argument or its
     internals are not as expected.  The entry point unboxes the arguments without checking their

@@ -120,7 +120,7 @@ def memory_limit() -> int:
     return _MEMORY_LIMIT[0]
 
 
-def _bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     for unit, size in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
@@ -139,7 +139,7 @@ def check_fits(shape: Any, itemsize: int, argument: str = "x", what: str = "the 
     nbytes = n * int(itemsize)
     if nbytes > memory_limit():
         raise TooLargeError(argument, f"is too large: {what} would hold {n} elements, {nbytes} bytes "
-                            f"({_bytes(nbytes)}), more than this machine's memory ({_bytes(memory_limit())})",
+                            f"({human_bytes(nbytes)}), more than this machine's memory ({human_bytes(memory_limit())})",
                             tuple(int(d) for d in shape))
 
 

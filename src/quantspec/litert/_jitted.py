@@ -22,29 +22,29 @@ __all__ = ["binary"]
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("fast.py",)
 
-_I32_MIN = -2147483648
-_I32_MAX = 2147483647
+I32_MIN = -2147483648
+I32_MAX = 2147483647
 _TWO31 = 2147483648.0
 
 
 # -- gemmlowp fixed point (int64 values holding int32 ones) ---------------------------------------
 @shared
-def _wrap32(v):
+def wrap32(v):
     """Two's-complement wrap into the int32 range (C++ int32 overflow), as int64."""
     return np.int64(np.int32(v))
 
 
 @shared
-def _srdhm(a, b):
+def srdhm(a, b):
     """SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2^31 truncated, INT32_MIN^2 saturated."""
     ab = a * b
     n = ab + (np.int64(1 << 30) if ab >= 0 else np.int64(1 - (1 << 30)))
     q = (n + ((n >> 63) & np.int64((1 << 31) - 1))) >> 31        # C division by 2^31 (toward zero)
-    return np.int64(_I32_MAX) if (a == _I32_MIN) & (b == _I32_MIN) else q
+    return np.int64(I32_MAX) if (a == I32_MIN) & (b == I32_MIN) else q
 
 
 @shared
-def _rdbpot(x, e):
+def rdbpot(x, e):
     """RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero (0 <= e <= 31)."""
     mask = (np.int64(1) << e) - 1
     threshold = (mask >> 1) + (np.int64(1) if x < 0 else np.int64(0))
@@ -52,23 +52,23 @@ def _rdbpot(x, e):
 
 
 @shared
-def _double(acc, eff):
+def round_double(acc, eff):
     """``static_cast<int32_t>(round(double(acc) * eff))``; out of int32 (x86 cvttsd2si): INT32_MIN."""
     v = round_half_away(np.float64(acc) * eff)
     inside = (v >= -_TWO31) & (v < _TWO31)
-    return np.int64(min(max(v, -_TWO31), _TWO31 - 1.0)) if inside else np.int64(_I32_MIN)
+    return np.int64(min(max(v, -_TWO31), _TWO31 - 1.0)) if inside else np.int64(I32_MIN)
 
 
 @shared
-def _mbqm(x, m, s):
+def mbqm(x, m, s):
     """MultiplyByQuantizedMultiplier (double rounding); the left shift is an int32 product (wraps)."""
     left = s if s > 0 else np.int64(0)
     right = -s if s < 0 else np.int64(0)
-    return _rdbpot(_srdhm(_wrap32(x << left), m), right)
+    return rdbpot(srdhm(wrap32(x << left), m), right)
 
 
 @shared
-def _clamp(v, lo, hi):
+def clamp(v, lo, hi):
     return min(max(v, np.int64(lo)), np.int64(hi))
 
 
@@ -117,14 +117,14 @@ def _dequantize_axis(u, prm, e, unused):
 def _requantize(acc, prm, e, unused):
     """CONV_2D / DEPTHWISE_CONV_2D: clamp(MBQM(int32(acc + bias[c]), M[c], e[c]) + z_out), with the
     int32 wraps of the C++ accumulator and of the zero-point addition."""
-    v = _wrap32(_mbqm(_wrap32(np.int64(acc) + prm[2]), prm[0], prm[1]) + e.zero_point)
-    return np.int32(_clamp(v, e.lo, e.hi))
+    v = wrap32(mbqm(wrap32(np.int64(acc) + prm[2]), prm[0], prm[1]) + e.zero_point)
+    return np.int32(clamp(v, e.lo, e.hi))
 
 
 @inline
 def _requantize_double(acc, prm, e, unused):
     """REF FULLY_CONNECTED: int32(round(double(acc) * eff[c])) (x86: out of range -> INT32_MIN)."""
-    return np.int32(_clamp(_wrap32(_double(acc, prm[0]) + e.zero_point), e.lo, e.hi))
+    return np.int32(clamp(wrap32(round_double(acc, prm[0]) + e.zero_point), e.lo, e.hi))
 
 
 fastmap.register((Quantize, None), _quantize)
@@ -138,18 +138,18 @@ fastmap.register((RequantizeDouble, None), _requantize_double)
 # -- ADD / SUB / MUL: two int8 inputs of the output's shape --------------------------------------------
 @inline
 def _add_sub(x, y, p):
-    a = _rdbpot(_srdhm(_wrap32((np.int64(x) - p.z1) << p.left), np.int64(p.m1)), np.int64(-p.e1))
-    b = _rdbpot(_srdhm(_wrap32((np.int64(y) - p.z2) << p.left), np.int64(p.m2)), np.int64(-p.e2))
-    raw = _wrap32(a + p.sign * b)
-    v = _wrap32(_rdbpot(_srdhm(raw, np.int64(p.mo)), np.int64(-p.eo)) + p.zo)
-    return _clamp(v, p.lo, p.hi)
+    a = rdbpot(srdhm(wrap32((np.int64(x) - p.z1) << p.left), np.int64(p.m1)), np.int64(-p.e1))
+    b = rdbpot(srdhm(wrap32((np.int64(y) - p.z2) << p.left), np.int64(p.m2)), np.int64(-p.e2))
+    raw = wrap32(a + p.sign * b)
+    v = wrap32(rdbpot(srdhm(raw, np.int64(p.mo)), np.int64(-p.eo)) + p.zo)
+    return clamp(v, p.lo, p.hi)
 
 
 @inline
 def _mul(x, y, p):
-    prod = _wrap32((np.int64(x) - p.z1) * (np.int64(y) - p.z2))
-    v = _wrap32(_mbqm(prod, np.int64(p.m), np.int64(p.e)) + p.zo)
-    return _clamp(v, p.lo, p.hi)
+    prod = wrap32((np.int64(x) - p.z1) * (np.int64(y) - p.z2))
+    v = wrap32(mbqm(prod, np.int64(p.m), np.int64(p.e)) + p.zo)
+    return clamp(v, p.lo, p.hi)
 
 
 def _binary_kernel(x, y, out, p, chunk, claims, step):
@@ -240,8 +240,8 @@ def _depthwise_row(x, filt, bias, mult, shift, e, zx, out, accs, row, h, w, c, k
                             accs[ic * np.uint64(m) + mm] += v * filt[fb + ic * np.uint64(m) + mm]
         ob = np.uint64((row * ow + ox) * oc)
         for k in range(np.uint64(oc)):
-            v = _wrap32(_mbqm(_wrap32(accs[k]), mult[k], shift[k]) + e.zero_point)
-            out[ob + k] = np.int8(_clamp(v, e.lo, e.hi))
+            v = wrap32(mbqm(wrap32(accs[k]), mult[k], shift[k]) + e.zero_point)
+            out[ob + k] = np.int8(clamp(v, e.lo, e.hi))
 
 
 depthwise = kernel(_depthwise_kernel)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._fastpath.nbprim import claim, finished, inline, kernel
-from ._jitted import _rdbpot, _srdhm, _wrap32
+from ._jitted import rdbpot, srdhm, wrap32
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]
 
@@ -24,10 +24,10 @@ KERNEL_SOURCES = ("_jitted.py", "fast.py")
 def _requantize(acc, m, s, half_up):
     left = s if s > 0 else np.int64(0)
     right = -s if s < 0 else np.int64(0)
-    v = _srdhm(_wrap32(acc << left), m)
+    v = srdhm(wrap32(acc << left), m)
     if half_up:
         return (v + ((np.int64(1) << (right - 1)) if right > 0 else np.int64(0))) >> right
-    return _rdbpot(v, right)
+    return rdbpot(v, right)
 
 
 def _requantize_channels(acc, mult, shift, zp, lo, hi, vector, out, claims, step):
@@ -41,8 +41,8 @@ def _requantize_channels(acc, mult, shift, zp, lo, hi, vector, out, claims, step
         r1 = min(r0 + step, rows)
         for r in range(r0, r1):
             for c in range(channels):
-                v = _requantize(_wrap32(np.int64(acc[r, c])), mult[c], shift[c], c < vector)
-                v = _wrap32(v + zp)
+                v = _requantize(wrap32(np.int64(acc[r, c])), mult[c], shift[c], c < vector)
+                v = wrap32(v + zp)
                 out[r, c] = np.int8(min(max(v, np.int64(lo)), np.int64(hi)))
         finished(claims, r1 - r0)
     return finished(claims, 0)

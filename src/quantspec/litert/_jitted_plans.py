@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._fastpath.nbprim import kernel, shared
-from ._jitted import _I32_MAX, _I32_MIN, _clamp, _double, _mbqm, _rdbpot, _srdhm, _wrap32
+from ._jitted import I32_MAX, I32_MIN, clamp, mbqm, rdbpot, round_double, srdhm, wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
            "lut", "fc8", "resize8", "gather", "gather2_checked", "gather3", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
@@ -31,7 +31,7 @@ MBQM32, MBQM64, DOUBLE32, DOUBLE64 = 0, 1, 2, 3
 def _mbqm64(acc, m16, total):
     """``MultiplyByQuantizedMultiplier(int64 x, M, shift)``: ``m16`` the multiplier reduced to 16 bits,
     ``total = 15 - shift``; one rounding, half up, then the int32 cast."""
-    return _wrap32((acc * m16 + (np.int64(1) << (total - 1))) >> total)
+    return wrap32((acc * m16 + (np.int64(1) << (total - 1))) >> total)
 
 
 def _epilogue(g, split, corr, mult, shift, eff, kind, zo, lo, hi, out):
@@ -52,25 +52,25 @@ def _epilogue(g, split, corr, mult, shift, eff, kind, zo, lo, hi, out):
                 acc = np.int64(g[base + c]) * scale + corr[c]
                 if split:
                     acc += np.int64(g[low + base + c])
-                out[base + c] = _clamp(_wrap32(_mbqm(_wrap32(acc), mult[c], shift[c]) + zo), lo, hi)
+                out[base + c] = clamp(wrap32(mbqm(wrap32(acc), mult[c], shift[c]) + zo), lo, hi)
         elif kind == 1:
             for c in range(cols):
                 acc = np.int64(g[base + c]) * scale + corr[c]
                 if split:
                     acc += np.int64(g[low + base + c])
-                out[base + c] = _clamp(_wrap32(_mbqm64(acc, mult[c], shift[c]) + zo), lo, hi)
+                out[base + c] = clamp(wrap32(_mbqm64(acc, mult[c], shift[c]) + zo), lo, hi)
         elif kind == 2:
             for c in range(cols):
                 acc = np.int64(g[base + c]) * scale + corr[c]
                 if split:
                     acc += np.int64(g[low + base + c])
-                out[base + c] = _clamp(_wrap32(_double(_wrap32(acc), eff[c]) + zo), lo, hi)
+                out[base + c] = clamp(wrap32(round_double(wrap32(acc), eff[c]) + zo), lo, hi)
         else:
             for c in range(cols):
                 acc = np.int64(g[base + c]) * scale + corr[c]
                 if split:
                     acc += np.int64(g[low + base + c])
-                out[base + c] = _clamp(_wrap32(_double(acc, eff[c]) + zo), lo, hi)
+                out[base + c] = clamp(wrap32(round_double(acc, eff[c]) + zo), lo, hi)
 
 
 epilogue = kernel(_epilogue)
@@ -205,12 +205,12 @@ def _binary_op(a, b, mul, q):
     """ADD / SUB (``mul`` false) or MUL of two codes, the reference kernels' arithmetic; ``q``: (z1,
     z2, left shift, m1, e1, m2, e2, mo, eo, sign, zo, lo, hi) (MUL: its multiplier in m1, e1)."""
     if mul:
-        v = _mbqm(_wrap32((a - q[0]) * (b - q[1])), q[3], q[4])
+        v = mbqm(wrap32((a - q[0]) * (b - q[1])), q[3], q[4])
     else:
-        a2 = _rdbpot(_srdhm(_wrap32((a - q[0]) << q[2]), q[3]), -q[4])
-        b2 = _rdbpot(_srdhm(_wrap32((b - q[1]) << q[2]), q[5]), -q[6])
-        v = _rdbpot(_srdhm(_wrap32(a2 + q[9] * b2), q[7]), -q[8])
-    return _clamp(_wrap32(v + q[10]), q[11], q[12])
+        a2 = rdbpot(srdhm(wrap32((a - q[0]) << q[2]), q[3]), -q[4])
+        b2 = rdbpot(srdhm(wrap32((b - q[1]) << q[2]), q[5]), -q[6])
+        v = rdbpot(srdhm(wrap32(a2 + q[9] * b2), q[7]), -q[8])
+    return clamp(wrap32(v + q[10]), q[11], q[12])
 
 
 def _binary(x, y, dims, xs, ys, mul, q, out):
@@ -246,8 +246,8 @@ def _mean(x, outer, red, inner, n, zin, m, e, zo, lo, hi, out):
             for i in range(inner):
                 acc[i] += x[base + i]
         for i in range(inner):
-            s = _wrap32(_wrap32(acc[i]) - zin * n)
-            out[o * inner + i] = _clamp(_wrap32(_mbqm(s, m, e) + zo), lo, hi)
+            s = wrap32(wrap32(acc[i]) - zin * n)
+            out[o * inner + i] = clamp(wrap32(mbqm(s, m, e) + zo), lo, hi)
 
 
 mean = kernel(_mean)
@@ -259,9 +259,9 @@ def _sat_shl(x, e):
     """SaturatingRoundingMultiplyByPOT<e> for e > 0: x * 2^e clamped to int32."""
     threshold = (np.int64(1) << (31 - e)) - 1
     if x > threshold:
-        return np.int64(_I32_MAX)
+        return np.int64(I32_MAX)
     if x < -threshold:
-        return np.int64(_I32_MIN)
+        return np.int64(I32_MIN)
     return x << e
 
 
@@ -284,16 +284,16 @@ def _reciprocal(total, digits):
     u = total & np.int64(0xFFFFFFFF)
     headroom = _clz32(u)
     shifted = (u << headroom) & np.int64(0xFFFFFFFF)
-    a = _wrap32(shifted - np.int64(1 << 31))
+    a = wrap32(shifted - np.int64(1 << 31))
     # one_over_one_plus_x_for_x_in_0_1: RoundingHalfSum(a, One), then Newton-Raphson
-    s = a + np.int64(_I32_MAX)
+    s = a + np.int64(I32_MAX)
     t = s + (np.int64(1) if s >= 0 else np.int64(-1))
     half = (t + ((t >> 63) & np.int64(1))) >> 1
-    x = _wrap32(np.int64(1515870810) + _srdhm(half, np.int64(-1010580540)))
+    x = wrap32(np.int64(1515870810) + srdhm(half, np.int64(-1010580540)))
     for _ in range(3):
-        hx = _srdhm(half, x)
-        one_minus = _wrap32(np.int64(1 << 29) - hx)
-        x = _wrap32(x + _sat_shl(_srdhm(x, one_minus), np.int64(2)))
+        hx = srdhm(half, x)
+        one_minus = wrap32(np.int64(1 << 29) - hx)
+        x = wrap32(x + _sat_shl(srdhm(x, one_minus), np.int64(2)))
     return _sat_shl(x, np.int64(1)), digits - headroom
 
 
@@ -312,14 +312,14 @@ def _softmax8(x, rows, cols, exps, terms, diff_min, out):
             d = np.int64(x[base + j]) - top
             if d >= diff_min:
                 total += terms[d + 255]
-        recip, over = _reciprocal(_wrap32(total), np.int64(12))
+        recip, over = _reciprocal(wrap32(total), np.int64(12))
         exponent = over + 31 - 8
         if exponent < 0 or exponent > 31:
             return 1
         for j in range(cols):
             d = np.int64(x[base + j]) - top
             if d >= diff_min:
-                v = _rdbpot(_srdhm(recip, exps[d + 255]), exponent) - 128
+                v = rdbpot(srdhm(recip, exps[d + 255]), exponent) - 128
                 out[base + j] = min(max(v, np.int64(-128)), np.int64(127))
             else:
                 out[base + j] = -128
@@ -395,7 +395,7 @@ def _fc8(x, w, corr, eff, zo, lo, hi, acc, out):
         ob = r * units
         for c in range(units):
             a = np.int64(acc[c]) + corr[c]
-            out[ob + c] = _clamp(_wrap32(_double(_wrap32(a), eff[c]) + zo), lo, hi)
+            out[ob + c] = clamp(wrap32(round_double(wrap32(a), eff[c]) + zo), lo, hi)
 
 
 fc8 = kernel(_fc8)

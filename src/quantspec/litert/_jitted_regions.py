@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._fastpath.nbprim import kernel
-from ._jitted import _clamp, _mbqm, _wrap32
+from ._jitted import clamp, mbqm, wrap32
 from ._jitted_plans import fc8, gather2, gather2_checked, gather3, lut, softmax8
 
 __all__ = ["region", "permute", "scatter", "bmm8", "mean8", "resize8u", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
@@ -103,7 +103,7 @@ def _bmm8(a, b, g, zl, zr, mult, shift, zo, lo, hi, out):
                 for c in range(cols):
                     acc[c] += av * bt[base + c]
             for c in range(cols):
-                out[k + c] = _clamp(_wrap32(_mbqm(_wrap32(np.int64(acc[c])), mult[c], shift[c]) + zo), lo, hi)
+                out[k + c] = clamp(wrap32(mbqm(wrap32(np.int64(acc[c])), mult[c], shift[c]) + zo), lo, hi)
             k += cols
 
 
@@ -156,8 +156,8 @@ def _mean8(x, outer, red, inner, n, zin, m, e, zo, lo, hi, out):
             else:
                 for r in range(ur):
                     acc += np.int64(x[base + r * ui])
-            s = _wrap32(_wrap32(acc) - zin * n)
-            out[o * ui + i] = _clamp(_wrap32(_mbqm(s, m, e) + zo), lo, hi)
+            s = wrap32(wrap32(acc) - zin * n)
+            out[o * ui + i] = clamp(wrap32(mbqm(s, m, e) + zo), lo, hi)
 
 
 mean8 = kernel(_mean8)

@@ -298,7 +298,7 @@ def _tensor_checks(c: _Collector, op: Operator | None, t: Tensor, position: str,
     for r in _GENERIC.restrictions:
         if r.rule in ("scale", "zero-point-range"):
             with np.errstate(all="ignore"):
-                result = optable._evaluate(r, _GENERIC, spec, [spec], [], None)
+                result = optable.evaluate(r, _GENERIC, spec, [spec], [], None)
             if result is not None:
                 message, expected, found, _ = result
                 e = r.litert[0]
@@ -524,7 +524,7 @@ def _prepare_pass(c: _Collector, op: Operator, refusals: dict[int, Any]) -> bool
     """Prepare the operator with quantspec's kernel, as the interpreter does: every LiteRT limit the
     model breaks (optable.LIMITS, each kernel error tagged with its rule) becomes a violation, so
     that check_model reports exactly the models the interpreter refuses."""
-    from .interpreter import CONTROL_FLOW, STATEFUL, _prepare, _spec as runtime_spec
+    from .interpreter import CONTROL_FLOW, STATEFUL, prepare_operator, tensor_spec as runtime_spec
     from .kernels import OPS
 
     kernel = OPS.get(op.name)
@@ -542,7 +542,7 @@ def _prepare_pass(c: _Collector, op: Operator, refusals: dict[int, Any]) -> bool
         return None                        # shapes this large (a damaged model?): the kernel's tables would be too
     try:
         with np.errstate(all="ignore"):
-            _prepare(op, kernel, dict(op.options), specs)
+            prepare_operator(op, kernel, dict(op.options), specs)
         return True
     except QuantSpecError as e:
         rule = getattr(e, "limit", None)

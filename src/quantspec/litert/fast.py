@@ -3,7 +3,7 @@ ends FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, ADD, SUB and MUL.
 
 The readable reference path is the numpy code beside each kernel (:func:`quantspec.litert.params.quantize`,
 :func:`~quantspec.litert.params.dequantize`, ``requantize_double`` in ``kernels/fully_connected.py``,
-``_requantize`` in ``kernels/conv.py``, ``_add_sub_compute`` / ``Mul.compute`` in
+``_requantize`` in ``kernels/conv.py``, ``add_sub_compute`` / ``Mul.compute`` in
 ``kernels/elementwise.py``); the functions here compute the same bytes in one pass, with the generic
 kernel of :mod:`quantspec._fastpath.fastmap` (unary operations) or :func:`quantspec.litert._jitted.binary`
 (ADD / SUB / MUL over two inputs), and the element functions of :mod:`quantspec.litert._jitted`:
@@ -58,7 +58,7 @@ def _jitted():
     return jit.load("quantspec.litert._jitted")     # registers the LiteRT element functions
 
 
-def _granularity(params, ndim):
+def resolve_granularity(params, ndim):
     if not params.per_axis:
         return "tensor", None
     return "axis", params.quantized_dimension
@@ -79,7 +79,7 @@ def _prepared(kind: str, shape: tuple, dtype: np.dtype, params, make):
     key = (kind, shape, dtype, core.CHUNK, params)  # QuantParams: equal values, equal key
     hit = _PREPARED.get(key)
     if hit is None:
-        g, a = _granularity(params, len(shape))
+        g, a = resolve_granularity(params, len(shape))
         prm, op = make(g)
         lay = core.layout(shape, g, a)
         hit = (lay, core.flat_params(shape, g, a, lay, *prm), op, {})
@@ -110,11 +110,18 @@ def quantize(x: np.ndarray, params, out: np.ndarray) -> np.ndarray | None:
 
 def quantize_prepared(shape: tuple, params):
     """The prepared state of :func:`quantize` for float32 arrays of ``shape`` (for a caller that runs
-    it itself with :func:`_apply`, whatever the size: the interpreter's plans)."""
+    it itself with :func:`run_prepared`, whatever the size: the interpreter's plans)."""
     def make(g):
         return (params.scale.astype(np.float32), params.zero_point.astype(np.int32)), (Quantize(-128, 127), 0)
 
     return _prepared("q", tuple(shape), np.dtype(np.float32), params, make)
+
+
+def run_prepared(x: np.ndarray, out: np.ndarray, prepared) -> np.ndarray:
+    """:func:`quantize` of float32 ``x`` into ``out`` with the state :func:`quantize_prepared` made for
+    their shape, whatever the size (the caller has checked that the fast path is on)."""
+    _jitted()
+    return _apply(x, out, prepared)
 
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32}

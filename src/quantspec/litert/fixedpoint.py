@@ -24,13 +24,14 @@ primitive                                    what it computes
 two int32 values (at most 2^62 in magnitude) and every sum of such a product with a rounding nudge
 (at most 2^62 + 2^30) is exact; where C++ lets an int32 operation wrap (plain ``+``, ``-`` and ``*``
 of gemmlowp raw values, which is formally undefined but wraps on every target LiteRT ships for),
-:func:`wrap_int32` reduces the result modulo 2^32 explicitly.  The private helpers (``_srdhm``,
-``_rdbpot``, ``_mbqm``, ``_rescale``, ``_exp_neg``...) take and return such int64 arrays without
-checking them (the kernels and this module's own functions use them).  Every exported function
-checks its arguments and raises a :mod:`quantspec.errors` exception naming the argument: integer
-(not float or bool) values within their range, shapes that broadcast together, and integer-bit
-counts within what gemmlowp's ``FixedPoint<int32, I>`` allows; the requantization primitives return
-``int32`` arrays, the gemmlowp functions raw int64 arrays.
+:func:`wrap_int32` reduces the result modulo 2^32 explicitly.  The unchecked helpers take and
+return such int64 arrays without checking them: :func:`srdhm`, :func:`rdbpot`, :func:`mbqm`,
+:func:`mbqm_int64` and :func:`clz`, which the kernels call too (not in ``__all__``), and this
+module's private ones (``_rescale``, ``_exp_neg``...).  Every exported function checks its
+arguments and raises a :mod:`quantspec.errors` exception naming the argument: integer (not float or
+bool) values within their range, shapes that broadcast together, and integer-bit counts within what
+gemmlowp's ``FixedPoint<int32, I>`` allows; the requantization primitives return ``int32`` arrays,
+the gemmlowp functions raw int64 arrays.
 
 **Fixed-point numbers** (gemmlowp ``FixedPoint<int32, I>``) are raw int32 values with ``31 - I``
 fractional bits: the raw value ``r`` stands for ``r / 2^(31-I)``.  Multiplying two of them is
@@ -224,8 +225,8 @@ def saturate_int32(x: Any) -> np.ndarray:
     return np.asarray(_saturate(_as_int64(x, "x", _INT64_MIN, _INT64_MAX)))
 
 
-def _clz(x: Any) -> np.ndarray:
-    """Unchecked :func:`count_leading_zeros`, called inside this module."""
+def clz(x: Any) -> np.ndarray:
+    """Unchecked :func:`count_leading_zeros` (this module and the kernels)."""
     u = np.asarray(x, dtype=np.int64) & 0xFFFFFFFF
     _, e = np.frexp(u.astype(np.float64))
     return (32 - e).astype(np.int64)
@@ -235,7 +236,7 @@ def count_leading_zeros(x: Any) -> np.ndarray:
     """``CountLeadingZeros`` of ``uint32(x)``: 32 for 0 (``common.h``).
 
     Exact: every uint32 is exactly representable in float64, so ``frexp`` returns its bit length."""
-    return np.asarray(_clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX)))
+    return np.asarray(clz(_as_int64(x, "x", INT32_MIN, _UINT32_MAX)))
 
 
 def _half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -347,7 +348,7 @@ def quantize_multiplier_greater_than_one(real: float, *, rounding: str = "double
 # the two roundings of gemmlowp
 # -------------------------------------------------------------------------------------------------
 
-def _srdhm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def srdhm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """SaturatingRoundingDoublingHighMul on int64 arrays holding int32 values.
 
     |a*b| <= 2^62 and |nudge| <= 2^30, so the int64 sum cannot overflow; the only result outside
@@ -366,10 +367,10 @@ def saturating_rounding_doubling_high_mul(a: Any, b: Any) -> np.ndarray:
     of two Q0.31 numbers."""
     a, b = _as_int64(a, "a"), _as_int64(b, "b")
     _broadcast(("a", a), ("b", b))
-    return _out(_srdhm(a, b))
+    return _out(srdhm(a, b))
 
 
-def _rdbpot(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
+def rdbpot(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
     """RoundingDivideByPOT on int64 arrays holding int32 values, ``0 <= exponent <= 31``."""
     e = np.asarray(exponent, dtype=np.int64)
     mask = (np.int64(1) << e) - 1
@@ -384,10 +385,10 @@ def rounding_divide_by_pot(x: Any, exponent: Any) -> np.ndarray:
     non-negative x).  ``0 <= exponent <= 31``, as gemmlowp asserts."""
     x, e = _as_int64(x, "x"), _as_int64(exponent, "exponent", 0, 31)
     _broadcast(("x", x), ("exponent", e))
-    return _out(_rdbpot(x, e))
+    return _out(rdbpot(x, e))
 
 
-def _mbqm(x: np.ndarray, multiplier, shift) -> np.ndarray:
+def mbqm(x: np.ndarray, multiplier, shift) -> np.ndarray:
     """MultiplyByQuantizedMultiplier, double rounding, int64 arrays in and out (``common.cc``).
 
     ``x * (1 << left_shift)`` is an int32 product in C++: it wraps (reduced modulo 2^32 here)."""
@@ -395,7 +396,7 @@ def _mbqm(x: np.ndarray, multiplier, shift) -> np.ndarray:
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     shifted = x if not np.any(left) else _wrap(x << left)
-    return _rdbpot(_srdhm(shifted, np.asarray(multiplier, dtype=np.int64)), right)
+    return rdbpot(srdhm(shifted, np.asarray(multiplier, dtype=np.int64)), right)
 
 
 def _mbqm_single(x: np.ndarray, multiplier, shift) -> np.ndarray:
@@ -425,7 +426,7 @@ def multiply_by_quantized_multiplier(x: Any, multiplier: Any, shift: Any, *, rou
     m = _as_int64(multiplier, "multiplier", INT32_MIN if rounding == "double" else 0)
     s = _as_int64(shift, "shift", -31, 30)
     _broadcast(("x", xs), ("multiplier", m), ("shift", s))
-    return _out(_mbqm(xs, m, s) if rounding == "double" else _mbqm_single(xs, m, s))
+    return _out(mbqm(xs, m, s) if rounding == "double" else _mbqm_single(xs, m, s))
 
 
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x: Any, multiplier: Any, shift: Any) -> np.ndarray:
@@ -434,7 +435,7 @@ def multiply_by_quantized_multiplier_smaller_than_one_exp(x: Any, multiplier: An
     xs, m = _as_int64(x, "x"), _as_int64(multiplier, "multiplier")
     s = _as_int64(shift, "shift", -31, 0)
     _broadcast(("x", xs), ("multiplier", m), ("shift", s))
-    return _out(_rdbpot(_srdhm(xs, m), -s))
+    return _out(rdbpot(srdhm(xs, m), -s))
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x: Any, multiplier: Any, shift: Any) -> np.ndarray:
@@ -443,10 +444,11 @@ def multiply_by_quantized_multiplier_greater_than_one(x: Any, multiplier: Any, s
     xs, m = _as_int64(x, "x"), _as_int64(multiplier, "multiplier")
     s = _as_int64(shift, "shift", 0, 30)
     _broadcast(("x", xs), ("multiplier", m), ("shift", s))
-    return _out(_srdhm(_wrap(xs << s), m))
+    return _out(srdhm(_wrap(xs << s), m))
 
 
-def _mbqm_int64(x: np.ndarray, multiplier, shift) -> np.ndarray:
+def mbqm_int64(x: np.ndarray, multiplier, shift) -> np.ndarray:
+    """Unchecked :func:`multiply_by_quantized_multiplier_int64`, int64 arrays in and out."""
     m = np.asarray(multiplier, dtype=np.int64)
     reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
     total = 15 - np.asarray(shift, dtype=np.int64)                  # in [8, 46]
@@ -464,7 +466,7 @@ def multiply_by_quantized_multiplier_int64(x: Any, multiplier: Any, shift: Any) 
     m = _as_int64(multiplier, "multiplier", 0, INT32_MAX)
     s = _as_int64(shift, "shift", -31, 7)
     _broadcast(("x", xs), ("multiplier", m), ("shift", s))
-    return _out(_mbqm_int64(xs, m, s))
+    return _out(mbqm_int64(xs, m, s))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -491,7 +493,7 @@ def _srmbpot(x: np.ndarray, exponent: int) -> np.ndarray:
     if exponent > 0:
         return _saturating_left_shift(x, exponent)
     if exponent < 0:
-        return _rdbpot(x, -exponent)
+        return rdbpot(x, -exponent)
     return x
 
 
@@ -566,13 +568,13 @@ def _exp_quarter(a: np.ndarray) -> np.ndarray:
     """Unchecked :func:`exp_on_interval_between_negative_one_quarter_and_0_excl`, called inside this module."""
     a = np.asarray(a, dtype=np.int64)
     x = _add(a, _constant_pot(0, -3))
-    x2 = _srdhm(x, x)
-    x3 = _srdhm(x2, x)
-    x4 = _srdhm(x2, x2)
-    x4_over_4 = _rdbpot(x4, 2)
-    inner = _add(_srdhm(_add(x4_over_4, x3), _ONE_THIRD), x2)      # x^4/12 + x^3/3 + x^2
-    poly = _rdbpot(inner, 1)                                         # x^4/24 + x^3/6 + x^2/2
-    return _add(_EXP_MINUS_ONE_EIGHTH, _srdhm(_EXP_MINUS_ONE_EIGHTH, _add(x, poly)))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = rdbpot(x4, 2)
+    inner = _add(srdhm(_add(x4_over_4, x3), _ONE_THIRD), x2)       # x^4/12 + x^3/3 + x^2
+    poly = rdbpot(inner, 1)                                          # x^4/24 + x^3/6 + x^2/2
+    return _add(_EXP_MINUS_ONE_EIGHTH, srdhm(_EXP_MINUS_ONE_EIGHTH, _add(x, poly)))
 
 
 def exp_on_interval_between_negative_one_quarter_and_0_excl(a: Any) -> np.ndarray:
@@ -593,7 +595,7 @@ def _exp_neg(a: Any, integer_bits: int) -> np.ndarray:
     for k, multiplier in _EXP_BARREL:
         if integer_bits > k:
             bit = np.int64(1) << (fractional_bits + k)
-            result = np.where((remainder & bit) != 0, _srdhm(result, multiplier), result)
+            result = np.where((remainder & bit) != 0, srdhm(result, multiplier), result)
     if integer_bits > 5:
         clamp = -(1 << (36 - integer_bits))                          # -32.0
         result = np.where(a < clamp, 0, result)
@@ -619,12 +621,12 @@ _F2_NEG_32_OVER_17 = -1010580540     # -32/17 in Q2.29
 def _newton_reciprocal_of_half_denominator(half_denominator: np.ndarray) -> np.ndarray:
     """Three Newton-Raphson steps for ``1 / d`` with ``d`` in [1/2, 1) (Q0.31), starting from
     ``48/17 - 32/17 d``; Q2.29 result."""
-    x = _add(_F2_48_OVER_17, _srdhm(half_denominator, _F2_NEG_32_OVER_17))
+    x = _add(_F2_48_OVER_17, srdhm(half_denominator, _F2_NEG_32_OVER_17))
     one_f2 = _one(2)
     for _ in range(3):
-        half_denominator_times_x = _srdhm(half_denominator, x)                        # F2
+        half_denominator_times_x = srdhm(half_denominator, x)                         # F2
         one_minus = _sub(one_f2, half_denominator_times_x)                            # F2
-        x = _add(x, _rescale(_srdhm(x, one_minus), 4, 2))                             # F4 -> F2
+        x = _add(x, _rescale(srdhm(x, one_minus), 4, 2))                              # F4 -> F2
     return x
 
 
@@ -710,14 +712,14 @@ def _log_x(x: Any, input_integer_bits: int, output_integer_bits: int) -> np.ndar
     accum_bits = output_integer_bits + 1
     shifted_quarter = _rescale(np.int64(_ONE_QUARTER), 0, accum_bits)
 
-    z_a_headroom_plus_1 = _clz(z_a)
+    z_a_headroom_plus_1 = clz(z_a)
     r_a_tmp = _srmbpot_param(z_a, z_a_headroom_plus_1 - 1)
-    r_a_raw = _srmbpot_param(_srdhm(r_a_tmp, _SQRT_HALF), np.int64(1))
+    r_a_raw = _srmbpot_param(srdhm(r_a_tmp, _SQRT_HALF), np.int64(1))
     z_a_pow_2_adj = _saturate(
         _srmbpot_param(input_integer_bits - z_a_headroom_plus_1, np.int64(31 - accum_bits)) + shifted_quarter)
 
-    z_b = _srdhm(z_a, _SQRT_HALF)
-    z_b_headroom = _clz(z_b) - 1
+    z_b = srdhm(z_a, _SQRT_HALF)
+    z_b_headroom = clz(z_b) - 1
     r_b_raw = _srmbpot_param(z_a, z_b_headroom)
     z_b_pow_2_adj = _saturate(
         _srmbpot_param(input_integer_bits - z_b_headroom, np.int64(31 - accum_bits)) - shifted_quarter)
@@ -729,13 +731,13 @@ def _log_x(x: Any, input_integer_bits: int, output_integer_bits: int) -> np.ndar
     q = _sub(r, _SQRT_SQRT_HALF)
     q = _add(q, q)
 
-    common_sq = _srdhm(q, q)
-    num = _add(_srdhm(q, r), _srdhm(_srdhm(q, common_sq), _ALPHA_N))
-    denom_minus_one_0 = _add(_srdhm(p, _add(_add(_ALPHA_I, q), _srdhm(_ALPHA_D, common_sq))), _srdhm(_ALPHA_F, q))
+    common_sq = srdhm(q, q)
+    num = _add(srdhm(q, r), srdhm(srdhm(q, common_sq), _ALPHA_N))
+    denom_minus_one_0 = _add(srdhm(p, _add(_add(_ALPHA_I, q), srdhm(_ALPHA_D, common_sq))), srdhm(_ALPHA_F, q))
     recip_denom = _one_over_one_plus_x(denom_minus_one_0)
 
     num_scaled = _rescale(num, 0, accum_bits)
-    total = _add(_srdhm(z_pow_2_adj, _LOG_2), _srdhm(num_scaled, recip_denom))   # both F(accum_bits)
+    total = _add(srdhm(z_pow_2_adj, _LOG_2), srdhm(num_scaled, recip_denom))     # both F(accum_bits)
     return _rescale(total, accum_bits, output_integer_bits)
 
 
@@ -758,7 +760,7 @@ def log_x_for_x_greater_than_or_equal_to_1(x: Any, input_integer_bits: int, outp
 def _reciprocal(x: Any, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
     """Unchecked :func:`get_reciprocal`, called inside this module."""
     x = np.asarray(x, dtype=np.int64)
-    headroom_plus_one = _clz(x)
+    headroom_plus_one = clz(x)
     num_bits_over_unit = x_integer_digits - headroom_plus_one
     shifted = ((x & 0xFFFFFFFF) << headroom_plus_one) & 0xFFFFFFFF       # uint32 shift
     shifted_sum_minus_one = _wrap(shifted - _TWO31)
@@ -786,18 +788,18 @@ def _inv_sqrt(x: Any, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
             break
         v = np.where(big, v // 4, v)
         shift = shift + big
-    max_left_shift_bit_pairs = (_clz(v) - 1) // 2
+    max_left_shift_bit_pairs = (clz(v) - 1) // 2
     left_shift_bit_pairs = max_left_shift_bit_pairs - 1
     shift = shift - left_shift_bit_pairs
     v = v << (2 * left_shift_bit_pairs)
     f3_input = v >> 1
-    f3_half_input = _rdbpot(f3_input, 1)
+    f3_half_input = rdbpot(f3_input, 1)
     half_three = (1 << 28) + (1 << 27)
     y = np.full(v.shape, _one(3), dtype=np.int64)
     for _ in range(5):
-        y3 = _rescale(_srdhm(_srdhm(y, y), y), 9, 3)
-        y = _rescale(_sub(_srdhm(half_three, y), _srdhm(f3_half_input, y3)), 6, 3)
-    y = _srdhm(y, _SQRT_HALF)                              # sqrt(2)/2 in Q0.31 is the same constant
+        y3 = _rescale(srdhm(srdhm(y, y), y), 9, 3)
+        y = _rescale(_sub(srdhm(half_three, y), srdhm(f3_half_input, y3)), 6, 3)
+    y = srdhm(y, _SQRT_HALF)                               # sqrt(2)/2 in Q0.31 is the same constant
     negative = shift < 0
     y = np.where(negative, _wrap(y << np.where(negative, -shift, 0)), y)
     shift = np.where(negative, 0, shift) * reverse_shift

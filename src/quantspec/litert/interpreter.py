@@ -109,7 +109,7 @@ class _Graph:
         for t in sg.tensors:
             _check_tensor(t)
         _check_memory(sg, self.where)
-        self.specs = [_spec(t) for t in sg.tensors]
+        self.specs = [tensor_spec(t) for t in sg.tensors]
         # every operator input must exist before the operator runs: a subgraph input, a constant, or
         # the output of an earlier operator (LiteRT runs the operators in the order listed)
         available = set(sg.inputs) | {t.index for t in sg.tensors if t.data is not None}
@@ -155,7 +155,7 @@ class _Graph:
                     raise UnsupportedError(f"{where} tensor {i} ({t.name!r})",
                                            "has a type quantspec's kernels do not compute with", t.type_name)
             self.options.append(options)
-            self.prepared.append((op, kernel, _prepare(op, kernel, options, self.specs, self.where)))
+            self.prepared.append((op, kernel, prepare_operator(op, kernel, options, self.specs, self.where)))
         # after its last use, an intermediate tensor's array is dropped (unless all are kept)
         last_use: dict[int, int] = {}
         for k, op in enumerate(sg.operators):
@@ -441,7 +441,7 @@ class _Graph:
         hit = self.again.get(key)
         if hit is None:
             specs = {i: changed.get(i, self.specs[i]) for i in (*op.inputs, *op.outputs) if i >= 0}
-            hit = self.again[key] = _prepare(op, kernel, self.options[k], specs, self.where)
+            hit = self.again[key] = prepare_operator(op, kernel, self.options[k], specs, self.where)
         return hit
 
 
@@ -455,7 +455,7 @@ CONTROL_FLOW = frozenset({"WHILE", "IF", "CALL_ONCE"})
 STATEFUL = frozenset({"CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 
 
-def _prepare(op: Operator, kernel: Any, options: dict, specs: Any, where: str = "") -> Any:
+def prepare_operator(op: Operator, kernel: Any, options: dict, specs: Any, where: str = "") -> Any:
     """``kernel.prepare`` for ``op`` with the tensor specs ``specs`` (indexable by tensor)."""
     inputs = [None if i < 0 else specs[i] for i in op.inputs]
     outputs = [specs[i] for i in op.outputs]
@@ -478,14 +478,14 @@ def _check_working_memory(op: Operator, ins: Sequence[Any], where: str) -> None:
     run-time data: PAD's paddings, RESHAPE's shape, ... of a damaged model) is refused before it runs
     where its working arrays would pass this machine's memory, which the system would answer by
     killing the process rather than by an error."""
-    from .._semantics.arrays import _bytes, memory_limit
+    from .._semantics.arrays import human_bytes, memory_limit
 
     elements = sum(int(a.size) for a in ins if isinstance(a, np.ndarray))
     need = elements * WORK_BYTES
     if need > memory_limit():
-        raise ModelError(f"{where}operator {op.index} ({op.name})", f"needs about {need} bytes ({_bytes(need)}) of "
+        raise ModelError(f"{where}operator {op.index} ({op.name})", f"needs about {need} bytes ({human_bytes(need)}) of "
                          f"working memory for inputs of {elements} elements that this run's data made larger than "
-                         f"the model declares, more than this machine's memory ({_bytes(memory_limit())})",
+                         f"the model declares, more than this machine's memory ({human_bytes(memory_limit())})",
                          [list(a.shape) for a in ins if isinstance(a, np.ndarray)])
 
 
@@ -494,13 +494,13 @@ def _check_live_memory(op: Operator, arrays: Mapping[int, Any], constants: Mappi
     run computed and still holds (not the model's constants, which the file holds) must fit in half
     this machine's memory, leaving room for the next operator's working arrays (a chain of operators
     each growing a tensor would otherwise fill it)."""
-    from .._semantics.arrays import _bytes, memory_limit
+    from .._semantics.arrays import human_bytes, memory_limit
 
     live = sum(a.nbytes for i, a in arrays.items() if isinstance(a, np.ndarray) and i not in constants)
     if live * 2 > memory_limit():
         raise ModelError(f"{where}operator {op.index} ({op.name})", f"leaves this run holding {live} bytes "
-                         f"({_bytes(live)}) of tensors that the run's data made larger than the model declares, more "
-                         f"than half this machine's memory ({_bytes(memory_limit())})", live)
+                         f"({human_bytes(live)}) of tensors that the run's data made larger than the model declares, more "
+                         f"than half this machine's memory ({human_bytes(memory_limit())})", live)
 
 
 def _check_tensor(t: Tensor) -> None:
@@ -520,7 +520,7 @@ def _check_memory(sg: Subgraph, where: str) -> None:
     them all would be killed by the system rather than fail, as a damaged model's shapes can ask
     (each tensor alone may fit).  An upper bound of what a run holds at once; a model made by a
     converter declares a tiny fraction of any memory."""
-    from .._semantics.arrays import _bytes, memory_limit
+    from .._semantics.arrays import human_bytes, memory_limit
 
     total = 0
     for t in sg.tensors:
@@ -528,12 +528,13 @@ def _check_memory(sg: Subgraph, where: str) -> None:
             total += math.prod(max(int(d), 0) for d in t.shape) * t.dtype.dtype.itemsize
     limit = memory_limit()
     if total > limit:
-        raise ModelError(f"{where}model".strip(), f"declares tensors of {total} bytes ({_bytes(total)}) in all, more "
-                         f"than this machine's memory ({_bytes(limit)}): a run would be killed by the system "
+        raise ModelError(f"{where}model".strip(), f"declares tensors of {total} bytes ({human_bytes(total)}) in all, more "
+                         f"than this machine's memory ({human_bytes(limit)}): a run would be killed by the system "
                          "(a damaged model?)", total)
 
 
-def _spec(t: Tensor):
+def tensor_spec(t: Tensor):
+    """The spec a kernel's prepare sees for the model's tensor ``t`` (None for a tensor without a type)."""
     from ..dtypes import qtype
     from .kernels.base import TensorSpec
 

@@ -16,7 +16,7 @@ import numpy as np
 from .._semantics.oprecord import QuantizerRecord
 from ..dtypes import qtype
 from ..errors import DTypeError, RangeError
-from .params import QuantParams, _check_params, dequantize, quantize
+from .params import QuantParams, check_params, dequantize, quantize
 
 __all__ = ["QuantizeOp", "DequantizeOp"]
 
@@ -25,9 +25,9 @@ _DEQUANTIZE_INPUTS = ("int8", "uint8", "int16", "uint16", "int32")
 
 def _params(params) -> QuantParams:
     if isinstance(params, QuantParams):
-        return _check_params(params)
+        return check_params(params)
     if isinstance(params, (tuple, list)) and 1 <= len(params) <= 3:
-        return _check_params(QuantParams(*params))
+        return check_params(QuantParams(*params))
     raise DTypeError("params", "must be a quantspec.litert.QuantParams (or a (scale, zero_point[, "
                      "quantized_dimension]) tuple)", type(params).__name__)
 

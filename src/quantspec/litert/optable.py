@@ -682,7 +682,7 @@ def findings(op: str, inputs: Sequence[Any], outputs: Sequence[Any]) -> list[Fin
         if trule is None or t is None:
             continue
         for r in trule.restrictions:
-            found = _evaluate(r, trule, t, inputs, outputs, rule_op)
+            found = evaluate(r, trule, t, inputs, outputs, rule_op)
             if found is None:
                 continue
             message, expected, value, litert_accepts = found
@@ -695,7 +695,7 @@ def findings(op: str, inputs: Sequence[Any], outputs: Sequence[Any]) -> list[Fin
     return result
 
 
-def _evaluate(r: Restriction, trule: TensorRule, t, inputs, outputs, op: OpRule):
+def evaluate(r: Restriction, trule: TensorRule, t, inputs, outputs, op: OpRule):
     """None when ``t`` satisfies ``r``, else (message, expected, found, litert_accepts) where
     ``litert_accepts`` is True when LiteRT's own check has a tolerance and the value is within it."""
     p = t.params

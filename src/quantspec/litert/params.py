@@ -197,7 +197,7 @@ def _not_finite(x: Any, argument: str) -> RangeError:
     return RangeError(argument, "must be finite", float(a) if scalar else "array with NaN or infinity")
 
 
-def _check_params(params: Any, argument: str = "params", shape: tuple[int, ...] | None = None) -> QuantParams:
+def check_params(params: Any, argument: str = "params", shape: tuple[int, ...] | None = None) -> QuantParams:
     if not isinstance(params, QuantParams):
         raise DTypeError(argument, "must be a quantspec.litert.QuantParams", type(params).__name__)
     if params._bad_scale is not None:
@@ -213,7 +213,7 @@ def _check_params(params: Any, argument: str = "params", shape: tuple[int, ...] 
     return params
 
 
-def _per_axis(a: np.ndarray, params: QuantParams, ndim: int) -> np.ndarray:
+def along_axis(a: np.ndarray, params: QuantParams, ndim: int) -> np.ndarray:
     """A per-axis parameter array shaped to broadcast along the quantized dimension."""
     if not params.per_axis:
         return a[0]
@@ -338,8 +338,8 @@ def bias_params(input_params: QuantParams, weight_params: QuantParams) -> QuantP
     The converter then checks the bias values against these scales: where a quantized bias would
     exceed INT32_MAX / 2 it widens that channel's bias and weight scales (:func:`adjust_for_bias`
     gives the final pair)."""
-    _check_params(input_params, "input_params")
-    _check_params(weight_params, "weight_params")
+    check_params(input_params, "input_params")
+    check_params(weight_params, "weight_params")
     if input_params.per_axis:
         raise ShapeError("input_params", "must be per-tensor (activations have one scale)", len(input_params))
     with np.errstate(over="ignore"):     # beyond float32: inf, refused below
@@ -407,7 +407,7 @@ def adjust_for_bias(input_params: QuantParams, weight_params: QuantParams,
 # element-wise conversions
 # -------------------------------------------------------------------------------------------------
 
-def _affine_quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray, lo: int, hi: int) -> np.ndarray:
+def affine_quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """``clamp(int32(TfLiteRound(x / scale)) + zero_point, lo, hi)`` with float32 ``x``/``scale``,
     as LiteRT's AffineQuantize: an out-of-range or NaN quotient converts to INT32_MIN (x86
     ``cvttss2si``) and the zero point is added with int32 wrap-around.  Returns int64 values."""
@@ -429,7 +429,7 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     quotients beyond the int32 range become -128 (127 when the zero point is negative), as in the
     interpreter on x86-64."""
     def check(shape):
-        _check_params(params, "params", shape)
+        check_params(params, "params", shape)
         lo, hi = params._zp_span
         if lo < -128 or hi > 127:
             raise RangeError("params.zero_point", "must lie in [-128, 127] for int8", hi if hi > 127 else lo)
@@ -443,7 +443,7 @@ def quantize(x: Any, params: QuantParams, *, out: np.ndarray | None = None) -> n
     result = fast.quantize(a, params, out if out is not None else np.empty(a.shape, np.int8))
     if result is not None:
         return result
-    q = _affine_quantize(a, _per_axis(params.scale, params, a.ndim), _per_axis(params.zero_point, params, a.ndim),
+    q = affine_quantize(a, along_axis(params.scale, params, a.ndim), along_axis(params.zero_point, params, a.ndim),
                          -128, 127)
     if out is None:
         return q.astype(np.int8)
@@ -468,7 +468,7 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
 
     The zero point must be 0 (symmetric weights)."""
     def check(shape):
-        _check_params(params, "params", shape)
+        check_params(params, "params", shape)
         if np.any(params.zero_point != 0):
             raise InvalidArgumentError("params.zero_point", "must be 0 for weights (symmetric quantization)",
                                        int(params.zero_point[params.zero_point != 0][0]))
@@ -482,7 +482,7 @@ def quantize_weights(w: Any, params: QuantParams) -> np.ndarray:
         # then convert as the C++ static_cast<int32_t> does on x86 (INT32_MIN), which clamps to -127
         if params.per_axis:
             inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)
-            q = cvtt_int32(half_away_from_zero(a * _per_axis(inv, params, a.ndim)))
+            q = cvtt_int32(half_away_from_zero(a * along_axis(inv, params, a.ndim)))
         else:
             r = np.float32(np.abs(a).max()) if a.size else np.float32(0)
             portable_scale = np.float32(r / np.float32(127)) if r != 0 else np.float32(1)
@@ -498,7 +498,7 @@ def quantize_bias(b: Any, params: QuantParams) -> np.ndarray:
     ``clamp(TfLiteRound(b * f32(1.0 / scale)), -INT32_MAX, INT32_MAX)`` with the product in float32,
     one scale per element of a 1-D per-axis bias; NaN gives 0."""
     def check(shape):
-        _check_params(params, "params", shape)
+        check_params(params, "params", shape)
         if np.any(params.zero_point != 0):
             raise InvalidArgumentError("params.zero_point", "must be 0 for a bias",
                                        int(params.zero_point[params.zero_point != 0][0]))
@@ -507,7 +507,7 @@ def quantize_bias(b: Any, params: QuantParams) -> np.ndarray:
     a = _float_array(b, "b", refuse_overflow=True, check=check)
     with np.errstate(over="ignore", invalid="ignore"):
         inv = (1.0 / params.scale.astype(np.float64)).astype(np.float32)   # inf for a scale below 2^-128
-        r = half_away_from_zero(a * _per_axis(inv, params, a.ndim)).astype(np.float64)
+        r = half_away_from_zero(a * along_axis(inv, params, a.ndim)).astype(np.float64)
         r = np.where(np.isnan(r), 0, np.clip(r, -INT32_MAX, INT32_MAX))   # SafeCast, then +-INT32_MAX
     return r.astype(np.int32)
 
@@ -523,7 +523,7 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
     a = np.asarray(q)
     if a.dtype.kind not in "iu" or a.dtype.itemsize > 4 or a.dtype == np.uint32:
         raise DTypeError("q", "must be an int8, uint8, int16, uint16 or int32 array", str(a.dtype))
-    _check_params(params, "params", a.shape)
+    check_params(params, "params", a.shape)
     lo, hi = params._zp_span
     if lo < -(1 << 31) or hi >= (1 << 31):
         # LiteRT keeps a zero point as int32 once the model is loaded (the file's int64 cut to its low
@@ -538,8 +538,8 @@ def dequantize(q: Any, params: QuantParams, *, out: np.ndarray | None = None) ->
     result = fast.dequantize(a, params, out if out is not None else np.empty(a.shape, np.float32))
     if result is not None:
         return result
-    d = a.astype(np.int64) - _per_axis(params.zero_point, params, a.ndim)
-    s = _per_axis(params.scale, params, a.ndim)
+    d = a.astype(np.int64) - along_axis(params.zero_point, params, a.ndim)
+    s = along_axis(params.scale, params, a.ndim)
     if d.size == 0 or np.max(np.abs(d)) <= (1 << 24):
         result = d.astype(np.float32) * s                      # exact operands: one float32 rounding
     elif params.per_axis:

@@ -104,7 +104,7 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
             and plan.second.dtype == np.int8 and plan.first.size == plan.second.size == 1 << 16
         return ins if ok else None
     if t in (P.UnaryTablePlan, P.FoldedUnaryPlan):
-        ok = P._byte_table(plan, invalid_ok=True) and plan.table.dtype.itemsize == 1 and byte(ins[0]) \
+        ok = P.byte_table(plan, invalid_ok=True) and plan.table.dtype.itemsize == 1 and byte(ins[0]) \
             and _size(specs[ins[0]].shape) == n_out \
             and (plan.invalid is None or np.asarray(plan.invalid).size == 256)
         return ins[:1] if ok else None
@@ -471,9 +471,9 @@ class RegionPlan:
             np.copyto(dst, x)               # the model's shape and type (the program's tensors have them)
         entry = self.entry
         if entry is None:
-            from .._fastpath.fast import _entry
+            from .._fastpath.fast import dispatcher_entry
 
-            entry = self.entry = _entry(_k().region, args)
+            entry = self.entry = dispatcher_entry(_k().region, args)
         if entry(*args):
             raise Deopt
         return [v.copy() for v in outv]
@@ -511,16 +511,16 @@ class Direct:
 
 def direct(region: RegionPlan, input_id: int, output_id: int) -> Direct | None:
     """The direct call of ``region`` (one input, one output), its kernel compiled (or loaded); None
-    where numba's internals are not as :func:`quantspec._fastpath.fast._entry` expects (the dispatcher
+    where numba's internals are not as :func:`quantspec._fastpath.fast.dispatcher_entry` expects (the dispatcher
     would compile the kernel again for each new argument type, a read-only input's among them)."""
     if len(region.ext) != 1 or len(region.outs) != 1:
         return None
-    from .._fastpath.fast import _entry
+    from .._fastpath.fast import dispatcher_entry
 
     dispatcher = _k().region
     entry = region.entry
     if entry is None:
-        entry = region.entry = _entry(dispatcher, region.args)
+        entry = region.entry = dispatcher_entry(dispatcher, region.args)
     if entry is dispatcher:
         return None
     return Direct(region, entry, input_id, output_id)

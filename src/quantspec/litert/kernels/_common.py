@@ -13,7 +13,9 @@ What every int8 kernel's prepare step does the same way, one function per job:
 - enforce the op table's rules (:func:`enforce`, :func:`quantspec.litert.optable.enforce`) —
   the spec rules live in the table, not in the kernels;
 - the fused activation's clamp (:func:`fused_range`, over :func:`.base.activation_range`);
-- broadcast shapes, window geometry (``tflite/kernels/padding.h``) and constant inputs.
+- broadcast shapes, window geometry (``tflite/kernels/padding.h``) and constant inputs;
+- the C library's float32 functions (:func:`libm_function`) and ``CheckedLog2``
+  (:func:`checked_log2`, the power-of-two test of int16 scales).
 
 And what every compute step does: check the arrays it is given (:func:`check_arrays`) or fetch an
 input that may be constant (:func:`value`).
@@ -35,21 +37,24 @@ purpose:
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..._semantics.rounding import half_away_from_zero
 from ...errors import DTypeError, InvalidArgumentError, RangeError, ShapeError, UnsupportedError
 from .. import optable
-from ..fixedpoint import _rdbpot, _srdhm
+from ..fixedpoint import rdbpot, srdhm
 from .base import FUSED_ACTIVATIONS, TensorSpec, activation_range
 
 __all__ = ["count", "option", "require_type", "require_same_type", "require_quantized", "require_rank",
            "activation", "legacy", "same_legacy_params", "binary_operands", "enforce", "fused_range",
            "fused_activation_name", "UNCLAMPED_ACTIVATIONS", "broadcast_shape", "MAX_BROADCAST_RANK",
            "check_arrays", "rdbpot_signed_exponent", "requantize_smaller_than_one", "out_size", "pad_before",
-           "window_geometry", "constants", "value", "limit"]
+           "window_geometry", "constants", "value", "limit", "libm_function", "checked_log2"]
 
 #: BroadcastBinaryOpSimple (reference/broadcast_loop.h) aborts above this rank when shapes differ
 MAX_BROADCAST_RANK = 8
@@ -392,7 +397,7 @@ def rdbpot_signed_exponent(y: np.ndarray, shift: int, op: str) -> np.ndarray:
     exactly when ``|y| < 2^(32 - shift)``; quantspec returns that value and raises where they
     differ (which path LiteRT takes depends on the array length and alignment)."""
     if shift <= 0:
-        return _rdbpot(y, -shift)
+        return rdbpot(y, -shift)
     bound = 1 << (32 - shift)
     if np.any((y >= bound) | (y < -bound)):
         rule = "sub-output-multiplier-above-one" if op == "SUB" else "comparison-large-scale"
@@ -406,4 +411,38 @@ def rdbpot_signed_exponent(y: np.ndarray, shift: int, op: str) -> np.ndarray:
 def requantize_smaller_than_one(x: np.ndarray, multiplier: int, shift: int, op: str) -> np.ndarray:
     """``MultiplyByQuantizedMultiplierSmallerThanOneExp`` (double rounding), also for the ``shift > 0``
     misuse of :func:`rdbpot_signed_exponent`."""
-    return rdbpot_signed_exponent(_srdhm(x, multiplier), shift, op)
+    return rdbpot_signed_exponent(srdhm(x, multiplier), shift, op)
+
+
+# -- the C library's float32 functions --------------------------------------------------------------
+
+def libm_function(name: str):
+    """The C library's float32 function ``name`` (``expf``, ``logf``, ...) called through ctypes, as the
+    interpreter calls it; None where there is no C math library."""
+    try:
+        path = ctypes.util.find_library("m")
+        lib = ctypes.CDLL(path) if path else None
+        f = getattr(lib, name) if lib is not None else None
+    except (OSError, AttributeError):  # pragma: no cover - platform without a C math library
+        return None
+    if f is None:  # pragma: no cover
+        return None
+    f.argtypes = [ctypes.c_float]
+    f.restype = ctypes.c_float
+    return f
+
+
+_LOGF = libm_function("logf") or (lambda v: float(np.log(np.float32(v))))
+
+
+def checked_log2(x) -> tuple[bool, int]:
+    """``CheckedLog2`` (quantization_util.cc): ``log2(x) = logf(x) * (1 / logf(2))`` in float32, rounded
+    half away from zero; (true when within 1e-3 of that integer, the integer)."""
+    f = np.float32
+    with np.errstate(all="ignore"):
+        lg = f(f(_LOGF(float(f(x)))) * (f(1.0) / f(_LOGF(2.0))))
+        rounded = f(half_away_from_zero(lg))
+        frac = f(lg - rounded)
+    if not np.isfinite(rounded) or abs(rounded) > 2 ** 31:
+        return False, 0
+    return bool(abs(frac) < f(1e-3)), int(rounded)

@@ -29,15 +29,13 @@ and the reverse scaling (``PreprocessLogSoftmaxScalingExp``); output ``(16/256, 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import InvalidArgumentError, RangeError, UnsupportedError
 from .. import fixedpoint as fp
-from ..fixedpoint import INT32_MIN, _mbqm, _rdbpot, _srdhm, wrap_int32
+from ..fixedpoint import INT32_MIN, mbqm, rdbpot, srdhm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
@@ -50,25 +48,11 @@ _INT8 = np.dtype(np.int8)
 # the C library's float32 functions
 # -------------------------------------------------------------------------------------------------
 
-def _libm_function(name: str):
-    try:
-        path = ctypes.util.find_library("m")
-        lib = ctypes.CDLL(path) if path else None
-        f = getattr(lib, name) if lib is not None else None
-    except (OSError, AttributeError):  # pragma: no cover - platform without a C math library
-        return None
-    if f is None:  # pragma: no cover
-        return None
-    f.argtypes = [ctypes.c_float]
-    f.restype = ctypes.c_float
-    return f
+_EXPF = c.libm_function("expf")
+_TANHF = c.libm_function("tanhf")
 
 
-_EXPF = _libm_function("expf")
-_TANHF = _libm_function("tanhf")
-
-
-def _expf(x: np.ndarray) -> np.ndarray:
+def expf(x: np.ndarray) -> np.ndarray:
     if _EXPF is None:  # pragma: no cover
         return np.exp(x.astype(np.float32))
     return np.array([_EXPF(float(v)) for v in x], np.float32)
@@ -82,7 +66,7 @@ def _tanhf(x: np.ndarray) -> np.ndarray:
 
 def _sigmoid(d: np.ndarray) -> np.ndarray:
     one = np.float32(1)
-    return one / (one + _expf(-d))
+    return one / (one + expf(-d))
 
 
 def lut_int8(input_scale: float, input_zero_point: int, output_scale: float, output_zero_point: int,
@@ -115,7 +99,7 @@ class LutParams:
     dtype: np.dtype = _INT8
 
 
-class _LutKernel(Kernel):
+class LutKernel(Kernel):
     transform = staticmethod(_sigmoid)
     #: int16: the table's integer bits and the input left shifts that count as power-of-two scales
     pot_shifts: tuple[int, ...] = (0,)
@@ -139,13 +123,12 @@ class _LutKernel(Kernel):
         output scale of 2^-15, the input brought to the sigmoid table's scale by a multiplier and a
         shift (none for power-of-two input scales)."""
         from ..fixedpoint16 import logistic16, tanh16
-        from .elementwise import checked_log2
 
         op = self.name
         if (z_in, z_out) != (0, 0):
             raise c.limit("int16-zero-point", InvalidArgumentError(
                 f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
-        pot, log2 = checked_log2(s_in)
+        pot, log2 = c.checked_log2(s_in)
         shift = 12 + log2
         multiplier = 0
         if not (pot and shift in self.pot_shifts):
@@ -158,7 +141,7 @@ class _LutKernel(Kernel):
                 raise UnsupportedError(f"{op} input scale", "is too large for LiteRT's int16 multiplier (its "
                                        "conversion to int32 is undefined)", float(s_in))
             multiplier = int(real)
-        ok, out_log2 = checked_log2(s_out)
+        ok, out_log2 = c.checked_log2(s_out)
         if not ok or out_log2 != -15 or (op == "LOGISTIC" and np.float32(s_out) != np.float32(1 / 32768)):
             raise c.limit("int16-output-scale", InvalidArgumentError(
                 f"{op} output scale", "must be 1/32768 for int16 (LiteRT rejects the model at prepare)",
@@ -176,7 +159,7 @@ class _LutKernel(Kernel):
 
 
 @register
-class Logistic(_LutKernel):
+class Logistic(LutKernel):
     """LOGISTIC: the float32 sigmoid table; LiteRT requires the output scale 1/256 exactly."""
 
     name = "LOGISTIC"
@@ -185,7 +168,7 @@ class Logistic(_LutKernel):
 
 
 @register
-class Tanh(_LutKernel):
+class Tanh(LutKernel):
     """TANH: the float32 tanh table (LiteRT checks no output parameters)."""
 
     name = "TANH"
@@ -255,7 +238,7 @@ def _exp_tables(diff_q5: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return exps, fp.rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
 
 
-def _softmax_prepare(kernel, inputs, outputs, types=("int8",)):
+def softmax_prepare(kernel, inputs, outputs, types=("int8",)):
     op = kernel.name
     (x,) = c.count(op, inputs, outputs, 1, names=("input",))
     o = outputs[0]
@@ -306,7 +289,7 @@ def _softmax16_prepare(x, o, s_in, beta) -> Softmax16Params:
             "SOFTMAX input", "input scale * beta is too large: LiteRT's MultiplyByQuantizedMultiplier shift leaves "
             "int32 (undefined behaviour)", real))
     diffs = np.arange(-65535, 1, dtype=np.int64)
-    scaled = wrap_int32(_mbqm(diffs, m, e) + 32767)
+    scaled = wrap_int32(mbqm(diffs, m, e) + 32767)
     exps = f16.lut_lookup16(np.clip(scaled, -32768, 32767), exp_lut)
     exps.setflags(write=False)
     return Softmax16Params(tuple(x.shape), exps, recip_lut)
@@ -322,7 +305,7 @@ def _softmax16(p: Softmax16Params, x: np.ndarray) -> np.ndarray:
     if np.any(total >= 1 << 31):
         raise UnsupportedError("SOFTMAX", "a row's sum of exponentials leaves int32 (65538 or more values near the "
                                "row maximum): undefined behaviour in LiteRT", x.shape[-1])
-    headroom = fp._clz(total)
+    headroom = fp.clz(total)
     shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
     sym = np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767)
     recip = f16.lut_lookup16(sym, p.reciprocal_lut)
@@ -338,13 +321,13 @@ class Softmax(Kernel):
     name = "SOFTMAX"
 
     def prepare(self, inputs, outputs, options):
-        x, s_in = _softmax_prepare(self, inputs, outputs, ("int8", "int16"))
+        x, s_in = softmax_prepare(self, inputs, outputs, ("int8", "int16"))
         beta = c.option(options, "beta", 0.0, kind=float)
         if x.dtype.name == "int16":
             return _softmax16_prepare(x, outputs[0], s_in, beta)
         m, ls = _input_beta_multiplier(self.name, beta, s_in)
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
-        scaled = _srdhm(wrap_int32(_DIFFS << ls), m)                             # MBQM GreaterThanOne
+        scaled = srdhm(wrap_int32(_DIFFS << ls), m)                              # MBQM GreaterThanOne
         return SoftmaxParams(tuple(x.shape), m, ls, diff_min, *_exp_tables(scaled))
 
     def compute(self, p: SoftmaxParams | Softmax16Params, arrays):
@@ -363,7 +346,7 @@ class Softmax(Kernel):
             raise c.limit("softmax-sum", UnsupportedError(
                 "SOFTMAX", "a row's sum of exponentials reaches 512 (512 or more values near the row maximum): "
                 "GetReciprocal's exponent leaves [0, 31] and LiteRT aborts (TFLITE_CHECK)", x.shape[-1]))
-        out = _rdbpot(_srdhm(reciprocal[:, None], exps), exponent[:, None]) - 128
+        out = rdbpot(srdhm(reciprocal[:, None], exps), exponent[:, None]) - 128
         out = np.where(inside, np.clip(out, -128, 127), -128)
         return [out.astype(np.int8).reshape(x.shape)]
 
@@ -388,7 +371,7 @@ class LogSoftmax(Kernel):
     name = "LOG_SOFTMAX"
 
     def prepare(self, inputs, outputs, options):
-        x, s_in = _softmax_prepare(self, inputs, outputs)
+        x, s_in = softmax_prepare(self, inputs, outputs)
         m, ls = _input_beta_multiplier(self.name, 1.0, s_in)
         real_reverse = float(1 << (31 - ls)) / float(m)
         try:
@@ -398,7 +381,7 @@ class LogSoftmax(Kernel):
                 "LOG_SOFTMAX input", "the reverse scaling multiplier rounds to 1.0: LiteRT aborts "
                 "(QuantizeMultiplierSmallerThanOneExp CHECK)", float(s_in))) from None
         diff_min = -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, ls)
-        diffs_q5 = _mbqm(_DIFFS, m, ls)
+        diffs_q5 = mbqm(_DIFFS, m, ls)
         return LogSoftmaxParams(tuple(x.shape), m, ls, rm, -rls, diff_min, diffs_q5, _exp_tables(diffs_q5)[1])
 
     def compute(self, p: LogSoftmaxParams, arrays):
@@ -410,8 +393,8 @@ class LogSoftmax(Kernel):
         total = _sum_of_exps(p.terms[d + 255], inside)
         log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(total, ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS)
         shifted = wrap_int32(log_sum + INT32_MIN)
-        adjusted = np.maximum(p.diff_min - 1, _mbqm(shifted, p.reverse_multiplier, -p.reverse_right_shift))
-        out = _rdbpot(wrap_int32(diff_q5 - log_sum[:, None]), 31 - SCALED_DIFF_INTEGER_BITS - 4) + 127
+        adjusted = np.maximum(p.diff_min - 1, mbqm(shifted, p.reverse_multiplier, -p.reverse_right_shift))
+        out = rdbpot(wrap_int32(diff_q5 - log_sum[:, None]), 31 - SCALED_DIFF_INTEGER_BITS - 4) + 127
         out = np.where(d > adjusted[:, None], np.clip(out, -128, 127), -128)
         return [out.astype(np.int8).reshape(x.shape)]
 
@@ -456,5 +439,5 @@ class L2Normalization(Kernel):
         v = _rows(x) - p.zero_point
         acc = wrap_int32((v * v).sum(axis=1))
         m, s = fp.get_inv_sqrt_quantized_multiplier_exp(acc, -1)
-        out = _mbqm(v, m[:, None], (s + 7)[:, None])
+        out = mbqm(v, m[:, None], (s + 7)[:, None])
         return [np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)]

@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import InvalidArgumentError, ShapeError, UnsupportedError
 from .. import fixedpoint as fp
 from .._gemm import matmul_exact
-from ..fixedpoint import _mbqm, _mbqm_int64, wrap_int32
+from ..fixedpoint import mbqm, mbqm_int64, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
@@ -134,8 +134,8 @@ class BatchMatMul(Kernel):
         if not p.quantized_output:
             return [wrap_int32(acc).astype(np.int32)]
         if p.wide:
-            y = _mbqm_int64(acc, p.multiplier, p.shift)
+            y = mbqm_int64(acc, p.multiplier, p.shift)
         else:
-            y = _mbqm(wrap_int32(acc), p.multiplier, p.shift)
+            y = mbqm(wrap_int32(acc), p.multiplier, p.shift)
         y = wrap_int32(y + z_o)
         return [np.clip(y, *p.bounds).astype(p.output_dtype)]

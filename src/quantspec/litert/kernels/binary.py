@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import RangeError, ShapeError, UnsupportedError
 from .. import fixedpoint as fp
-from ..fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
+from ..fixedpoint import mbqm, rdbpot, srdhm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
@@ -92,10 +92,10 @@ class SquaredDifference(Kernel):
             raise c.limit("add-output-multiplier", UnsupportedError(
                 f"{self.name} output", "an output multiplier (2*max(s1, s2))^2 / (2^14 * s_out) >= 1 (an output "
                 "scale this small) makes LiteRT abort (TFLITE_CHECK)", float(so))) from None
-        a = _rdbpot(_srdhm(wrap_int32((_X8 - z1) << 7), m1), -e1)
-        b = _rdbpot(_srdhm(wrap_int32((_Y8 - z2) << 7), m2), -e2)
+        a = rdbpot(srdhm(wrap_int32((_X8 - z1) << 7), m1), -e1)
+        b = rdbpot(srdhm(wrap_int32((_Y8 - z2) << 7), m2), -e2)
         d = wrap_int32(a - b)
-        out = wrap_int32(_rdbpot(_srdhm(wrap_int32(d * d), mo), -eo) + zo)
+        out = wrap_int32(rdbpot(srdhm(wrap_int32(d * d), mo), -eo) + zo)
         table = pair_table(np.clip(out, -128, 127))
         return PairTableParams((tuple(x.shape), tuple(y.shape)), shape, table)
 
@@ -119,8 +119,8 @@ def _prelu_values(x, a, offsets, multipliers, bounds):
     z_in, z_a, z_out = offsets
     m1, e1, m2, e2 = multipliers
     v = wrap_int32(np.asarray(x, np.int64) - z_in)
-    positive = _mbqm(v, m1, e1)
-    negative = _mbqm(wrap_int32(v * wrap_int32(np.asarray(a, np.int64) - z_a)), m2, e2)
+    positive = mbqm(v, m1, e1)
+    negative = mbqm(wrap_int32(v * wrap_int32(np.asarray(a, np.int64) - z_a)), m2, e2)
     out = wrap_int32(np.where(v >= 0, positive, negative) + z_out)
     return np.clip(out, *bounds)
 

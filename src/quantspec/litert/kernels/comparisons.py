@@ -23,7 +23,7 @@ import numpy as np
 
 from ...errors import RangeError, UnsupportedError
 from .. import fixedpoint as fp
-from ..fixedpoint import _srdhm, wrap_int32
+from ..fixedpoint import srdhm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
@@ -71,7 +71,7 @@ class _Comparison(Kernel):
         scaled = []
         for a, z, m, e in zip((x, y), p.offsets, p.multipliers, p.shifts):
             v = wrap_int32((a.astype(np.int64) - z) << LEFT_SHIFT)
-            scaled.append(c.rdbpot_signed_exponent(_srdhm(v, m), e, p.op))
+            scaled.append(c.rdbpot_signed_exponent(srdhm(v, m), e, p.op))
         return [self.compare(scaled[0], scaled[1]).reshape(p.output_shape)]
 
 

@@ -172,7 +172,7 @@ def _requantize(acc32: np.ndarray, p: ConvPrepared) -> np.ndarray:
     int64_acc = p.wide and not p.bias_int32
     for r0 in range(0, flat.shape[0], rows):
         if int64_acc:
-            y = fixedpoint._mbqm_int64(flat[r0:r0 + rows].astype(np.int64), p.multiplier.astype(np.int64),
+            y = fixedpoint.mbqm_int64(flat[r0:r0 + rows].astype(np.int64), p.multiplier.astype(np.int64),
                                        p.shift.astype(np.int64))
         else:
             y = fixedpoint.multiply_by_quantized_multiplier(flat[r0:r0 + rows], p.multiplier, p.shift)
@@ -216,7 +216,7 @@ class Conv2D(Kernel):
         if b is None:
             raise limit("conv-bias", InvalidArgumentError("bias", f"is required by LiteRT's {op} (Prepare: has_bias)",
                                                           None))
-        bias_type = _conv16_bias_type(op, b, options) if wide else "int32"
+        bias_type = conv16_bias_type(op, b, options) if wide else "int32"
         bias = _bias(op, b, o, check_rank=False, dtype=bias_type)
         padding = option(options, "padding", "SAME", allowed=("SAME", "VALID"))
         (oh, ow), pad = window_geometry(op, padding, (h, wd), (kh, kw), stride, dilation)
@@ -224,7 +224,7 @@ class Conv2D(Kernel):
         filt = sums = None
         bound = 128
         if w.data is not None:
-            filt, sums, bound = _conv_filter(np.asarray(w.data), groups)
+            filt, sums, bound = conv_filter(np.asarray(w.data), groups)
         return ConvPrepared(
             input_shape=(n, h, wd, c), output_shape=(n, oh, ow, o), filter_hw=(kh, kw), stride=stride,
             dilation=dilation, pad=pad, groups=groups, input_zero_point=z_in, output_zero_point=z_out,
@@ -237,7 +237,7 @@ class Conv2D(Kernel):
         if p.filter is not None:
             filt, sums, bound = p.filter, p.filter_sums, p.filter_bound
         else:
-            filt, sums, bound = _conv_filter(value(arrays, p.consts, 1, "filter"), p.groups)
+            filt, sums, bound = conv_filter(value(arrays, p.consts, 1, "filter"), p.groups)
         bias_dtype = np.int64 if p.wide and not p.bias_int32 else np.int32
         bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(bias_dtype).reshape(-1)
         acc = conv_accumulate(x, p, filt, sums, bound)
@@ -253,7 +253,7 @@ class Conv2D(Kernel):
         return [_requantize(wrap_int32(acc), p)]
 
 
-def _conv16_bias_type(op: str, b: TensorSpec, options) -> str:
+def conv16_bias_type(op: str, b: TensorSpec, options) -> str:
     """The bias type of a 16x8 CONV_2D: ``quantized_bias_type`` when the model sets it (the bias must
     have it), else LiteRT's int64 path."""
     wanted = option(options, "quantized_bias_type", "FLOAT32")
@@ -275,7 +275,7 @@ def _conv16_bias_type(op: str, b: TensorSpec, options) -> str:
     return wanted.lower()
 
 
-def _conv_filter(w: np.ndarray, groups: int):
+def conv_filter(w: np.ndarray, groups: int):
     """(float32 (G, K, O/G) filter matrices — contiguous, the layout BLAS runs fastest on — int64 (O,)
     filter sums, max |w|)."""
     w = np.asarray(w).astype(np.int8, copy=False)
@@ -371,7 +371,7 @@ class DepthwiseConv2D(Kernel):
         z_in, z_out, mult, shift, act_min, act_max = _conv_quantization(op, x, w, out, oc, options)
         filt = None
         if w.data is not None:
-            filt = _dw_filter(np.asarray(w.data), c)
+            filt = dw_filter(np.asarray(w.data), c)
         return ConvPrepared(
             input_shape=(n, h, wd, c), output_shape=(n, oh, ow, oc), filter_hw=(kh, kw), stride=stride,
             dilation=dilation, pad=pad, groups=oc // c, input_zero_point=z_in, output_zero_point=z_out,
@@ -380,7 +380,7 @@ class DepthwiseConv2D(Kernel):
 
     def compute(self, p: ConvPrepared, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0).reshape(p.input_shape)
-        filt = p.filter if p.filter is not None else _dw_filter(value(arrays, p.consts, 1, "filter"),
+        filt = p.filter if p.filter is not None else dw_filter(value(arrays, p.consts, 1, "filter"),
                                                                 p.input_shape[3])
         bias = None
         acc_type = np.int64 if p.wide else np.int32      # the 16x8 kernel accumulates in int64
@@ -407,7 +407,7 @@ class DepthwiseConv2D(Kernel):
         return [_requantize(acc, p)]
 
 
-def _dw_filter(w: np.ndarray, channels: int) -> np.ndarray:
+def dw_filter(w: np.ndarray, channels: int) -> np.ndarray:
     """int32 (KH, KW, I, M) from the [1, KH, KW, I*M] filter."""
     w = np.asarray(w).astype(np.int8, copy=False)
     _, kh, kw, oc = w.shape

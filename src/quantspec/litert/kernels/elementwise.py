@@ -23,11 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._semantics.rounding import half_away_from_zero
 from ...errors import InvalidArgumentError, RangeError, UnsupportedError
 from .. import fast
 from .. import fixedpoint as fp
-from ..fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
+from ..fixedpoint import mbqm, rdbpot, srdhm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
@@ -65,7 +64,7 @@ def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
                 f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z1, z2, zo)))
         left_shift = 15
         if c.option(options, "pot_scale_int16", True, kind=bool):
-            logs = [checked_log2(s) for s in (s1, s2, so)]
+            logs = [c.checked_log2(s) for s in (s1, s2, so)]
             if all(ok for ok, _ in logs):
                 return _pot_prepare(op, x, y, o, shape, [v for _, v in logs], lo, hi)
 
@@ -91,27 +90,6 @@ def _add_sub_prepare(op: str, inputs, outputs, options) -> AddSubParams:
                 float(so))) from None
     return AddSubParams(op, (tuple(x.shape), tuple(y.shape)), shape, (z1, z2), (m1, m2, mo), (e1, e2, eo), zo, lo, hi,
                         left_shift, np.dtype(x.dtype.name))
-
-
-_LOGF = None
-
-
-def checked_log2(x) -> tuple[bool, int]:
-    """``CheckedLog2`` (quantization_util.cc): ``log2(x) = logf(x) * (1 / logf(2))`` in float32, rounded
-    half away from zero; (true when within 1e-3 of that integer, the integer)."""
-    global _LOGF
-    if _LOGF is None:
-        from .activations import _libm_function
-
-        _LOGF = _libm_function("logf") or (lambda v: float(np.log(np.float32(v))))
-    f = np.float32
-    with np.errstate(all="ignore"):
-        lg = f(f(_LOGF(float(f(x)))) * (f(1.0) / f(_LOGF(2.0))))
-        rounded = f(half_away_from_zero(lg))
-        frac = f(lg - rounded)
-    if not np.isfinite(rounded) or abs(rounded) > 2 ** 31:
-        return False, 0
-    return bool(abs(frac) < f(1e-3)), int(rounded)
 
 
 def _pot_prepare(op, x, y, o, shape, logs, lo, hi) -> AddSubParams:
@@ -149,7 +127,7 @@ def _pot_compute(p: AddSubParams, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.clip(r, p.act_min, p.act_max).astype(np.int16).reshape(p.output_shape)
 
 
-def _add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
+def add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
     x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], p.dtype), (1, p.shapes[1], p.dtype)])
     if p.pot_shifts is not None:
         return [_pot_compute(p, x, y)]
@@ -158,30 +136,30 @@ def _add_sub_compute(p: AddSubParams, arrays) -> list[np.ndarray]:
         return [result]
     m1, m2, mo = p.multipliers
     e1, e2, eo = p.shifts
-    a = _rdbpot(_srdhm(wrap_int32((x.astype(np.int64) - p.offsets[0]) << p.left_shift), m1), -e1)
-    b = _rdbpot(_srdhm(wrap_int32((y.astype(np.int64) - p.offsets[1]) << p.left_shift), m2), -e2)
+    a = rdbpot(srdhm(wrap_int32((x.astype(np.int64) - p.offsets[0]) << p.left_shift), m1), -e1)
+    b = rdbpot(srdhm(wrap_int32((y.astype(np.int64) - p.offsets[1]) << p.left_shift), m2), -e2)
     raw = wrap_int32(a + b if p.op == "ADD" else a - b)
     out = wrap_int32(c.requantize_smaller_than_one(raw, mo, eo, p.op) + p.output_zero_point)
     return [np.clip(out, p.act_min, p.act_max).astype(p.dtype).reshape(p.output_shape)]
 
 
-class _AddSub(Kernel):
+class AddSubKernel(Kernel):
     def prepare(self, inputs, outputs, options):
         return _add_sub_prepare(self.name, inputs, outputs, options)
 
     def compute(self, prepared, inputs):
-        return _add_sub_compute(prepared, inputs)
+        return add_sub_compute(prepared, inputs)
 
 
 @register
-class Add(_AddSub):
+class Add(AddSubKernel):
     """ADD: int8 + int8 -> int8 with broadcasting and a fused activation."""
 
     name = "ADD"
 
 
 @register
-class Sub(_AddSub):
+class Sub(AddSubKernel):
     """SUB: int8 - int8 -> int8 with broadcasting and a fused activation.  LiteRT rejects zero points
     outside [-128, 127]; an output multiplier above 1 goes through undefined behaviour in LiteRT
     (see :func:`._common.rdbpot_signed_exponent`)."""
@@ -234,7 +212,7 @@ class Mul(Kernel):
         if result is not None:
             return [result]
         prod = wrap_int32((x.astype(np.int64) - p.offsets[0]) * (y.astype(np.int64) - p.offsets[1]))
-        out = wrap_int32(_mbqm(prod, p.multiplier, p.shift) + p.output_zero_point)
+        out = wrap_int32(mbqm(prod, p.multiplier, p.shift) + p.output_zero_point)
         return [np.clip(out, p.act_min, p.act_max).astype(p.dtype).reshape(p.output_shape)]
 
 

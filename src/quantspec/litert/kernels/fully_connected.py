@@ -31,6 +31,7 @@ from .._gemm import matmul_exact, wrap_int32
 from ._common import (constants, count, enforce, int8_filter, fused_activation_name, fused_range, legacy, limit, option,
                       require_quantized, require_type, value)
 from .base import Kernel, register
+from .conv import conv16_bias_type
 
 OP = "FULLY_CONNECTED"
 INT32_MIN = -(1 << 31)
@@ -75,14 +76,12 @@ class FullyConnected(Kernel):
         wide = x.dtype.name == "int16"
         bias_type = "int32"
         if wide:
-            from .conv import _conv16_bias_type
-
             for name, t in (("input", x), ("output", out)):
                 if legacy(t)[1] != 0:
                     raise limit("int16-zero-point", InvalidArgumentError(
                         f"{name}.zero_point", f"must be 0 for int16 {OP} (LiteRT Prepare)", legacy(t)[1]))
             if b is not None:
-                bias_type = _conv16_bias_type(OP, b, options)
+                bias_type = conv16_bias_type(OP, b, options)
             elif option(options, "quantized_bias_type", "FLOAT32") not in ("FLOAT32", "INT32", "INT64"):
                 raise limit("int16-bias-type", InvalidArgumentError(
                     "options['quantized_bias_type']", f"must be INT32 or INT64 for int16 {OP} (LiteRT Prepare)",

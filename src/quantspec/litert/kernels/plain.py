@@ -23,6 +23,7 @@ from ...errors import DTypeError, UnsupportedError
 from . import _common as c
 from . import comparisons, elementwise, reduce  # noqa: F401 - the quantized kernels this module wraps
 from .base import REGISTRY, Kernel
+from .reduce import resolve_axes
 
 __all__ = ["TypeDispatch", "PlainBinary", "PlainComparison", "PlainSum", "PLAIN_TYPES"]
 
@@ -32,7 +33,7 @@ _QUANTIZED = ("int8", "uint8", "int16", "int4")
 
 
 @dataclass(frozen=True, eq=False)
-class _Tagged:
+class Tagged:
     plain: bool
     prepared: Any
 
@@ -48,10 +49,10 @@ class TypeDispatch(Kernel):
     def prepare(self, inputs, outputs, options):
         first = next((t for t in inputs if t is not None), None)
         if first is not None and first.dtype.name in PLAIN_TYPES:
-            return _Tagged(True, self.plain.prepare(inputs, outputs, options))
-        return _Tagged(False, self.quantized.prepare(inputs, outputs, options))
+            return Tagged(True, self.plain.prepare(inputs, outputs, options))
+        return Tagged(False, self.quantized.prepare(inputs, outputs, options))
 
-    def compute(self, prepared: _Tagged, arrays):
+    def compute(self, prepared: Tagged, arrays):
         return (self.plain if prepared.plain else self.quantized).compute(prepared.prepared, arrays)
 
     def __repr__(self) -> str:
@@ -136,22 +137,18 @@ class PlainSum(Kernel):
     name = "SUM"
 
     def prepare(self, inputs, outputs, options):
-        from .reduce import _resolve_axes
-
         x, axis = c.count(self.name, inputs, outputs, 2, names=("input", "axis"))
         c.require_type(self.name, [("input", x)], ("float", "int32"), error=DTypeError)
         c.require_type(self.name, [("axis", axis)], ("int32",), error=DTypeError)
         keep = c.option(options, "keep_dims", False, kind=bool)
-        axes = None if axis.data is None else _resolve_axes(self.name, axis.data, len(x.shape))
+        axes = None if axis.data is None else resolve_axes(self.name, axis.data, len(x.shape))
         return PlainSumParams(tuple(x.shape), np.dtype(x.dtype.dtype), axes, keep, tuple(axis.shape))
 
     def compute(self, p: PlainSumParams, arrays):
-        from .reduce import _resolve_axes
-
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.dtype)])
         axes = p.axes
         if axes is None:
-            axes = _resolve_axes(self.name, c.value(arrays, (), 1, "axis"), len(p.shape))
+            axes = resolve_axes(self.name, c.value(arrays, (), 1, "axis"), len(p.shape))
         kept = [d for d in range(x.ndim) if d not in axes]
         reduced = sorted(axes)
         moved = np.transpose(x, kept + reduced).reshape(-1 if kept else 1, int(np.prod([x.shape[d] for d in reduced],

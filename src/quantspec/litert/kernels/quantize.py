@@ -23,8 +23,8 @@ import numpy as np
 from ...errors import InvalidArgumentError, UnsupportedError
 from .. import fast
 from .. import fixedpoint as fp
-from ..fixedpoint import _mbqm, wrap_int32
-from ..params import QuantParams, _affine_quantize, _per_axis, dequantize
+from ..fixedpoint import mbqm, wrap_int32
+from ..params import QuantParams, affine_quantize, along_axis, check_params, dequantize
 from . import _common as c
 from .base import Kernel, register
 
@@ -75,8 +75,8 @@ class Quantize(Kernel):
                 raise InvalidArgumentError("QUANTIZE output scale", "must be finite and > 0", float(p.scale[0]))
             ndim = len(x.shape)
             return FloatQuantizeParams(tuple(x.shape), np.dtype(o.dtype.name),
-                                       np.asarray(_per_axis(p.scale, p, ndim), np.float32),
-                                       np.asarray(_per_axis(p.zero_point, p, ndim)), p)
+                                       np.asarray(along_axis(p.scale, p, ndim), np.float32),
+                                       np.asarray(along_axis(p.zero_point, p, ndim)), p)
         c.require_type(self.name, [("input", x)], ("int8", "uint8", "int16"))
         allowed = ("int8", "int16") if x.dtype.name == "int16" else ("int8", "uint8", "int16")
         c.require_type(self.name, [("output", o)], allowed)
@@ -106,12 +106,12 @@ class Quantize(Kernel):
                 if fast_result is not None:
                     return [fast_result]
             info = np.iinfo(p.out_dtype)
-            return [_affine_quantize(x, p.scale, p.zero_point, int(info.min), int(info.max)).astype(p.out_dtype)]
+            return [affine_quantize(x, p.scale, p.zero_point, int(info.min), int(info.max)).astype(p.out_dtype)]
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, p.in_dtype)])
         if p.xor:
             return [(x.view(np.uint8) ^ 0x80).view(p.out_dtype)]
         info = np.iinfo(p.out_dtype)
-        v = wrap_int32(_mbqm(x.astype(np.int64) - p.input_zero_point, p.multiplier, p.shift) + p.output_zero_point)
+        v = wrap_int32(mbqm(x.astype(np.int64) - p.input_zero_point, p.multiplier, p.shift) + p.output_zero_point)
         return [np.clip(v, info.min, info.max).astype(p.out_dtype)]
 
 
@@ -138,8 +138,7 @@ class Dequantize(Kernel):
         if x.dtype.name == "int16" and np.any(x.params.zero_point != 0):
             raise InvalidArgumentError("DEQUANTIZE input zero_point", "must be 0 for int16 (LiteRT rejects it at "
                                        "prepare)", int(x.params.zero_point[0]))
-        from ..params import _check_params
-        _check_params(x.params, "DEQUANTIZE input params", tuple(x.shape))
+        check_params(x.params, "DEQUANTIZE input params", tuple(x.shape))
         return DequantizeParams(tuple(x.shape), x.dtype.dtype, x.params)
 
     def compute(self, p: DequantizeParams, arrays):

@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import AxisError, DTypeError, InvalidArgumentError, UnsupportedError
 from .. import fixedpoint as fp
-from ..fixedpoint import _mbqm, wrap_int32
+from ..fixedpoint import mbqm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
@@ -43,7 +43,7 @@ _BOUNDS = {np.dtype(np.int8).char: (-128, 127), np.dtype(np.int16).char: (-(1 <<
 SUM_SEMANTICS = ("correct", "reference")
 
 
-def _resolve_axes(op: str, axes: np.ndarray, rank: int) -> tuple[int, ...]:
+def resolve_axes(op: str, axes: np.ndarray, rank: int) -> tuple[int, ...]:
     """``ResolveAxis``: negative axes count from the end, repeats are dropped (order kept); a rank-0
     input ignores the axes (``ResolveAxisForShape``)."""
     out: list[int] = []
@@ -100,7 +100,7 @@ class _MeanOrSum(Kernel):
             reference = c.option(options, "quantspec_sum_semantics", "correct", allowed=SUM_SEMANTICS) == "reference"
         elif "quantspec_sum_semantics" in (options or {}):
             raise InvalidArgumentError("quantspec_sum_semantics", "applies to SUM only", op)
-        axes = None if axis.data is None else _resolve_axes(op, axis.data, len(x.shape))
+        axes = None if axis.data is None else resolve_axes(op, axis.data, len(x.shape))
         m, e = fp.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         if e > 30:
             raise c.limit("multiplier-shift", UnsupportedError(
@@ -110,7 +110,7 @@ class _MeanOrSum(Kernel):
                             np.dtype(x.dtype.name))
 
     def compute(self, p: ReduceParams, arrays):
-        x, axes, out_shape, n = _reduction(p, arrays, p.dtype)
+        x, axes, out_shape, n = reduction(p, arrays, p.dtype)
         if x.size == 0 or n == 0:
             return [np.zeros(out_shape, p.dtype)]
         lo, hi = (0, 255) if p.reference_sum else _BOUNDS[p.dtype.char]
@@ -122,19 +122,19 @@ class _MeanOrSum(Kernel):
             sh = min(n.bit_length() - 1, 32, 31 + e)
             m = (m << sh) // n
             e = e - sh
-        out = np.clip(wrap_int32(_mbqm(shifted, m, e) + p.output_zero_point), lo, hi)
+        out = np.clip(wrap_int32(mbqm(shifted, m, e) + p.output_zero_point), lo, hi)
         out = out.astype(np.uint8).view(np.int8) if p.reference_sum else out.astype(p.dtype)
         return [np.asarray(out).reshape(out_shape)]
 
 
-def _reduction(p: ReduceParams, arrays, dtype: np.dtype):
+def reduction(p: ReduceParams, arrays, dtype: np.dtype):
     """The checked input (of type ``dtype``), the axes reduced (the prepared ones, or the axis input's),
     the output's shape and the number of elements each output reduces."""
     (x,) = c.check_arrays(p.op, arrays, [(0, p.shape, dtype)])
     axes = p.axes
     if axes is None:
         (a,) = c.check_arrays(p.op, arrays, [(1, p.axis_shape, np.dtype(np.int32))])
-        axes = _resolve_axes(p.op, a, x.ndim)
+        axes = resolve_axes(p.op, a, x.ndim)
     out_shape = _reduced_shape(x.shape, axes, p.keep_dims)
     return x, axes, out_shape, int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
 

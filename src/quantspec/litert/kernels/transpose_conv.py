@@ -31,7 +31,7 @@ from .. import fixedpoint
 from .._gemm import matmul_exact, wrap_int32
 from . import _common as c
 from .base import Kernel, register
-from .conv import _conv16_bias_type
+from .conv import conv16_bias_type
 
 __all__ = ["TransposeConv"]
 
@@ -145,7 +145,7 @@ class TransposeConv(Kernel):
         bias_type = "int32"
         if b is not None:
             if wide:
-                bias_type = _conv16_bias_type(op, b, options)
+                bias_type = conv16_bias_type(op, b, options)
             elif b.dtype.name != "int32":
                 raise c.limit("dtype", DTypeError(f"{op} bias", "must be int32 for int8 (LiteRT rejects the model at "
                                                   "prepare)", b.dtype.name))
@@ -188,10 +188,10 @@ class TransposeConv(Kernel):
             acc = wrap_int32(acc).astype(np.int64)
             if p.bias is not None:
                 acc = wrap_int32(acc + p.bias).astype(np.int64)
-            y = fixedpoint._mbqm(acc, p.multiplier, p.shift)
+            y = fixedpoint.mbqm(acc, p.multiplier, p.shift)
         else:
             if p.bias is not None:
                 acc = acc + p.bias
-            y = fixedpoint._mbqm_int64(acc, p.multiplier, p.shift)
+            y = fixedpoint.mbqm_int64(acc, p.multiplier, p.shift)
         y = wrap_int32(y + p.output_zero_point)
         return [np.clip(y, *p.bounds).astype(p.dtype)]

@@ -38,9 +38,9 @@ import numpy as np
 from ...errors import InvalidArgumentError, UnsupportedError
 from .. import fixedpoint as fp
 from .. import fixedpoint16 as f16
-from ..fixedpoint import INT32_MAX, INT32_MIN, _mbqm, wrap_int32
+from ..fixedpoint import INT32_MAX, INT32_MIN, mbqm, wrap_int32
 from . import _common as c
-from .activations import _libm_function, lut_int8
+from .activations import lut_int8
 from .base import Kernel, register
 
 __all__ = ["CodeTable", "HardSwish", "Gelu", "Rsqrt", "Relu", "Relu6", "ReluN1To1", "Relu0To1", "LeakyRelu",
@@ -172,8 +172,8 @@ class HardSwish(_Unary):
 # GELU
 # -------------------------------------------------------------------------------------------------
 
-_ERFCF = _libm_function("erfcf")
-_TANHF = _libm_function("tanhf")
+_ERFCF = c.libm_function("erfcf")
+_TANHF = c.libm_function("tanhf")
 _SQRT2_OVER_PI = np.float32(1.1283791670955126 * 0.7071067811865476)     # M_2_SQRTPI * M_SQRT1_2, as float
 
 
@@ -265,8 +265,8 @@ class Rsqrt(_Unary):
             raise c.limit("multiplier-shift", UnsupportedError(
                 "RSQRT scales", "need a MultiplyByQuantizedMultiplier shift outside [-31, 30] (undefined behaviour in "
                 "LiteRT)", (float(s_in), float(s_out))))
-        data = _mbqm(np.ones_like(value), inv_m, shift1)
-        y = wrap_int32(_mbqm(data, m, shift2) + z_out)
+        data = mbqm(np.ones_like(value), inv_m, shift1)
+        y = wrap_int32(mbqm(data, m, shift2) + z_out)
         y = np.where(v == z_in, 127, np.clip(y, -128, 127))
         return y, invalid, _RSQRT_NEGATIVE
 
@@ -312,7 +312,7 @@ class _ReluX(_Unary):
         low, high = self.bounds
         act_min = max(lo_t, _quantized_bound(low, s_out, z_out))
         act_max = hi_t if high is None else min(hi_t, _quantized_bound(high, s_out, z_out))
-        y = wrap_int32(z_out + _mbqm(wrap_int32(v - z_in), m, e))
+        y = wrap_int32(z_out + mbqm(wrap_int32(v - z_in), m, e))
         y = np.minimum(np.maximum(y, act_min), act_max)
         return f16.wrap16(y) if dtype == "int16" else ((y + 128) & 0xFF) - 128
 
@@ -365,8 +365,8 @@ class LeakyRelu(_Unary):
         m_id, e_id = _multiplier(self.name, _ratio(s_in, s_out), "multiplier s_in / s_out")
         m_a, e_a = _multiplier(self.name, alpha_real, "alpha multiplier s_in * alpha / s_out")
         x = wrap_int32(v - z_in)
-        identity = _mbqm(x, m_id, e_id)
-        scaled = _mbqm(x, abs(m_a), e_a)
+        identity = mbqm(x, m_id, e_id)
+        scaled = mbqm(x, abs(m_a), e_a)
         branch = -scaled if m_a < 0 else scaled
         y = wrap_int32(z_out + np.where(x >= 0, identity, branch))
         return _clamp(y, dtype)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...fixedpoint import _mbqm, _srdhm, wrap_int32
+from ...fixedpoint import mbqm, srdhm, wrap_int32
 
 __all__ = ["rounding_shift_half_up", "mbqm_half_up", "mbqm_reference", "block_mask", "wrap_int16",
            "saturate", "shift_left_wrapping"]
@@ -46,13 +46,13 @@ def mbqm_half_up(acc: np.ndarray, multiplier, shift) -> np.ndarray:
     e = np.asarray(shift, np.int64)
     left = np.maximum(e, 0)
     right = np.maximum(-e, 0)
-    v = _srdhm(shift_left_wrapping(acc, left), np.asarray(multiplier, np.int64))
+    v = srdhm(shift_left_wrapping(acc, left), np.asarray(multiplier, np.int64))
     return rounding_shift_half_up(v, right)
 
 
 def mbqm_reference(acc: np.ndarray, multiplier, shift) -> np.ndarray:
     """The scalar tails' ``MultiplyByQuantizedMultiplier`` (the reference kernels' double rounding)."""
-    return _mbqm(np.asarray(acc, np.int64), np.asarray(multiplier, np.int64), np.asarray(shift, np.int64))
+    return mbqm(np.asarray(acc, np.int64), np.asarray(multiplier, np.int64), np.asarray(shift, np.int64))
 
 
 def block_mask(size: int, width: int) -> np.ndarray:

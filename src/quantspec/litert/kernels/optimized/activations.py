@@ -60,7 +60,7 @@ def exp_table(input_scale: np.float32, beta: float) -> np.ndarray:
     table = np.empty(256, np.float32)
     with np.errstate(over="ignore", invalid="ignore"):     # s_in · beta may overflow to -inf, then 0 · inf: NaN
         scale = np.float32(-np.float32(input_scale) * np.float32(beta))
-        table[255 - np.arange(256)] = ref._expf(np.float32(scale * v))
+        table[255 - np.arange(256)] = ref.expf(np.float32(scale * v))
     return table
 
 
@@ -100,7 +100,7 @@ class Softmax(ref.Softmax):
     """SOFTMAX, optimized (float32 table)."""
 
     def prepare(self, inputs, outputs, options) -> SoftmaxOptimized:
-        x, s_in = ref._softmax_prepare(self, inputs, outputs)
+        x, s_in = ref.softmax_prepare(self, inputs, outputs)
         beta = c.option(options, "beta", 0.0, kind=float)
         s_out, z_out = c.activation(self.name, "output", outputs[0])
         return SoftmaxOptimized(tuple(x.shape), exp_table(s_in, beta), s_out, z_out)
@@ -133,7 +133,7 @@ class LogSoftmax(ref.LogSoftmax):
     """LOG_SOFTMAX, optimized (float32 table, ``std::rint``)."""
 
     def prepare(self, inputs, outputs, options) -> LogSoftmaxOptimized:
-        x, s_in = ref._softmax_prepare(self, inputs, outputs)
+        x, s_in = ref.softmax_prepare(self, inputs, outputs)
         s_out, z_out = c.activation(self.name, "output", outputs[0])
         return LogSoftmaxOptimized(tuple(x.shape), exp_table(s_in, 1.0), s_in, s_out, z_out)
 
@@ -169,11 +169,10 @@ class _Int16FixedPoint:
         p = super().prepare(inputs, outputs, options)
         if getattr(p, "dtype", _INT8) != np.dtype(np.int16):
             return p
-        from ..elementwise import checked_log2
         from ._gemmlowp16 import logistic_q3, saturating_double, tanh_q3
 
         s_in, _ = c.activation(self.name, "input", inputs[0])
-        pot, log2 = checked_log2(s_in)
+        pot, log2 = c.checked_log2(s_in)
         shift = 12 + log2
         if not (pot and shift in getattr(self, "pot_shifts", (0,))):
             return p

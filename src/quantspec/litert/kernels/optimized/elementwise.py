@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...fixedpoint import _mbqm, _rdbpot, _srdhm, wrap_int32
+from ...fixedpoint import mbqm, rdbpot, srdhm, wrap_int32
 from .. import _common as c
 from .. import elementwise as ref
 from ._lanes import block_mask, saturate, wrap_int16
@@ -135,7 +135,7 @@ class Add(ref.Add):
         p = q.base
         dtype = getattr(p, "dtype", _INT8)
         x, y = c.check_arrays(p.op, arrays, [(0, p.shapes[0], dtype), (1, p.shapes[1], dtype)])
-        reference = ref._add_sub_compute(p, arrays)[0].reshape(-1)
+        reference = ref.add_sub_compute(p, arrays)[0].reshape(-1)
         if not q.lanes.any():
             return [reference.reshape(p.output_shape)]
         out = reference.copy()
@@ -162,12 +162,12 @@ class Add(ref.Add):
         b = y.astype(np.int64) - p.offsets[1]
         (m1, m2, mo), (e1, e2, eo) = p.multipliers, p.shifts
         if kind == ELEMENTWISE:
-            a = _srdhm(_shift(a, p.left_shift + e1), m1)
-            b = _srdhm(_shift(b, p.left_shift + e2), m2)
+            a = srdhm(_shift(a, p.left_shift + e1), m1)
+            b = srdhm(_shift(b, p.left_shift + e2), m2)
         else:
-            a = _shift(_srdhm(_shift(a, p.left_shift), m1), e1)
-            b = _shift(_srdhm(_shift(b, p.left_shift), m2), e2)
-        s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
+            a = _shift(srdhm(_shift(a, p.left_shift), m1), e1)
+            b = _shift(srdhm(_shift(b, p.left_shift), m2), e2)
+        s = rdbpot(srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
         v = saturate(wrap_int16(wrap_int16(s) + p.output_zero_point), 8)
         return np.clip(v, p.act_min, p.act_max)
 
@@ -177,9 +177,9 @@ class Add(ref.Add):
         a = x.astype(np.int64) - p.offsets[0]
         b = y.astype(np.int64) - p.offsets[1]
         (m1, m2, mo), (e1, e2, eo) = p.multipliers, p.shifts
-        a = _srdhm(_shift(a, p.left_shift + e1), m1)
-        b = _srdhm(_shift(b, p.left_shift + e2), m2)
-        s = _rdbpot(_srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
+        a = srdhm(_shift(a, p.left_shift + e1), m1)
+        b = srdhm(_shift(b, p.left_shift + e2), m2)
+        s = rdbpot(srdhm(wrap_int32(a + b).astype(np.int64), mo), -eo)
         return np.clip(wrap_int32(s + p.output_zero_point), p.act_min, p.act_max)
 
 
@@ -197,7 +197,7 @@ class Mul(ref.Mul):
         x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], _INT8), (1, p.shapes[1], _INT8)])
         # both codes share MultiplyByQuantizedMultiplier; they differ in what follows it
         prod = wrap_int32((x.astype(np.int64) - p.offsets[0]) * (y.astype(np.int64) - p.offsets[1]))
-        raw = _mbqm(prod.astype(np.int64), p.multiplier, p.shift).reshape(-1)
+        raw = mbqm(prod.astype(np.int64), p.multiplier, p.shift).reshape(-1)
         reference = wrap_int32(raw + p.output_zero_point)
         lanes = saturate(wrap_int16(saturate(raw, 16) + p.output_zero_point), 8)
         out = np.where(q.lanes != REFERENCE, lanes, reference)

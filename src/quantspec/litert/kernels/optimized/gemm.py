@@ -80,7 +80,7 @@ class Conv2D(ref_conv.Conv2D):
         if p.filter is not None:
             filt, sums, bound = p.filter, p.filter_sums, p.filter_bound
         else:
-            filt, sums, bound = ref_conv._conv_filter(value(arrays, p.consts, 1, "filter"), p.groups)
+            filt, sums, bound = ref_conv.conv_filter(value(arrays, p.consts, 1, "filter"), p.groups)
         bias = p.bias if p.bias is not None else value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
         acc = ref_conv.conv_accumulate(x, p, filt, sums, bound) + bias
         return [requantize_half_up(wrap_int32(acc), p.multiplier, p.shift, p.output_zero_point, p.act_min,
@@ -97,7 +97,7 @@ class DepthwiseConv2D(ref_conv.DepthwiseConv2D):
 
     def compute(self, p, arrays) -> list[np.ndarray]:
         x = value(arrays, p.consts, 0).reshape(p.input_shape)
-        filt = p.filter if p.filter is not None else ref_conv._dw_filter(value(arrays, p.consts, 1, "filter"),
+        filt = p.filter if p.filter is not None else ref_conv.dw_filter(value(arrays, p.consts, 1, "filter"),
                                                                          p.input_shape[3])
         bias = None
         if p.has_bias:

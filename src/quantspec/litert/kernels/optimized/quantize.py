@@ -25,7 +25,7 @@ import numpy as np
 
 from ...fixedpoint import wrap_int32
 from .. import _common as c
-from ...params import _affine_quantize
+from ...params import affine_quantize
 from .. import quantize as ref
 from ._lanes import block_mask, mbqm_half_up, mbqm_reference
 
@@ -62,7 +62,7 @@ class Quantize(ref.Quantize):
         (x,) = c.check_arrays(self.name, arrays, [(0, p.shape, np.dtype(np.float32))])
         zp = int(p.params.zero_point[0])
         info = np.iinfo(p.out_dtype)
-        tail = _affine_quantize(x.reshape(-1).astype(np.float64), np.float64(p.params.scale[0]), zp, info.min, info.max)
+        tail = affine_quantize(x.reshape(-1).astype(np.float64), np.float64(p.params.scale[0]), zp, info.min, info.max)
         out = tail.astype(p.out_dtype).reshape(p.shape)
         flat = out.reshape(-1)
         lanes = block_mask(flat.size, 8)

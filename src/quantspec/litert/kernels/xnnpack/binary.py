@@ -54,7 +54,7 @@ class XnnAdd:
     qmax: int
 
 
-class _AddSub(ref._AddSub):
+class _AddSub(ref.AddSubKernel):
     sign = 1
 
     def prepare(self, inputs, outputs, options) -> XnnAdd:

@@ -64,7 +64,7 @@ class Conv2D(ref_conv.Conv2D):
         if p.filter is not None:
             filt, sums, bound = p.filter, p.filter_sums, p.filter_bound
         else:
-            filt, sums, bound = ref_conv._conv_filter(c.value(arrays, p.consts, 1, "filter"), p.groups)
+            filt, sums, bound = ref_conv.conv_filter(c.value(arrays, p.consts, 1, "filter"), p.groups)
         bias = p.bias if p.bias is not None else c.value(arrays, p.consts, 2, "bias").astype(np.int32).reshape(-1)
         acc = wrap_int32(ref_conv.conv_accumulate(x, p, filt, sums, bound) + bias)
         return [requantize_fp32(acc, q.scale, p.output_zero_point, q.qmin, q.qmax)]
@@ -79,7 +79,7 @@ class DepthwiseConv2D(ref_conv.DepthwiseConv2D):
     def compute(self, q: XnnGemm, arrays) -> list[np.ndarray]:
         p = q.base
         x = c.value(arrays, p.consts, 0).reshape(p.input_shape)
-        filt = p.filter if p.filter is not None else ref_conv._dw_filter(c.value(arrays, p.consts, 1, "filter"),
+        filt = p.filter if p.filter is not None else ref_conv.dw_filter(c.value(arrays, p.consts, 1, "filter"),
                                                                          p.input_shape[3])
         bias = None
         if p.has_bias:

@@ -48,7 +48,7 @@ class _Reduce:
 
     def compute(self, q: XnnReduce, arrays):
         p = q.base
-        x, axes, out_shape, n = ref._reduction(p, arrays, _INT8)
+        x, axes, out_shape, n = ref.reduction(p, arrays, _INT8)
         if x.size == 0 or n == 0:
             return [np.zeros(out_shape, np.int8)]
         total = wrap_int32(x.astype(np.int64).sum(axis=axes) if axes else x.astype(np.int64))

@@ -123,7 +123,7 @@ def lut(input_scale, input_zero_point: int, output_scale, output_zero_point: int
     return table
 
 
-class _Lut(ref_act._LutKernel):
+class _Lut(ref_act.LutKernel):
     function = staticmethod(_sigmoid)
 
     def prepare(self, inputs, outputs, options):
