@@ -10,8 +10,11 @@ row's or each block's parameters, computes the codes, packs them (sub-byte types
 where ``dq`` is DequantizeLinear of the stored code.  Kernels are serial and release the GIL: the
 converter runs one per worker thread, each on its own slab.
 
-The arithmetic of each rule is that of :mod:`quantspec.checkpoint.reference` (the numpy path,
-built on :mod:`quantspec.onnx` and :mod:`quantspec.litert`); tests require equal bytes.
+Each kernel is called by the rule object it implements (:mod:`quantspec.checkpoint.rules`: a
+``ParamRule.fast`` or ``CodesRule.fast_tensor``, which also chooses the mode constants below), and
+its arithmetic is that rule's numpy path (``compute`` / ``reference``, composed by
+:mod:`quantspec.checkpoint.reference`, built on :mod:`quantspec.onnx` and :mod:`quantspec.litert`);
+tests require equal bytes.  A rule without a kernel needs nothing here.
 
 What keeps them fast (every loop is meant to vectorise; none uses fast-math):
 

@@ -33,6 +33,12 @@ with the ``quantization_config`` added.  Shards carry ``{"format": "pt"}`` in th
 transformers requires) and quantspec's manifest, which ``quantspec.checkpoint.open`` and ``verify``
 read; ``quantspec.json`` sits beside them.
 
+Which format holds a scheme is the scheme's own ``ct`` record
+(:class:`quantspec.checkpoint.schemes.CTStorage`: format, type, bits, strategy, symmetric), which
+:data:`CT_SCHEMES` collects; the bytes of each format follow from it and from the codes' type, and
+the scales are rounded as compressed-tensors keeps them by the rules' fast kernels (``sround``) or
+by :func:`quantspec.checkpoint.reference.stored_scale`.
+
 Schemes compressed-tensors cannot express (``fp8-e5m2``: it has one float8 type, e4m3; the MX
 schemes) are refused.  Tensors it cannot hold are kept (and listed): names not ending in ``.weight``
 (compressed-tensors quantizes module weights), tensors other than 2-D, and under 4-bit groups weights
@@ -43,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +59,7 @@ from .._semantics.packing import unpack_codes
 from ..errors import TensorFileError, UnsupportedError
 from ..versions import note_reproducing
 from .layout import OutTensor, QuantspecFormat
-from .schemes import KEEP, SCHEMES, Recipe, Scheme
+from .schemes import KEEP, SCHEMES, CTStorage, Recipe, Scheme
 from .sources import Source, SourceTensor
 
 __all__ = ["CompressedTensorsFormat", "CT_SCHEMES", "CT_VERSION", "ct_args"]
@@ -60,17 +67,38 @@ __all__ = ["CompressedTensorsFormat", "CT_SCHEMES", "CT_VERSION", "ct_args"]
 #: the compressed-tensors version whose layout is written (and tested against)
 CT_VERSION = "0.20.0"
 
-#: scheme -> (compressed-tensors format, type, bits, strategy, symmetric); groups carry the block
-CT_SCHEMES: dict[str, tuple[str, str, int, str, bool]] = {
-    "int8": ("int-quantized", "int", 8, "channel", True),
-    "int8-tensor": ("int-quantized", "int", 8, "tensor", True),
-    "uint8-asym": ("int-quantized", "int", 8, "channel", False),
-    "litert": ("int-quantized", "int", 8, "channel", True),
-    "fp8-e4m3": ("float-quantized", "float", 8, "tensor", True),
-    "fp8-e4m3-channel": ("float-quantized", "float", 8, "channel", True),
-    **{f"int4-b{n}": ("pack-quantized", "int", 4, "group", True) for n in (16, 32, 64, 128, 256)},
-    **{f"uint4-b{n}-asym": ("pack-quantized", "int", 4, "group", False) for n in (16, 32, 64, 128, 256)},
-}
+#: the formats, in the order :data:`CT_SCHEMES` lists their schemes
+_FORMATS = ("int-quantized", "float-quantized", "pack-quantized")
+
+
+class _CTSchemes(Mapping):
+    """scheme name -> its :class:`~quantspec.checkpoint.schemes.CTStorage` (format, type, bits,
+    strategy, symmetric), for every registered scheme compressed-tensors can hold (its ``ct``
+    record), grouped by format; groups carry the scheme's block."""
+
+    def _names(self) -> list[str]:
+        names = [n for n, s in SCHEMES.items() if s.ct is not None]
+        rank = {f: i for i, f in enumerate(_FORMATS)}
+        return sorted(names, key=lambda n: rank.get(SCHEMES[n].ct.format, len(_FORMATS)))
+
+    def __getitem__(self, name: str) -> CTStorage:
+        s = SCHEMES.get(name) if isinstance(name, str) else None
+        if s is None or s.ct is None:
+            raise KeyError(name)
+        return s.ct
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: scheme -> (compressed-tensors format, type, bits, strategy, symmetric): the schemes' ``ct`` records
+CT_SCHEMES: Mapping[str, CTStorage] = _CTSchemes()
 
 # safetensors dtype codes of stored types
 _CODE = {"bfloat16": "BF16", "float16": "F16", "float": "F32", "double": "F64", "bool": "BOOL", "int8": "I8",
@@ -82,7 +110,7 @@ _ITEM = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "BOOL": 1, "I8": 1, "U8": 1, "
 
 def ct_args(scheme: Scheme) -> dict[str, Any]:
     """The compressed-tensors ``QuantizationArgs`` (as JSON) of a scheme's weights."""
-    fmt, type_, bits, strategy, symmetric = CT_SCHEMES[scheme.name]
+    fmt, type_, bits, strategy, symmetric = scheme.ct
     return {"num_bits": bits, "type": type_, "symmetric": symmetric, "group_size": scheme.block if strategy == "group"
             else None, "strategy": strategy, "block_structure": None, "dynamic": False, "actorder": None,
             "observer": "minmax", "observer_kwargs": {}}
@@ -114,10 +142,11 @@ class CompressedTensorsFormat(QuantspecFormat):
     def check(self, recipe: Recipe, source: Source) -> None:
         names = {recipe.default} | {s for _, s in recipe.rules}
         for n in sorted(x for x in names if x not in (None, KEEP)):
-            if n not in CT_SCHEMES:
-                why = ("compressed-tensors has one float8 type, e4m3 (fp8-e4m3, fp8-e4m3-channel)" if n == "fp8-e5m2"
-                       else "its MX formats are not written by quantspec" if SCHEMES[n].params == "mx"
-                       else "no compressed-tensors format holds it")
+            if SCHEMES[n].ct is None:
+                s = SCHEMES[n]
+                why = ("its MX formats are not written by quantspec" if s.scale_type == "float8e8m0"
+                       else "compressed-tensors has one float8 type, e4m3 (fp8-e4m3, fp8-e4m3-channel)"
+                       if s.codes == "float8e5m2" else "no compressed-tensors format holds it")
                 raise UnsupportedError("format", f"compressed-tensors cannot express scheme {n}: {why}; it takes "
                                        + ", ".join(CT_SCHEMES), "compressed-tensors")
         self._config = None
@@ -150,7 +179,7 @@ class CompressedTensorsFormat(QuantspecFormat):
             n = math.prod(t.shape)
             return [OutTensor(t.name, "data", t.dtype, code, tuple(t.shape), n * _ITEM[code])]
         s = SCHEMES[scheme]
-        _, _, bits, strategy, symmetric = CT_SCHEMES[scheme]
+        _, _, bits, strategy, symmetric = s.ct
         m = _module(t.name)
         rows, cols = t.shape
         scode = _CODE[t.dtype]                       # the scale in the model's type
@@ -233,7 +262,7 @@ class CompressedTensorsFormat(QuantspecFormat):
         rec = super().entry_manifest(e, digest, stats)
         if e.scheme != KEEP:
             s = SCHEMES[e.scheme]
-            rec["layout"] = {"format": CT_SCHEMES[s.name][0], "args": ct_args(s), "module": _module(e.source.name),
+            rec["layout"] = {"format": s.ct.format, "args": ct_args(s), "module": _module(e.source.name),
                              "scale_type": e.output("scale").type}
         return rec
 
@@ -247,7 +276,7 @@ class CompressedTensorsFormat(QuantspecFormat):
                     ignore.append(_module(e.source.name))
                 continue
             s = SCHEMES[e.scheme]
-            fmt, type_, _, _, _ = CT_SCHEMES[s.name]
+            fmt, type_, _, _, _ = s.ct
             args = ct_args(s)
             key = json.dumps([fmt, args], sort_keys=True)
             if key not in groups:

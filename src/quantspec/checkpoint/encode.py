@@ -2,12 +2,17 @@
 final offsets.
 
 :func:`run` is a pure function of its :class:`Task` (and the files): it reads the slab's source
-bytes, hashes them, computes the outputs of those rows (the fused kernels of :mod:`._jitted`, or the
-numpy path of :mod:`.reference` when the fast path is off) and writes each output's bytes at the
+bytes, hashes them, computes the outputs of those rows and writes each output's bytes at the
 offset the plan gave it in the (temporary) shard file.  It returns a :class:`SlabResult`: the slab's
 digest, its quantization error sums, and for the first phase of a per-tensor scheme the slab's
 minimum and maximum.  Any worker of any backend can run any task in any order: nothing is shared but
 the files, and no two tasks write the same bytes (packed outputs start each slab on a byte boundary).
+
+The outputs come from the scheme's rules (:mod:`.rules`): on the fast path, the fused kernel of
+:mod:`._jitted` that the parameter rule calls (:meth:`~.rules.ParamRule.fast`; per tensor, the codes
+rule's :meth:`~.rules.CodesRule.fast_tensor`), the numpy path of :mod:`.reference` where the rule has
+no kernel; on the reference path (the fast path off), the numpy path.  Nothing here depends on
+which rule it is.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ..errors import RangeError, TensorFileError
 from . import digest as _digest
 from . import reference, sources
 from .layout import Entry
+from .rules import Slab
 from .schemes import SCHEMES, Scheme
 
 __all__ = ["Task", "SlabResult", "run", "compute", "encode_rows", "placed", "tensor_params", "write_at", "close_file", "close_all",
@@ -317,54 +323,28 @@ def _encode_fast(e: Entry, task: Task, raw: np.ndarray, rows: int, cols: int) ->
 
 def _fast_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
                   sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
-    k = _jitted()
+    """The fast path: the kernel of the scheme's parameter rule (per tensor: of its codes rule, given
+    the tensor's parameters), or, for a rule without one, the numpy path."""
     t = qtype(s.codes)
-    kind = _KIND[dtype]
     n = rows * cols
     stats = np.zeros(4)
     stats[3] = -1
-    buf = _scratch("row", cols, np.float32)
-    dq = _scratch("dq", cols, np.float32)
-    cbuf = _scratch("cbuf", cols)
     nbytes = packed_size(n, t.bits) if t.bits < 8 else n
     codes = _scratch("codes", nbytes)
     if t.bits < 8:
         codes[:] = 0
-    fmt = _float_format(t)
-    outputs = {"codes": codes}
+    slab = Slab(_jitted(), raw, _KIND[dtype], rows, cols, sround, t, _float_format(t), codes, stats,
+                _scratch("row", cols, np.float32), _scratch("dq", cols, np.float32), _scratch("cbuf", cols), _scratch)
     if s.granularity == "tensor":
-        scale, _ = params
-        k.tensor(raw, kind, rows, cols, k.T_INT8 if t.is_int else k.T_FP8, np.float32(scale), fmt, codes, stats, buf, dq)
-        outputs["scale"] = np.array([scale], np.float32)
-    elif s.granularity == "channel":
-        scale = _scratch("scale", rows, np.float32)
-        zp = _scratch("zp", rows if s.zero_point else 0)
-        mode = {"litert": k.CH_LITERT, "amax": k.CH_FP8}.get(s.params, k.CH_ORT_ASYM if s.zero_point else k.CH_ORT_SYM)
-        k.channel(raw, kind, rows, cols, mode, fmt, np.float32(t.qmax if t.is_float else 0), codes, scale, zp, stats,
-                  buf, dq, sround)
-        outputs["scale"] = scale
-        if s.zero_point:
-            outputs["zero_point"] = zp
-        if s.params == "litert" and stats[3] < 0 and not np.all(np.isfinite(scale)):
-            raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale",
-                             path)
+        out = s.codes_rule.fast_tensor(s, slab, *params)
     else:
-        nb = -(-cols // s.block)
-        if s.params == "mx":
-            scale = _scratch("scale8", rows * nb)
-            k.mx(raw, kind, rows, cols, s.emax, s.scale_shift, t.is_int, fmt, t.bits, codes, scale, stats, buf, dq, cbuf,
-                 _scratch("blkz", nb, np.int32))
-        else:
-            scale = _scratch("scale", rows * nb, np.float32)
-            zp = _scratch("zp", packed_size(rows * nb, 4) if s.zero_point else 0)
-            zp[:] = 0
-            blocks = [_scratch(f"blk{i}", nb, np.float32) for i in range(4)]
-            k.nbits(raw, kind, rows, cols, s.block, not s.zero_point, codes, scale, zp, stats, buf, dq, cbuf, *blocks,
-                    _scratch("blkz", nb, np.int32), sround)
-            if s.zero_point:
-                outputs["zero_point"] = zp
-        outputs["scale"] = scale
-    return stats, outputs if stats[3] < 0 else {}
+        out = s.param_rule.fast(s, slab)
+    if out is None:                                 # no kernel for this rule: the numpy path
+        return _reference_outputs(s, dtype, raw, rows, cols, params, name, path, sround, scale_store)
+    if stats[3] >= 0:
+        return stats, {}
+    s.param_rule.check_scale(out["scale"], name, path)
+    return stats, {"codes": codes, **out}
 
 
 _FORMATS: dict = {}
@@ -417,8 +397,7 @@ def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: 
         stats[3] = int(np.argmin(finite))
         return stats, {}
     codes, scale, zp = reference.encode(s, x, params, scale_store)
-    if s.params == "litert" and not np.all(np.isfinite(scale)):
-        raise RangeError("src", f"tensor {name!r} has values too large for a float32 LiteRT scale", path)
+    s.param_rule.check_scale(scale, name, path)
     dq = reference.dequantize(s, codes, scale, zp)
     x64 = x.astype(np.float64)
     d = x64 - dq.astype(np.float64)

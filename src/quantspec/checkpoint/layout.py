@@ -267,7 +267,7 @@ class QuantspecFormat:
             "scale": {"name": scale.name, "type": scale.type, "shape": list(_logical(scale, e)), "stored": scale.dtype},
             "zero_point": None if zp is None else {"name": zp.name, "type": zp.type, "shape": list(_logical(zp, e)),
                                                    "stored": zp.dtype, "packed": zp.packed},
-            "spec": s.spec, "parameters": s.params, "codes_rule": s.codes_rule, "tool": s.tool,
+            "spec": s.spec, "parameters": s.param_rule.name, "codes_rule": s.codes_rule.name, "tool": s.tool,
             "dequantize": {"operator": "DequantizeLinear", "opset": s.opset, "attributes": dq_attrs},
             # without a zero point, QuantizeLinear's output type is given by a zero point of zeros of
             # the codes' type (or by output_dtype, from opset 21)

@@ -212,7 +212,7 @@ class QuantizedCheckpoint:
             raise TensorFileError("path", f"has a damaged manifest record for tensor {name!r} (scale type)",
                                   str(self.path))
         return Stored(name, s.name, s.name, self.layout, tuple(shape), s.codes, s.granularity, s.block, scale_type,
-                      s.codes_rule, cpart, spart, zpart)
+                      s.codes_rule.name, cpart, spart, zpart)
 
     def codes(self, name: str) -> np.ndarray:
         """The codes, unpacked, as their numpy / ml_dtypes type, in the source shape (a kept tensor:

@@ -1,14 +1,16 @@
 """Codes re-derived from given parameters (``verify(..., params_from_dst=True)``), and the codes
 compressed-tensors' own arithmetic gives, to explain where they differ.
 
-:func:`codes` applies a scheme's codes rule to float32 inputs and *stored* parameters:
+:func:`codes` applies a scheme's codes rule (:meth:`quantspec.checkpoint.rules.CodesRule.codes`,
+where each rule's arithmetic lives) to float32 inputs and *stored* parameters:
 
 - ``onnx``: ONNX QuantizeLinear in float32 — ``saturate(round_half_even(x / scale) + zero_point)``
   (saturating float types), the stored scale widened exactly to float32;
 - ``ort-nbits``: onnxruntime's MatMulNBits routine — ``clamp(int(roundf(x * (1 / scale))) +
   zero_point)``, ``1 / scale`` in float32, 0 for a zero scale;
 - ``litert``: the TFLite converter's weights — ``clamp(round_half_away(x * float32(1 / float64(scale))),
-  -127, 127)``.
+  -127, 127)``;
+- a registered scheme's own codes rule, by its name.
 
 :func:`ct_codes` is what compressed-tensors' ``quantize`` computes for the same inputs and parameters
 (``compressed_tensors.quantization.lifecycle.forward``): the division ``x / scale`` in the *weight's*
@@ -22,60 +24,25 @@ inputs).
 
 from __future__ import annotations
 
+from typing import Any
 
 import numpy as np
 
 from .._fastpath import jit
-from .._semantics.rounding import half_away_from_zero
 from ..dtypes import qtype
+from .rules import as_float32, expand as _expand
+from .schemes import codes_rule
 
 __all__ = ["codes", "ct_codes", "code_distance"]
 
 
-def _f32(a) -> np.ndarray:
-    return np.asarray(a).astype(np.float32)
-
-
-def _expand(p: np.ndarray, x: np.ndarray, attrs: dict) -> np.ndarray:
-    """A parameter broadcast to ``x``'s elements (per tensor, per channel of axis 0, blocks of axis 1)."""
-    p = np.asarray(p)
-    if p.ndim == 0:
-        return np.broadcast_to(p, x.shape)
-    if "block_size" in attrs:
-        rep = np.repeat(p, attrs["block_size"], axis=1)[:, :x.shape[1]]
-        return rep.reshape(rep.shape + (1,) * (x.ndim - 2))
-    return p.reshape(p.shape + (1,) * (x.ndim - 1))
-
-
-def codes(rule: str, codes_type: str, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None,
+def codes(rule: Any, codes_type: str, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None,
           attrs: dict) -> np.ndarray:
-    """The codes of ``x`` (float32) for the stored ``scale`` / ``zero_point`` under ``rule``, as
-    values of ``codes_type``."""
-    t = qtype(codes_type)
-    s32 = _f32(scale)
-    if rule == "onnx":
-        from ..onnx import quantize_linear
-
-        if t.is_float:
-            return quantize_linear(x, s32, None, output_dtype=t.name, **attrs)
-        zp = zero_point if zero_point is not None else np.zeros(s32.shape, t.dtype)
-        return quantize_linear(x, s32, zp, **attrs)
-    z = 0 if zero_point is None else _expand(zero_point.astype(np.int64), x, attrs)
-    s = _expand(s32, x, attrs)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if rule == "ort-nbits":
-            inv = np.where(s != 0, np.float32(1) / np.where(s != 0, s, np.float32(1)), np.float32(0)).astype(np.float32)
-            r = half_away_from_zero((x * inv).astype(np.float32))
-            wild = ~(np.abs(r) < np.float32(2 ** 31))           # x86 cvttss2si: out of range -> INT32_MIN
-            q = np.where(wild, np.int64(-2 ** 31), np.where(wild, 0, r).astype(np.int64)) + z
-            lo, hi = t.qmin, t.qmax
-        elif rule == "litert":
-            inv = (1.0 / s.astype(np.float64)).astype(np.float32)
-            q = half_away_from_zero((x * inv).astype(np.float32)).astype(np.int64)
-            lo, hi = -127, 127
-        else:
-            raise ValueError(f"unknown codes rule {rule!r}")
-    return np.clip(q, lo, hi).astype(t.dtype)
+    """The codes of ``x`` (float32) for the stored ``scale`` / ``zero_point`` under ``rule`` (a
+    :class:`~quantspec.checkpoint.rules.CodesRule`, or its name: a built-in rule's or a registered
+    scheme's), as values of ``codes_type``: the rule's
+    :meth:`~quantspec.checkpoint.rules.CodesRule.codes`."""
+    return codes_rule(rule).codes(codes_type, x, scale, zero_point, attrs)
 
 
 def _round_to(q: np.ndarray, model: str) -> np.ndarray:
@@ -95,7 +62,7 @@ def ct_codes(codes_type: str, x: np.ndarray, scale: np.ndarray, zero_point: np.n
     layout adds to compressed-tensors' signed codes (128 for uint8, 8 for uint4 codes stored by
     quantspec's asymmetric schemes)."""
     t = qtype(codes_type)
-    s = _expand(_f32(scale), x, attrs)
+    s = _expand(as_float32(scale), x, attrs)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         q = _round_to((x / s).astype(np.float32), model)
         if zero_point is not None:

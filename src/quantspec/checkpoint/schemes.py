@@ -1,12 +1,24 @@
-"""The quantization schemes of ``quantspec convert``, as data, and the recipes that assign them.
+"""The quantization schemes of ``quantspec convert``, one object each, and the recipes that assign them.
 
-One :class:`Scheme` row per scheme name: its codes' type, its granularity, the rule that chooses its
-parameters (``params``), the rule that computes its codes (``codes_rule``), the ONNX opset whose
-QuantizeLinear / DequantizeLinear has everything it uses, and which tool it matches.  Weights are
-stored ``[out_features, in_features]`` (PyTorch / Hugging Face layout): "per channel" is axis 0,
-blocks run along axis 1.
+One :class:`Scheme` per scheme name: its codes' type, its granularity, its parameter rule (a
+:class:`~quantspec.checkpoint.rules.ParamRule`: how the scales and zero points are chosen), its
+codes rule (a :class:`~quantspec.checkpoint.rules.CodesRule`: how the codes follow from the stored
+scale and zero point), how it is stored (quantspec's layout from its types and granularity;
+compressed-tensors' from its ``ct`` record, :class:`CTStorage`), the ONNX opset whose
+QuantizeLinear / DequantizeLinear has everything it uses, and which tool it matches.  :data:`SCHEMES`
+is the table of them; :func:`register` adds one (``convert`` and ``verify`` then take its name).
+Weights are stored ``[out_features, in_features]`` (PyTorch / Hugging Face layout): "per channel" is
+axis 0, blocks run along axis 1.
 
-Parameter rules (``params``):
+Where each piece lives: the rules' arithmetic, numpy path and kernel calls in
+:mod:`quantspec.checkpoint.rules` (one class per rule; the kernels themselves in
+:mod:`quantspec.checkpoint._jitted`); the reference path that composes them in
+:mod:`quantspec.checkpoint.reference`; the fast path in :mod:`quantspec.checkpoint.encode`; codes
+from stored parameters (``verify --params-from-dst``) in :mod:`quantspec.checkpoint.rederive`;
+quantspec's storage in :mod:`quantspec.checkpoint.layout`, compressed-tensors' in
+:mod:`quantspec.checkpoint.ctlayout`.  None of them tests a scheme's or rule's name.
+
+Parameter rules (``params``, the manifest's ``"parameters"``):
 
 - ``ort-int``: ``onnxruntime.quantization``'s weight parameters (``quantize_data`` /
   ``compute_scale_zp``, reduce_range off): symmetric int8 ``scale = float32((float64(m) -
@@ -27,10 +39,11 @@ Parameter rules (``params``):
   for MXINT8, whose elements are int8 values times 2^-6; clamped at 2^-127 too).
 - ``litert``: ``quantspec.litert.weight_params`` (the TFLite converter), per output channel.
 
-Codes rules (``codes_rule``): ``onnx``: ONNX QuantizeLinear of the stored scale and zero point
-(saturating for float types); ``ort-nbits``: the MLAS routine's ``clamp(int(roundf(x * (1 / scale)))
-+ zero_point)`` (a reciprocal multiply, rounding half away from zero); ``litert``: the converter's
-``clamp(round_half_away(x * float32(1 / float64(scale))), -127, 127)``.
+Codes rules (``codes_rule.name``, the manifest's ``"codes_rule"``): ``onnx``: ONNX QuantizeLinear of
+the stored scale and zero point (saturating for float types); ``ort-nbits``: the MLAS routine's
+``clamp(int(roundf(x * (1 / scale))) + zero_point)`` (a reciprocal multiply, rounding half away from
+zero); ``litert``: the converter's ``clamp(round_half_away(x * float32(1 / float64(scale))), -127,
+127)``.
 """
 
 from __future__ import annotations
@@ -40,12 +53,15 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
+from .rules import (AMAX, CODES_RULES, LITERT, LITERT_CODES, MX, ONNX, ORT_INT, ORT_NBITS, ORT_NBITS_CODES, CodesRule,
+                    ParamRule)
 
-__all__ = ["Scheme", "SCHEMES", "KEEP", "scheme", "Assignment", "Recipe", "load_recipe", "QUANTIZABLE"]
+__all__ = ["Scheme", "SCHEMES", "KEEP", "scheme", "register", "unregister", "codes_rule", "CTStorage", "Assignment",
+           "Recipe", "load_recipe", "QUANTIZABLE"]
 
 KEEP = "keep"
 #: the source types a scheme quantizes; every other type is kept as it is
@@ -62,27 +78,46 @@ def onnx_attributes(granularity: str, block: int) -> dict[str, int]:
     return {"axis": 1, "block_size": block}
 
 
+class CTStorage(NamedTuple):
+    """How compressed-tensors stores a scheme's weights (:mod:`quantspec.checkpoint.ctlayout`): its
+    format (``int-quantized``, ``float-quantized``, ``pack-quantized``) and the ``QuantizationArgs``
+    it declares (type, bits, strategy, symmetric; a group's size is the scheme's block)."""
+
+    format: str
+    type: str
+    bits: int
+    strategy: str
+    symmetric: bool
+
+
 @dataclass(frozen=True)
 class Scheme:
-    """One scheme: everything the converter, the manifest and the docs say about it."""
+    """One scheme: everything the converter, the manifest and the docs say about it, its rules
+    included (module docstring).  A new scheme is one of these, given to :func:`register`."""
 
     name: str
     codes: str                 # quantspec type name of the codes
     granularity: str           # "tensor", "channel" (axis 0) or "block" (along axis 1)
     block: int                 # elements per block (granularity "block"), else 0
     zero_point: bool           # a zero point is stored (asymmetric)
-    params: str                # the parameter rule (module docstring)
-    codes_rule: str            # "onnx", "ort-nbits" or "litert"
+    param_rule: ParamRule      # how the scales (and zero points) are chosen (:mod:`.rules`)
+    codes_rule: CodesRule      # how the codes follow from the stored parameters (:mod:`.rules`)
     scale_type: str            # "float" or "float8e8m0"
     opset: int                 # the first ONNX opset whose Q/DQ has the types and attributes used
     tool: str                  # what the parameters (and codes) match
     ranks: tuple[int, ...] = ()  # the ranks it takes (empty: 2 or more)
     emax: int = 0              # mx: exponent of the element type's largest normal value
     scale_shift: int = 0       # mx: the stored scale is X * 2**scale_shift (MXINT8: -6)
+    ct: CTStorage | None = None  # how compressed-tensors stores it (None: that layout cannot)
+
+    @property
+    def params(self) -> str:
+        """The parameter rule's name (the manifest's ``"parameters"``)."""
+        return self.param_rule.name
 
     @property
     def spec(self) -> str:
-        return "litert" if self.codes_rule == "litert" else "onnx"
+        return self.codes_rule.spec
 
     def attributes(self) -> dict[str, int]:
         """The attributes of ONNX QuantizeLinear / DequantizeLinear for the stored parameters."""
@@ -98,36 +133,42 @@ class Scheme:
             return f"{self.name} takes weights of 2 or more dimensions (got {len(shape)}-D)"
         if any(d == 0 for d in shape):
             return "the tensor is empty"
-        if self.codes_rule == "litert" and shape[0] < 2:
-            return "litert per-channel weights need 2 or more output channels (LiteRT takes one scale as per-tensor)"
-        return None
+        return self.param_rule.refuses(self, tuple(shape))
+
+
+def _ct_int8(strategy, symmetric):
+    return CTStorage("int-quantized", "int", 8, strategy, symmetric)
 
 
 def _ort(name, codes, gran, zp):
-    return Scheme(name, codes, gran, 0, zp, "ort-int", "onnx", "float", 10 if gran == "tensor" else 13,
+    return Scheme(name, codes, gran, 0, zp, ORT_INT, ONNX, "float", 10 if gran == "tensor" else 13,
                   "onnxruntime.quantization weight parameters (quantize_data, "
-                  + ("asymmetric" if zp else "symmetric") + (", per tensor)" if gran == "tensor" else ", per channel)"))
+                  + ("asymmetric" if zp else "symmetric") + (", per tensor)" if gran == "tensor" else ", per channel)"),
+                  ct=_ct_int8(gran, not zp))
 
 
 def _nbits(n, zp):
-    return Scheme(f"uint4-b{n}-asym" if zp else f"int4-b{n}", "uint4" if zp else "int4", "block", n, zp, "ort-nbits",
-                  "ort-nbits", "float", 21,
+    return Scheme(f"uint4-b{n}-asym" if zp else f"int4-b{n}", "uint4" if zp else "int4", "block", n, zp, ORT_NBITS,
+                  ORT_NBITS_CODES, "float", 21,
                   "onnxruntime MatMulNBitsQuantizer (DefaultWeightOnlyQuantConfig, RTN, QDQ format, "
-                  + ("asymmetric)" if zp else "symmetric)"), ranks=(2,))
+                  + ("asymmetric)" if zp else "symmetric)"), ranks=(2,),
+                  ct=CTStorage("pack-quantized", "int", 4, "group", not zp))
 
 
 def _fp8(name, codes, gran):
-    return Scheme(name, codes, gran, 0, False, "amax", "onnx", "float", 19,
-                  "amax scaling: scale = float32(amax) / float32(max finite), one IEEE division")
+    # compressed-tensors has one float8 type, e4m3
+    ct = CTStorage("float-quantized", "float", 8, gran, True) if codes == "float8e4m3fn" else None
+    return Scheme(name, codes, gran, 0, False, AMAX, ONNX, "float", 19,
+                  "amax scaling: scale = float32(amax) / float32(max finite), one IEEE division", ct=ct)
 
 
 def _mx(name, codes, emax, shift=0):
-    return Scheme(name, codes, "block", 32, False, "mx", "onnx", "float8e8m0", 28 if qtype(codes).bits == 6 else 24,
+    return Scheme(name, codes, "block", 32, False, MX, ONNX, "float8e8m0", 28 if qtype(codes).bits == 6 else 24,
                   "the OCP Microscaling (MX) v1.0 shared-exponent rule, block 32", ranks=(2,), emax=emax,
                   scale_shift=shift)
 
 
-#: every scheme, by name (the order of the docs' table)
+#: every scheme, by name (the order of the docs' table); :func:`register` adds to it
 SCHEMES: dict[str, Scheme] = {s.name: s for s in (
     _ort("int8", "int8", "channel", False),
     _ort("int8-tensor", "int8", "tensor", False),
@@ -143,15 +184,54 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
     _mx("mxfp8-e4m3", "float8e4m3fn", 8),
     _mx("mxfp8-e5m2", "float8e5m2", 15),
     _mx("mxint8", "int8", 0, -6),
-    Scheme("litert", "int8", "channel", 0, False, "litert", "litert", "float", 13,
-           "quantspec.litert.weight_params / quantize_weights (the TFLite converter's weights)"),
+    Scheme("litert", "int8", "channel", 0, False, LITERT, LITERT_CODES, "float", 13,
+           "quantspec.litert.weight_params / quantize_weights (the TFLite converter's weights)",
+           ct=_ct_int8("channel", True)),
 )}
+_BUILTIN = frozenset(SCHEMES)
 
 
-_PARAMS_TEXT = {"ort-int": "onnxruntime", "ort-nbits": "MatMulNBits", "amax": "amax", "mx": "OCP MX",
-                "litert": "TFLite converter"}
-_CODES_TEXT = {"onnx": "QuantizeLinear", "ort-nbits": "MatMulNBits (`x * (1/scale)`, ties away)",
-               "litert": "TFLite converter (`x * (1/scale)`, ties away)"}
+def register(s: Scheme, *, replace: bool = False) -> Scheme:
+    """Add the scheme ``s`` to :data:`SCHEMES`: ``convert`` and recipes then take its name, and
+    ``verify`` checks checkpoints that use it, in this process (the workers of a Dask cluster must
+    register it too, e.g. by importing the module that does).  ``replace``: allow replacing a registered
+    scheme of the same name (never a built-in one).  Returns ``s``."""
+    if not isinstance(s, Scheme):
+        raise InvalidArgumentError("scheme", "must be a quantspec.checkpoint.schemes.Scheme", type(s).__name__)
+    if not isinstance(s.param_rule, ParamRule) or not isinstance(s.codes_rule, CodesRule):
+        raise InvalidArgumentError("scheme", "must hold a ParamRule and a CodesRule (quantspec.checkpoint.rules)",
+                                   s.name)
+    if not isinstance(s.name, str) or not s.name or s.name == KEEP:
+        raise InvalidArgumentError("scheme.name", f"must be a non-empty name other than {KEEP!r}", s.name)
+    if s.name in SCHEMES and (s.name in _BUILTIN or not replace) and SCHEMES[s.name] is not s:
+        raise InvalidArgumentError("scheme.name", "names a scheme already registered", s.name)
+    if s.granularity not in ("tensor", "channel", "block") or (s.granularity == "block") != (s.block > 0):
+        raise InvalidArgumentError("scheme.granularity", "must be 'tensor', 'channel', or 'block' with a block > 0",
+                                   (s.granularity, s.block))
+    qtype(s.codes)
+    qtype(s.scale_type)
+    SCHEMES[s.name] = s
+    return s
+
+
+def unregister(name: str) -> None:
+    """Remove a scheme :func:`register` added (built-in schemes stay)."""
+    if name in _BUILTIN:
+        raise InvalidArgumentError("name", "names a built-in scheme", name)
+    SCHEMES.pop(name, None)
+
+
+def codes_rule(name: Any) -> CodesRule:
+    """The codes rule called ``name`` (a built-in one, or one a registered scheme holds); a
+    :class:`~quantspec.checkpoint.rules.CodesRule` is returned as it is."""
+    if isinstance(name, CodesRule):
+        return name
+    if name in CODES_RULES:
+        return CODES_RULES[name]
+    for s in SCHEMES.values():
+        if s.codes_rule.name == name:
+            return s.codes_rule
+    raise ValueError(f"unknown codes rule {name!r}")
 
 
 def table_markdown() -> str:
@@ -161,10 +241,10 @@ def table_markdown() -> str:
         codes = s.codes + (" + zero point" if s.zero_point else "")
         gran = {"tensor": "per tensor", "channel": "per channel (axis 0)"}.get(
             s.granularity, f"blocks of {s.block} along axis 1")
-        sym = "" if s.params not in ("ort-int", "ort-nbits") else (", asymmetric" if s.zero_point else ", symmetric")
+        sym = "" if not s.param_rule.shows_symmetry else (", asymmetric" if s.zero_point else ", symmetric")
         scale = ", float8e8m0 scale" if s.scale_type == "float8e8m0" else ""
-        rows.append(f"| `{s.name}` | {codes} | {gran} | {_PARAMS_TEXT[s.params]}{sym}{scale} | "
-                    f"{_CODES_TEXT[s.codes_rule]} | {s.tool} | {s.opset} |")
+        rows.append(f"| `{s.name}` | {codes} | {gran} | {s.param_rule.text}{sym}{scale} | "
+                    f"{s.codes_rule.text} | {s.tool} | {s.opset} |")
     return "\n".join(rows) + "\n"
 
 

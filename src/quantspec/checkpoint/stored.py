@@ -70,7 +70,8 @@ class Part:
 @dataclass(frozen=True)
 class Stored:
     """A quantized tensor as stored (module docstring).  ``scheme``: the quantspec scheme when the
-    checkpoint's manifest names one, else None; ``codes_rule``: "onnx", "ort-nbits" or "litert";
+    checkpoint's manifest names one, else None; ``codes_rule``: the name of its codes rule ("onnx",
+    "ort-nbits", "litert", or a registered scheme's: :func:`.schemes.codes_rule`);
     ``granularity``: "tensor", "channel" (axis 0) or "block" (``block`` elements along axis 1)."""
 
     name: str

@@ -45,7 +45,7 @@ from .paths import local_path
 from .progress import progress_for
 from .reader import QuantizedCheckpoint
 from .report import Difference, TensorCheck, VerifyReport, format_stats, parse_stats
-from .schemes import KEEP, SCHEMES, Recipe, load_recipe
+from .schemes import KEEP, SCHEMES, Recipe, codes_rule, load_recipe
 from .stored import Part, Stored
 from .writer import header_bytes
 
@@ -205,7 +205,7 @@ def run_check(c: Check) -> CheckResult:
         want_codes = rederive.codes(st.codes_rule, st.codes_type, x.reshape(shape), scale, st.zero_point(c.r0, c.r1),
                                     st.attributes())
         got = st.codes(c.r0, c.r1)
-        if st.codes_rule == "onnx":
+        if codes_rule(st.codes_rule).divides:
             # x / 0 is not defined: under a zero scale any code dequantizes to 0, none is checked
             zero = rederive._expand(np.asarray(scale).astype(np.float32), want_codes, st.attributes()) == 0
             if zero.any():
