@@ -627,3 +627,18 @@ def test_a_tensor_whose_error_is_not_finite_is_named_in_the_summary(tmp_path):
         assert np.isnan(a.rel_rms) and np.isnan(a.max_abs)      # not the largest of the other errors
         assert 0 < next(t for t in rep.tensors if t.name == "b.weight").rel_rms < 1
         assert "worst relative RMS error nan (not finite for 1: a.weight;" in rep.summary(), rep.summary()
+
+
+def test_a_truncated_shard_is_reported_as_truncated(tmp_path, capsys):
+    """A shard cut short (a copy or download not finished) is named as truncated, by convert and by
+    the element-wise commands, with the byte where its data ends; nothing is written."""
+    tensorio.write_tensors(tmp_path / "src" / "model.safetensors",
+                           {"a": np.arange(1000, dtype=np.float32), "b": np.ones((10, 10), np.float32)})
+    shard = tmp_path / "src" / "model.safetensors"
+    shard.write_bytes(shard.read_bytes()[:-100])
+    assert main(["convert", str(tmp_path / "src"), str(tmp_path / "out"), "--scheme", "int8"]) == 2
+    err = capsys.readouterr().err
+    assert "tensor 'b' is cut short: the file is truncated" in err and "\n" not in err.strip()
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    with pytest.raises(TensorFileError, match="the file is truncated"):
+        tensorio.read_tensors(shard)

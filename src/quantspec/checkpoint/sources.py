@@ -225,9 +225,9 @@ def _safetensors_header(path: Path, root: Path, start: int, argument: str = "src
         for s in shape:
             count *= s
         a, b = offsets
-        if not (a <= b <= length) or b - a != count * itemsize:
-            raise TensorFileError(argument, f"tensor {name!r} has data offsets that do not fit its shape and dtype",
-                                  str(path), detail=f"offsets {offsets}")
+        problem = tensorio.offsets_problem(a, b, count * itemsize, length)
+        if problem:
+            raise TensorFileError(argument, f"tensor {name!r} {problem}", str(path), detail=f"offsets {offsets}")
         out.append(SourceTensor(name, str(path.resolve()), _relative(path, root), dtype, tuple(shape), base + a, b - a,
                                 itemsize, start + i))
     return out
