@@ -632,6 +632,7 @@ def test_a_tensor_whose_error_is_not_finite_is_named_in_the_summary(tmp_path):
 def test_a_truncated_shard_is_reported_as_truncated(tmp_path, capsys):
     """A shard cut short (a copy or download not finished) is named as truncated, by convert and by
     the element-wise commands, with the byte where its data ends; nothing is written."""
+    (tmp_path / "src").mkdir()
     tensorio.write_tensors(tmp_path / "src" / "model.safetensors",
                            {"a": np.arange(1000, dtype=np.float32), "b": np.ones((10, 10), np.float32)})
     shard = tmp_path / "src" / "model.safetensors"
