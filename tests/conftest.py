@@ -14,7 +14,7 @@ os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-sys.path.insert(0, str(Path(__file__).parent))  # for `import refs`
+sys.path.insert(0, str(Path(__file__).parent / "support"))  # the oracles and helpers: `import refs`
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Every scheme of ``quantspec convert``, byte for byte against the tools and rules it names.
 
-A sharded bfloat16 checkpoint with Llama-style names (tests/checkpoint_corpus.py, values that break
+A sharded bfloat16 checkpoint with Llama-style names (tests/support/checkpoint_corpus.py, values that break
 converters planted in it) is converted under every scheme, in slabs of a few rows (so that slab
 boundaries, packed rows and the row steps are exercised), on the fast path and on the numpy path.
 Then, for each scheme:

@@ -6,7 +6,7 @@ pooling; QUANTIZE / DEQUANTIZE tables; unary tables; reshapes; GATHER, TRANSPOSE
 RESIZE_BILINEAR), the cases a plan hands back to its
 kernel (errors included), several threads running one interpreter, and no numba threading layer
 started by any kernel mode.  (Every single-operator sweep of tests/test_litert_kernels_*.py also
-runs the operator's plan: tests/litert_kernel_check.py.)"""
+runs the operator's plan: tests/support/litert_kernel_check.py.)"""
 
 from __future__ import annotations
 

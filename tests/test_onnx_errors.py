@@ -270,7 +270,7 @@ def test_onnxruntime_mode_refuses_exactly_where_blocked_quantize_crashes_it(case
 
     require("onnxruntime")
     x_shape, s_shape, axis = case
-    p = subprocess.run([sys.executable, "-c", _ORT_BLOCKED.format(tests=os.path.dirname(__file__), case=case)],
+    p = subprocess.run([sys.executable, "-c", _ORT_BLOCKED.format(tests=os.path.join(os.path.dirname(__file__), "support"), case=case)],
                        capture_output=True, text=True, timeout=120)
     crashed = p.returncode < 0
     assert crashed or (p.returncode == 0 and "ran" in p.stdout), p.stderr[-2000:]

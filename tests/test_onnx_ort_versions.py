@@ -235,7 +235,7 @@ def test_the_releases_differ_on_these_inputs(c):
 
 _DIES = """
 import sys
-sys.path[:0] = [{tests!r}]
+sys.path[:0] = [{tests!r}, {support!r}]
 import numpy as np
 import onnx_oracles as O
 import test_onnx_ort_versions as T
@@ -252,7 +252,7 @@ print("ran")
 def _assert_the_runtime_dies(c):
     """The installed release kills the process on this input (so quantspec refuses it): measured in a
     subprocess, which must end by a signal."""
-    p = subprocess.run([sys.executable, "-c", _DIES.format(tests=str(Path(__file__).parent), key=c.key)],
+    p = subprocess.run([sys.executable, "-c", _DIES.format(tests=str(Path(__file__).parent), support=str(Path(__file__).parent / "support"), key=c.key)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode < 0, (p.returncode, p.stdout[-500:], p.stderr[-2000:])
 

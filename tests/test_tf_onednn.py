@@ -1,7 +1,7 @@
 """quantspec.tf ``kernel="onednn"`` against stock TensorFlow 2.21 with oneDNN on (x86-64 Linux).
 
 TensorFlow decides at import whether its oneDNN kernels run, and conftest switched them off for this
-process, so one subprocess (tests/tf_onednn_worker.py) runs the whole oneDNN corpus of tf_oracle with
+process, so one subprocess (tests/support/tf_onednn_worker.py) runs the whole oneDNN corpus of tf_oracle with
 TF_ENABLE_ONEDNN_OPTS=1 and saves TensorFlow's answers; every case is then compared here, bytes for
 bytes, with quantspec's ``kernel="onednn"`` result.  The corpus covers the rewritten calls, NaN (which
 the oneDNN kernels treat deterministically), the rank-0 MIN_FIRST path, the calls the oneDNN kernels
@@ -23,7 +23,7 @@ import pytest
 import tf_oracle as O
 from refs import REQUIRE, require
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "support"
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ returns a record whose own spec string reads back as the same record, or raises 
 The parsed records are compared (``equivalent``) on float16 / bfloat16, on a small float32 subrange
 (never the whole 2^32), on every code, or on an array of drawn values; and translated (``translate``)
 to another spec.  The oracle, for two per-tensor records compared on an array: the real runtimes
-(TensorFlow, onnxruntime or onnx.reference, LiteRT's BUILTIN_REF interpreter; tests/equiv_runtimes.py)
+(TensorFlow, onnxruntime or onnx.reference, LiteRT's BUILTIN_REF interpreter; tests/support/equiv_runtimes.py)
 run each record on the inputs, and the inputs on which their codes differ must be exactly those the
 report counts and keeps.
 """

@@ -2,7 +2,7 @@
 through TensorFlow's raw ops (the oracle) and through quantspec.
 
 Used in-process by tests/test_tf_conformance.py (Eigen kernels, oneDNN off) and in a subprocess by
-tests/tf_onednn_worker.py (oneDNN on).  Nothing here knows an expected value: every expectation comes
+tests/support/tf_onednn_worker.py (oneDNN on).  Nothing here knows an expected value: every expectation comes
 from running TensorFlow on the same inputs.
 
 Sweep size: QUANTSPEC_SWEEP_SIZE (default 1) multiplies the number of random ranges and the data

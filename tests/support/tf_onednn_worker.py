@@ -1,6 +1,6 @@
 """Run the oneDNN corpus of tf_oracle through TensorFlow with oneDNN ON and save the answers.
 
-    python tests/tf_onednn_worker.py OUT.npz
+    python tests/support/tf_onednn_worker.py OUT.npz
 
 Started as a subprocess by tests/test_tf_onednn.py (TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, at
 import, so the oneDNN kernels need a process of their own).  Output: for case i, either the arrays

@@ -17,7 +17,7 @@ REQUIRE = os.environ.get("QUANTSPEC_REQUIRE_REFERENCES") == "1"
 
 def _locked(distribution: str) -> str:
     """The version requirements/test.txt (the test environment's lock) pins ``distribution`` at."""
-    lock = Path(__file__).resolve().parents[1] / "requirements" / "test.txt"
+    lock = Path(__file__).resolve().parents[2] / "requirements" / "test.txt"
     for line in lock.read_text().splitlines():
         name, _, version = line.partition("==")
         if name.lower().replace("_", "-") == distribution:
