@@ -248,3 +248,16 @@ def test_from_data_on_an_all_nan_tensor_is_a_clear_error(tmp_path, capsys):
     import quantspec.litert as ql
     want = ql.quantize(np.load(tmp_path / "m.npy"), ql.activation_params(-2.0, 1.0))
     assert np.load(tmp_path / "q.npy").tobytes() == want.tobytes()
+
+
+def test_random_without_a_seed_is_seed_0(capsys):
+    """``quantspec run MODEL --random`` takes seed 0 (the value may be left out)."""
+    from importlib import resources
+
+    path = str(resources.files("quantspec") / "data" / "cnn.tflite")
+    assert main(["run", path, "--random"]) == 0
+    bare = capsys.readouterr().out
+    assert main(["run", path, "--random", "0"]) == 0
+    assert capsys.readouterr().out == bare and "Identity" in bare
+    assert main(["run", path, "--random", "1"]) == 0
+    assert capsys.readouterr().out != bare

@@ -189,8 +189,9 @@ def run_main(argv: Sequence[str]) -> int:
     parser.add_argument("--input", action="append", default=[], metavar="FILE",
                         help="input tensors: one .npy per model input, in order (repeat the option), or one "
                         ".npz/.safetensors file holding them by input name")
-    parser.add_argument("--random", type=_seed, metavar="SEED", default=None,
-                        help="instead of --input, run on seeded random inputs (int8 over the full range)")
+    parser.add_argument("--random", type=_seed, metavar="SEED", nargs="?", const=0, default=None,
+                        help="instead of --input, run on seeded random inputs (int8 over the full range); "
+                        "SEED defaults to 0")
     parser.add_argument("--compare-litert", action="store_true",
                         help="also run the LiteRT interpreter (reference kernels, needs ai-edge-litert) and report "
                         "where and by how much the outputs differ")
