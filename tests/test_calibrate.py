@@ -591,3 +591,270 @@ def test_a_histogram_range_wider_than_float32_is_refused_where_onnxruntime_fails
                 obs.update(b)
             got = obs.range()
             assert _same(got.lowest, want.range_value[0]) and _same(got.highest, want.range_value[1])
+
+
+# --- what the fuzzers' calibrate recipes found ----------------------------------------------------
+
+_HUGE = np.array([3e38, -1.0, 2.0, 0.5], np.float32)
+_HUGE_BOTH = np.array([3e38, -3e38, 1.0, 0.0], np.float32)
+_SMALL = np.array([1.0, 2.0, -1.0, 0.5], np.float32)
+_TOP = np.array([3.3e38, 2.0, -1.0, 0.5], np.float32)
+_FULL = np.full(4, 3.4e38, np.float32)
+
+
+@pytest.mark.parametrize("make,groups,ok", [
+    # [-t, t] overflows float32: numpy (and onnxruntime) refuse "Too many bins"; numpy's overflow
+    # warning escaped before the refusal
+    (lambda C: C.EntropyObserver(num_bins=16), [[_HUGE]], False),
+    (lambda C: C.DistributionObserver(num_bins=512), [[_HUGE_BOTH]], False),
+    # a merge whose old bin width is infinite: Python's OverflowError escaped
+    (lambda C: C.PercentileObserver(num_bins=16, symmetric=False), [[_HUGE_BOTH], [_TOP]], False),
+    # the symmetric percentile's edges extended past the float32 range: numpy's "Maximum allowed
+    # size exceeded" ValueError escaped
+    (lambda C: C.PercentileObserver(num_bins=16), [[_SMALL], [_TOP]], False),
+    # |x| all equal to 3.4e38: numpy's widened range [x - 0.5, x + 0.5] is one value: "Too many bins"
+    # (quantspec returned a histogram of empty bins)
+    (lambda C: C.PercentileObserver(num_bins=16), [[_FULL]], False),
+    # a symmetric percentile range near the float32 limit: no warning, onnxruntime's result
+    (lambda C: C.PercentileObserver(num_bins=16), [[_HUGE_BOTH]], True),
+])
+def test_histogram_observers_near_the_float32_limit(make, groups, ok, tmp_path):
+    """Histogram observers fed values near float32's largest: onnxruntime either fails (numpy's "Too
+    many bins", an OverflowError, "Maximum allowed size exceeded") -- quantspec must raise a quantspec
+    error there, not let Python's exception or numpy's overflow warning escape -- or gives a range
+    that quantspec must equal."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+
+    require("onnxruntime")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obs0 = make(C)
+            method = type(obs0).__name__.replace("Observer", "")
+            kw = {k: getattr(obs0, k) for k in ("num_bins", "symmetric") if hasattr(obs0, k)}
+            if method != "Percentile":
+                kw.pop("symmetric", None)
+            want = _ort_calibrate(tmp_path, method, groups, kw)
+    except Exception:   # noqa: BLE001 - onnxruntime's refusal
+        want = None
+    assert (want is not None) == ok
+    obs = make(C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if not ok:
+            with pytest.raises(InvalidArgumentError):
+                observe(obs, groups)
+            return
+        r = observe(obs, groups)
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+
+
+@pytest.mark.parametrize("make,groups", [
+    # the moving average of an infinite range and a finite one: inf + c * (x - inf) is NaN, and
+    # numpy's "invalid value encountered in add" escaped
+    (lambda C: C.MinMaxObserver(moving_average=True), [[np.array(np.inf, np.float32)],
+                                                       [np.array(-0.92, np.float32)]]),
+    # an empty batch: the Distribution statistics divide 0 by 0 ("invalid value encountered in
+    # scalar divide" escaped)
+    (lambda C: C.DistributionObserver(), [[np.zeros(0, np.float32)]]),
+])
+def test_observers_print_no_numpy_warning(make, groups):
+    """Observers computing numpy's NaN the way onnxruntime does let numpy's RuntimeWarning escape."""
+    import quantspec.calibrate as C
+    from quantspec.errors import QuantSpecError
+
+    obs = make(C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            for g in groups:
+                for b in g:
+                    obs.update(b)
+                obs.flush()
+            obs.range()
+        except QuantSpecError:
+            pass
+
+
+def test_entropy_over_a_histogram_grown_past_memory_is_refused():
+    """A second call 66,000 times wider than the first grows the entropy histogram to millions of bins;
+    its candidate distributions (about bins^2 / 4 values) would take 65 TiB: numpy's MemoryError escaped
+    (onnxruntime would loop bins^2 / 4 Python steps).  A TooLargeError is raised before allocating."""
+    import quantspec.calibrate as C
+    from quantspec.errors import TooLargeError
+
+    obs = C.EntropyObserver()
+    obs.update(np.array(0.5621489, np.float32)).flush()
+    obs.update(np.array(37200.29, np.float32)).flush()
+    with pytest.raises(TooLargeError, match="entropy"):
+        obs.range()
+
+
+@pytest.mark.parametrize("value", ["x", [1.0, 2.0], object()])
+def test_onnx_params_refuses_a_min_real_range_that_is_not_a_number(value):
+    """``onnx_params(..., min_real_range="x")`` let numpy's ValueError (or TypeError) escape."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+
+    r = C.MinMaxObserver().update(np.array([-1.0, 2.0], np.float32)).range()
+    with pytest.raises(InvalidArgumentError, match="min_real_range"):
+        C.onnx_params(r, "uint8", min_real_range=value)
+    assert C.onnx_params(r, "uint8", min_real_range=0.5)[1].dtype == np.float32
+
+
+@pytest.mark.parametrize("lo,hi", [(-np.inf, np.inf), (-1.0, np.inf), (-np.inf, 2.0)])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_onnx_params_of_an_infinite_range_prints_no_warning(lo, hi, symmetric):
+    """``onnx_params`` of a range with an infinite end (an observer fed inf) computed inf / inf and a
+    NaN cast as onnxruntime does, and numpy's "invalid value" RuntimeWarning escaped.  The result is
+    compute_scale_zp's."""
+    import quantspec.calibrate as C
+
+    q = require("onnxruntime.quantization.quant_utils")
+    from onnx import TensorProto
+
+    rng_ = (np.array([lo], np.float32), np.array([hi], np.float32))
+    qmin, qmax = q.get_qmin_qmax_for_qType(TensorProto.UINT8, symmetric=symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z, s = q.compute_scale_zp(rng_[0], rng_[1], qmin, qmax, symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        z2, s2 = C.onnx_params(rng_, "uint8", symmetric=symmetric)
+    assert z.tobytes() == z2.tobytes() and s.tobytes() == s2.tobytes() and z.dtype == z2.dtype
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_a_histogram_grown_past_memory_is_refused(symmetric):
+    """A call whose range is 10^38 times the first call's grows the histogram by whole bins of the first
+    call's width, to ~10^38 bins: numpy's "Maximum allowed size exceeded" ValueError escaped (from
+    linspace; from arange for the symmetric percentile), where a TooLargeError names the batch."""
+    import quantspec.calibrate as C
+    from quantspec.errors import TooLargeError
+
+    obs = C.PercentileObserver(num_bins=1, symmetric=symmetric)
+    obs.update(np.array([-1.5, -0.17, -5.7], np.float32)).flush()
+    with pytest.raises(TooLargeError, match="histogram"):
+        obs.update(np.array([-3.4e38, -1.0, 0.5], np.float32)).flush()
+
+
+def test_symmetric_percentile_of_an_empty_first_call_is_onnxruntimes(tmp_path):
+    """An empty batch in the first call: numpy's histogram of no values bins [0, 1], and onnxruntime's
+    symmetric percentile gives the range (-0.0, 0.0); quantspec refused it ("holds NaN or inf values").
+    An empty later call fails in onnxruntime (np.nanmax of no values): quantspec refuses it."""
+    import quantspec.calibrate as C
+    from quantspec.errors import ShapeError
+
+    require("onnxruntime")
+    empty = np.zeros((2, 0), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _ort_calibrate(tmp_path, "Percentile", [[empty]], {"num_bins": 16})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = C.PercentileObserver(num_bins=16).update(empty).range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+    obs = C.PercentileObserver(num_bins=16).update(empty).flush()
+    with pytest.raises(ShapeError, match="at least one value"):
+        obs.update(empty).flush()
+
+
+@pytest.mark.parametrize("num_bins", [128, 16, 3, 1])
+def test_entropy_with_one_quantized_bin_is_onnxruntimes(num_bins, tmp_path):
+    """``EntropyObserver(num_quantized_bins=1)`` was refused ("must be between 2 and ..."), where
+    onnxruntime's entropy search runs (its candidates start at width 1): the range must be its."""
+    import quantspec.calibrate as C
+
+    require("onnxruntime")
+    rng = np.random.default_rng(7)
+    data = [[rng.normal(0, 2, (6,)).astype(np.float32), rng.standard_cauchy(6).astype(np.float32)]]
+    kw = {"num_bins": num_bins, "num_quantized_bins": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _ort_calibrate(tmp_path, "Entropy", data, kw)
+    obs = C.EntropyObserver(**kw)
+    for b in data[0]:
+        obs.update(b)
+    r = obs.range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()
+
+
+def test_calibration_range_of_no_value_prints():
+    """``repr`` of a CalibrationRange holding empty arrays raised IndexError (``as_floats`` read
+    element 0); ``as_floats`` now raises a ShapeError and ``repr`` shows the arrays."""
+    import quantspec.calibrate as C
+    from quantspec.errors import ShapeError
+
+    r = C.CalibrationRange("entropy", np.zeros(0, np.float32), np.zeros(0, np.float32))
+    assert "CalibrationRange(entropy" in repr(r)
+    with pytest.raises(ShapeError):
+        r.as_floats()
+
+
+@pytest.mark.parametrize("lo,hi", [(np.zeros(0, np.float32), np.zeros(0, np.float32)),
+                                   (np.array([-1.0, -2.0], np.float32), np.array([1.0, 2.0], np.float32)),
+                                   (np.array([-1], np.int32), np.array([2], np.int32))])
+def test_onnx_params_refuses_a_range_that_is_not_one_float(lo, hi):
+    """``onnx_params`` of a range of no values or of several let numpy's "truth value of an array is
+    ambiguous" ValueError escape; an integer range, numpy's finfo ValueError."""
+    import quantspec.calibrate as C
+    from quantspec.errors import QuantSpecError
+
+    with pytest.raises(QuantSpecError, match="calibrated"):
+        C.onnx_params((lo, hi), "uint8")
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_percentile_of_one_bin_is_refused_as_onnxruntime_fails(symmetric, tmp_path):
+    """A one-bin percentile histogram: onnxruntime's calibrator fails (its result tuple holds
+    ``hist[:2]``, one element short: it raises while formatting its own TypeError), and quantspec
+    returned a range.  It now refuses, where a later call has not grown the histogram."""
+    import quantspec.calibrate as C
+    from quantspec.errors import InvalidArgumentError
+
+    require("onnxruntime")
+    data = [[np.array([0.945], np.float32)]]
+    with pytest.raises(Exception):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _ort_calibrate(tmp_path, "Percentile", data, {"num_bins": 1, "symmetric": symmetric})
+    with pytest.raises(InvalidArgumentError, match="num_bins"):
+        C.PercentileObserver(num_bins=1, symmetric=symmetric).update(data[0][0]).range()
+
+
+@pytest.mark.parametrize("extra", [{}, {"moving_average": True}, {"symmetric": True}])
+def test_minmax_of_empty_batches_is_onnxruntimes(extra, tmp_path):
+    """An empty batch was refused by MinMaxObserver (ShapeError: 'onnxruntime's ReduceMin has no
+    value'); onnxruntime's ReduceMin / ReduceMax of no value are +inf / -inf, and its calibrator
+    goes on from there: the ranges must be its, byte for byte."""
+    import quantspec.calibrate as C
+
+    require("onnxruntime")
+    empty = np.zeros((3, 0), np.float32)
+    for groups in ([[empty]], [[empty, empty]], [[empty], [empty, empty]]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = _ort_calibrate(tmp_path, "MinMax", groups, extra)
+        obs = C.MinMaxObserver(**extra)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r = observe(obs, groups)
+        lo, hi = want.range_value
+        assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes(), \
+            (groups, extra, want.range_value, r)
+
+
+@pytest.mark.parametrize("value", [np.array([0.0, 0.0], np.float32), np.float32(2.0), [1.0], None])
+def test_float8_params_of_something_that_is_not_a_range_is_refused(value):
+    """``float8_params(np.array([0., 0.]))`` read the array's ``std`` method as a standard deviation
+    (a TypeError escaped; found by the 20000-example run): anything but a calibrated range (or an
+    observer) is an InvalidArgumentError naming ``calibrated``."""
+    from quantspec.calibrate import float8_params
+    from quantspec.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="calibrated"):
+        float8_params(value)

@@ -643,3 +643,20 @@ def test_a_truncated_shard_is_reported_as_truncated(tmp_path, capsys):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     with pytest.raises(TensorFileError, match="the file is truncated"):
         tensorio.read_tensors(shard)
+
+
+def test_convert_with_an_option_missing_its_value_prints_one_error_line(tmp_path, capsys, monkeypatch):
+    """``quantspec convert x.npy out --format -- compressed-tensors``: the pre-parser that finds SRC
+    printed its own usage and "__main__.py: error: ..." line before the converter's: two error lines
+    (found by the command-line fuzzer)."""
+    np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(["convert", "x.npy", "out.onnx", "--scheme", "mxfp4", "--format", "--", "compressed-tensors",
+                     "--quiet"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2
+    errors = [ln for ln in err.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith("quantspec convert: error:"), err

@@ -533,3 +533,33 @@ def test_a_shard_header_is_the_one_convert_writes(fmt, tmp_path):
                                             "tensors (metadata, records, types, shapes, offsets or padding)"], rep.files
     shard.write_bytes(pristine)
     assert checkpoint.verify(src, out).ok
+
+
+@pytest.mark.parametrize("fmt", ["quantspec", "compressed-tensors"])
+@pytest.mark.parametrize("damage", [{}, {"name": 7}, [], "nope"])
+def test_a_kept_tensor_record_without_a_stored_name_is_a_damaged_manifest(fmt, damage, tmp_path):
+    """A manifest whose kept tensor's ``data`` record has no name (found by the 20000-example run:
+    ``verify`` raised a bare KeyError): ``verify`` and ``open(...).codes`` say the manifest is damaged."""
+    import json
+
+    from quantspec import checkpoint
+    from quantspec.errors import QuantSpecError, TensorFileError
+    from safetensors.numpy import save_file
+
+    src = tmp_path / "src.safetensors"
+    save_file({"w": np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16), "norm": np.ones(16, np.float32)},
+              str(src))
+    dst = tmp_path / "dst"
+    checkpoint.convert(src, dst, "int8", format=fmt, progress=False)
+    manifest = dst / "quantspec.json"
+    doc = json.loads(manifest.read_text())
+    kept = [r for r in doc["tensors"].values() if r.get("scheme") == "keep"] if isinstance(doc.get("tensors"), dict) \
+        else [r for r in doc["tensors"] if r.get("scheme") == "keep"]
+    assert kept, "the source's 1-D tensor is kept"
+    for r in kept:
+        r["data"] = damage
+    manifest.write_text(json.dumps(doc))
+    with pytest.raises(TensorFileError, match="damaged manifest|no stored tensor 'nope'"):
+        checkpoint.verify(src, dst)
+    with pytest.raises(QuantSpecError):
+        checkpoint.open(dst).codes("norm")

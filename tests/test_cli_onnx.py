@@ -1,4 +1,5 @@
-"""`quantspec quantize|dequantize --spec onnx`, run in-process through quantspec.cli.main."""
+"""`quantspec quantize|dequantize --spec onnx`, run in-process through quantspec.cli.main; also the
+warnings and the `--spec` error these commands give with the other specs."""
 
 import ml_dtypes
 import numpy as np
@@ -191,3 +192,67 @@ def test_at_file_parameters_in_the_npy_form_quantspec_writes(tmp_path):
                  "--input-dtype", "float8e4m3fn", "--axis", "0", "--output-dtype", "float"]) == 0
     back = read_tensors(tmp_path / "d.npz")["q"]
     assert back.tobytes() == quantspec.onnx.dequantize_linear(want, scale, zp, axis=0, output_dtype="float").tobytes()
+
+
+# --- the command line's silent traps get a one-line warning ---------------------------------------
+
+def _cli(tmp_path, capsys, *args, x=None):
+    x = np.array([[-1.0, -0.5, 0.25], [0.5, 1.0, 2.0]], np.float32) if x is None else x
+    np.save(tmp_path / "x.npy", x)
+    code = main([args[0], str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), *args[1:]])
+    err = capsys.readouterr().err
+    return code, [line for line in err.splitlines() if "warning" in line]
+
+
+WARNINGS = {
+    "onnx scale 0": (("quantize", "--spec", "onnx", "--scale", "0", "--output-dtype", "int8"), "scale of 0"),
+    "onnx scale 0 per-axis": (("quantize", "--spec", "onnx", "--scale", "0.1,0,0.2", "--axis", "1",
+                               "--output-dtype", "int8"), "scale of 0"),
+    "onnx negative scale": (("quantize", "--spec", "onnx", "--scale", "-0.1", "--output-dtype", "int8"),
+                            "negative scale"),
+    "onnx dequantize scale 0": (("dequantize", "--spec", "onnx", "--scale", "0"), "scale of 0"),
+    "onnx axis with a per-tensor scale": (("quantize", "--spec", "onnx", "--scale", "0.1", "--axis", "0",
+                                           "--output-dtype", "int8"), "--axis is ignored"),
+    "onnx default uint8": (("quantize", "--spec", "onnx", "--scale", "0.1"), "uint8"),
+    "litert axis with a per-tensor scale": (("quantize", "--spec", "litert", "--scale", "0.1", "--axis", "1"),
+                                            "--axis is ignored"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WARNINGS))
+def test_cli_traps_warn(case, tmp_path, capsys):
+    """Found by fuzzing the command line: its silent traps (a scale of 0, a negative scale, an --axis
+    that a per-tensor scale ignores, the default uint8 output) get a one-line warning."""
+    args, words = WARNINGS[case]
+    x = None
+    if args[0] == "dequantize":
+        x = np.array([[-3, 5, 7]], np.int8)
+    code, warnings = _cli(tmp_path, capsys, *args, x=x)
+    assert code == 0
+    assert len(warnings) == 1 and words in warnings[0], warnings
+    assert warnings[0].startswith(f"quantspec {args[0]}: warning: ")
+
+
+@pytest.mark.parametrize("args", [
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--output-dtype", "int8"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--output-dtype", "uint8"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1", "--zero-point", "128"),
+    ("quantize", "--spec", "onnx", "--scale", "0.1,0.2,0.3", "--axis", "1", "--output-dtype", "int8"),
+    ("quantize", "--spec", "litert", "--scale", "0.1"),
+    ("quantize", "--spec", "litert", "--scale", "0.1,0.2,0.3", "--axis", "1"),
+], ids=str)
+def test_no_warning_without_a_trap(args, tmp_path, capsys):
+    """Found by fuzzing the command line (its silent traps get a one-line warning): no warning where
+    there is no trap."""
+    code, warnings = _cli(tmp_path, capsys, *args)
+    assert code == 0 and warnings == []
+
+
+def test_an_invalid_spec_names_the_command(capsys):
+    """Found by fuzzing the command line: ``--spec -``: the error came from a helper parser named after the interpreter's script
+    ("__main__.py: error: ..."), not "quantspec quantize: error: ..."."""
+    with pytest.raises(SystemExit) as e:
+        main(["quantize", "x.npy", "y.npy", "--spec", "-", "litert"])
+    assert e.value.code == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith("quantspec quantize: error: argument --spec")

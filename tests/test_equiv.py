@@ -512,3 +512,41 @@ def test_a_simulated_quantizer_with_infinite_outputs_raises_no_warning():
         t = quantspec.translate("tf:QuantizeAndDequantize min=-3.3999999521443642e+38 version=2 range_given=true "
                                 "max=3.3999999521443642e+38", "tf", inputs=None)
     assert t.target.spec == "tf"
+
+
+@pytest.mark.parametrize("text", ["tf:FakeQuant variant=vars min=0 max=0",
+                                  "tf:FakeQuant variant=per_channel min=0,0,-1 max=0,0,2"])
+def test_a_fake_quant_without_a_grid_is_refused_by_translate_and_equivalent(text):
+    """Found by the fuzzers' equiv recipes: FakeQuant with min == max == 0 (Vars, PerChannel: TensorFlow gives 0 for every input) has no
+    grid: its zero point is NaN, and nudged() / grid() / real_range() raised a bare ValueError
+    ("cannot convert float NaN to integer"), which escaped from translate and equivalent."""
+    import quantspec
+    from quantspec.equiv import parse
+    from quantspec.errors import UnsupportedError
+
+    r = parse(text)
+    x = np.array([[1.0, -1.0, 0.5]] * 2, np.float32)
+    assert (r(x if r.variant == "per_channel" else x[0])[..., 0] == 0).all()    # the record runs
+    for call in (r.nudged, r.grid, r.real_range, lambda: quantspec.translate(r, "onnx", inputs=None),
+                 lambda: quantspec.translate(r, "litert", inputs="float16"),
+                 lambda: quantspec.equivalent(r, r, "float16")):
+        with pytest.raises(UnsupportedError, match="without a grid"):
+            call()
+
+
+@pytest.mark.parametrize("text", ["tf:Dequantize T=qint8 min=-1.42 max=inf mode=MIN_FIRST",
+                                  "tf:QuantizeV2 T=qint8 min=-1.42 max=inf mode=MIN_FIRST"])
+def test_translate_of_an_infinite_range_is_refused(text):
+    """Found by fuzzing the command line: ``quantspec equiv --from "tf:Dequantize ... max=inf" --to
+    onnx``: the source's grid has a NaN zero, and translate raised "cannot convert float NaN to
+    integer" (a traceback from the command)."""
+    import quantspec
+    from quantspec.equiv import parse
+    from quantspec.errors import QuantSpecError
+
+    try:
+        rec = parse(text)
+    except QuantSpecError:
+        return                       # refused when the record is made: nothing to translate
+    with pytest.raises(QuantSpecError):
+        quantspec.translate(rec, "onnx", inputs=None)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from quantspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,3 +156,22 @@ def test_warmup_covers_calibrate_checkpoint_and_equiv():
     kernels = warmup._jitted()
     for module in ("quantspec.calibrate._jitted", "quantspec.checkpoint._jitted", "quantspec.equiv._jitted"):
         assert any(k.startswith(module) for k in kernels), module
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_warmup_refuses_a_process_count_below_one(value, capsys):
+    """Found by fuzzing the command line: ``quantspec warmup --processes 0`` (or -1) started a full warmup (minutes) on one process
+    per core, or one process, instead of refusing the count: exit status 2 and one error line,
+    at once."""
+    from quantspec.warmup import warmup
+    from quantspec.errors import InvalidArgumentError
+
+    t0 = time.perf_counter()
+    try:
+        code = main(["warmup", "--processes", value, "--spec", "equiv"])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2 and time.perf_counter() - t0 < 5
+    assert "error: argument --processes: must be a positive integer" in capsys.readouterr().err
+    with pytest.raises(InvalidArgumentError, match="processes"):
+        warmup(("equiv",), int(value))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from litert_build import T, build
-from litert_models import EXAMPLES, edit, example_bytes, schema
+from litert_models import EXAMPLES, bias_quantized_dimension_5, edit, example_bytes, litert_refuses, schema
 from quantspec.litert import check_model
 from quantspec.litert.checker import RULES, CheckReport, Violation
 from refs import require
@@ -324,3 +324,28 @@ def test_rule_ids_are_documented():
                  "quantization-malformed", "litert-load"):
         assert RULES[rule]
     assert {c[3][0][0] for c in CASES} == set(RULES)  # every rule has a case above
+
+
+def test_check_still_reports_what_litert_rejects_at_load():
+    """Found by fuzzing the .tflite reader: with the reader requiring what LiteRT's flatbuffer verifier
+    requires, check_model still reports (rather than refuses) what LiteRT rejects only at load: a
+    bias's quantized_dimension of 5."""
+    report = check_model(bias_quantized_dimension_5())
+    assert not report.ok and any(v.rule == "quantization-malformed" for v in report.violations)
+
+
+@pytest.mark.parametrize("shape", [[944111617, 1295271263, 51, 4], [1 << 30, 1 << 30, 1 << 4, 1]])
+def test_a_tensor_whose_size_overflows_64_bits_is_refused_as_litert_refuses_it(shape):
+    """A tensor whose dimensions multiply past 2^64 elements (or bytes) counted as LiteRT's
+    BytesRequired counts them: LiteRT refuses the model at load ("Tensor 7 is invalidly specified in
+    schema"); check_model called it conformant (found by the 20000-example .tflite fuzzer, mutant
+    21401 of mixed.tflite)."""
+    def big(obj):
+        obj.subgraphs[0].tensors[7].shape = shape
+    data = edit(example_bytes("mixed"), big)
+    reason = litert_refuses(data)
+    assert "overflowed" in reason or "invalidly specified" in reason, reason
+    report = check_model(data)
+    found = [v for v in report.violations if v.rule == "litert-load" and v.tensor_index == 7]
+    assert not report.ok and found and "overflows 64 bits" in found[0].message, report
+    assert check_model(example_bytes("mixed")).ok

@@ -5,12 +5,14 @@ quantspec.litert.fixedpoint, and the ``quantspec run`` / ``quantspec quantize --
 
 from __future__ import annotations
 
+import time
 from importlib.resources import files
 
 import numpy as np
 import pytest
 
 import quantspec.litert as ql
+from argument_checks import huge_broadcast, refused_quickly
 from quantspec.cli import main
 from quantspec.errors import DTypeError, QuantSpecError, RangeError, ShapeError
 from quantspec.litert import fixedpoint as fp
@@ -339,3 +341,17 @@ def test_dequantize_at_the_int32_zero_point_edges():
         got = ql.dequantize(q, ql.QuantParams([0.5], [zp]))
         want = (np.float64(np.float32(0.5)) * (q.astype(np.float64) - zp)).astype(np.float32)
         assert got.tobytes() == want.tobytes()
+
+
+def test_weight_params_checks_the_axis_before_reading_the_weights():
+    """Found by the API fuzzer: every argument is checked before the data is touched (a bad axis
+    beside huge weights is named at once)."""
+    import quantspec.litert as L
+    from quantspec.errors import AxisError
+
+    for axis in (5, 1.0, np.float64(0), True, "0"):
+        refused_quickly(lambda: L.weight_params(huge_broadcast(np.float32), axis=axis), AxisError)
+    # a valid call over a broadcast view reads only its distinct values
+    t0 = time.process_time()
+    p = L.weight_params(huge_broadcast(np.float32, shape=(3, 2 ** 56)), axis=0)
+    assert time.process_time() - t0 < 1.0 and p.scale.tolist() == [np.float32(0.5 / 127)] * 3

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from litert_build import T, build, run_ref
+from litert_models import bias_quantized_dimension_5, litert_refuses, unterminated_string
 from quantspec.cli import main
 from quantspec.litert import OPS, Interpreter
 
@@ -261,3 +262,52 @@ def test_random_without_a_seed_is_seed_0(capsys):
     assert capsys.readouterr().out == bare and "Identity" in bare
     assert main(["run", path, "--random", "1"]) == 0
     assert capsys.readouterr().out != bare
+
+
+@pytest.mark.parametrize("make", [unterminated_string, bias_quantized_dimension_5],
+                         ids=["verifier", "quantized_dimension"])
+def test_compare_litert_on_a_model_litert_refuses_exits_2(make, tmp_path, capsys, monkeypatch):
+    """Found by fuzzing the .tflite reader: LiteRT's refusal is one line naming it and its reason (the
+    reader now refuses the first model itself, so the LiteRT call is reached here by lending the run
+    the unchecked model)."""
+    data = make()
+    reason = litert_refuses(data)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    if make is unterminated_string:       # reach the LiteRT call with a model quantspec would refuse
+        from quantspec.litert import _verify
+        monkeypatch.setattr(_verify, "verify", lambda buf: None)
+    assert main(["run", str(path), "--random", "0", "--compare-litert"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "LiteRT refused the model" in captured.err and reason.split(".")[0] in captured.err
+
+
+def test_run_random_inputs_larger_than_memory(tmp_path, capsys):
+    """`quantspec run MODEL --random SEED` on a model whose input declares more values than memory
+    holds (a damaged shape, 2^31 - 1 rows): exit 2 with one line naming --random, not numpy's
+    MemoryError as a traceback (found by a 20000-example fuzz run of the command line)."""
+    from litert_build import T, build
+
+    from quantspec.cli import main
+
+    from quantspec._semantics import arrays
+
+    shape = (2 ** 31 - 1, 12, 12, 3)
+    model = build("QUANTIZE", [T(shape, "float32", name="x")], [T(shape, "int8", 0.05, 0, name="y")])
+    path = tmp_path / "huge.tflite"
+    path.write_bytes(model)
+    assert main(["run", str(path), "--random", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    # the model's tensors alone exceed memory: refused when the interpreter is made
+    assert len(err) == 1 and err[0].startswith("quantspec run: error:") and "machine's memory" in err[0], err
+    # tensors that fit, random values (float64, 8 bytes a value, against the model's 4 + 1) that do not
+    shape = (4000,)
+    model = build("QUANTIZE", [T(shape, "float32", name="x")], [T(shape, "int8", 0.05, 0, name="y")])
+    path.write_bytes(model)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(arrays, "_MEMORY_LIMIT", [6 * 4000])
+        assert main(["run", str(path), "--random", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("quantspec run: error:") and "--random" in err[0] and "elements" in err[0], err

@@ -1,7 +1,9 @@
 """The interpreter's frame, independent of the kernels: how it prepares operators (the TensorSpecs
 and options a kernel sees), orders and feeds them, and how it reports bad models and bad inputs.
 Kernels here are stand-ins registered for the test; the byte-exact runs against LiteRT are in
-test_litert_interpreter.py."""
+test_litert_interpreter.py.  The last tests run damaged bundled models with the real kernels: the
+interpreter refuses a model, or stops before an operator, whose tensors or working arrays would pass
+the machine's memory."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ import numpy as np
 import pytest
 
 from litert_build import T, build
-from litert_models import edit
+from litert_models import edit, example_bytes
 from quantspec.errors import DTypeError, InvalidArgumentError, ModelError, ShapeError, UnsupportedError
-from quantspec.litert import Interpreter
+from quantspec.litert import Interpreter, load_model
 from quantspec.litert.kernels import base
 
 
@@ -159,3 +161,77 @@ def test_quantization_litert_refuses(add_kernel):
 
     with pytest.raises(ModelError, match="check_model"):
         Interpreter(edit(two_adds(), bad))
+
+
+def test_a_model_whose_tensors_together_exceed_memory_is_refused_at_load(monkeypatch):
+    """A damaged model can declare tensors that each fit in memory but not together (the .tflite
+    fuzzer at 20000 examples met 0.3-1,700 GB in all, which filled the machine): the Interpreter
+    refuses it when made, naming the bytes, instead of a run the system kills.  The bundled model's
+    own tensors pass; with the limit set just below their sum (72 bytes), the same model is refused."""
+    from quantspec._semantics import arrays
+    from quantspec.litert import Interpreter
+
+    data = example_bytes("mlp_softmax")
+    model = load_model(data)
+    sg = model.subgraphs[0]
+    total = sum(int(np.prod(t.shape)) * t.dtype.dtype.itemsize for t in sg.tensors
+                if t.data is None and t.dtype is not None)
+    Interpreter(data)                                     # fits
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [total - 1])
+    with pytest.raises(ModelError, match=f"declares tensors of {total} bytes"):
+        Interpreter(data)
+
+    def huge(obj):        # every activation 2^31 - 1 rows
+        sub = obj.subgraphs[0]
+        for t in sub.tensors:
+            if obj.buffers[t.buffer].data is None and list(t.shape) and t.shape[0] == 1:
+                t.shape = [(1 << 31) - 1] + list(t.shape[1:])
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [])
+    grown = edit(data, huge)
+    with pytest.raises(ModelError, match="more than this machine's memory"):
+        Interpreter(grown)
+
+
+def test_an_operator_whose_run_time_inputs_outgrow_memory_is_refused_before_it_runs(monkeypatch):
+    """A damaged model whose run-time data grow a tensor far past its declared shape (the bundled
+    mixed.tflite with RESIZE_BILINEAR's size constant set to 9 x 4194313: the 20000-example .tflite
+    fuzzer met it, and the reference kernels' int64 working arrays took 10 GB, then the machine's
+    out-of-memory killer ended the fuzzer): the next operator is refused with a ModelError naming the
+    working memory, before it runs, where that passes the machine's memory (here set to 2 GiB)."""
+    from litert_models import random_inputs
+
+    from quantspec._semantics import arrays
+    from quantspec.litert import Interpreter
+
+    def grow(obj):
+        sub = obj.subgraphs[0]
+        t = next(t for t in sub.tensors if t.name.decode() == "ResizeBilinear/size")
+        obj.buffers[t.buffer].data = list(np.array([9, 4194313], "<i4").view(np.uint8))
+    model = load_model(edit(example_bytes("mixed"), grow))
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [2 << 30])
+    with pytest.raises(ModelError, match=r"operator 1 \(PAD\): needs about .* of working memory"):
+        Interpreter(model).run(random_inputs(model, 0))
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [])
+    out = Interpreter(load_model(example_bytes("mixed"))).run(random_inputs(load_model(example_bytes("mixed")), 0))
+    assert out[0].shape == (1, 8, 12, 12)
+
+
+def test_a_run_whose_grown_tensors_fill_half_the_memory_is_stopped(monkeypatch):
+    """PAD's paddings constant of a damaged model set to 1000 on both spatial axes: the padded tensor
+    (1 x 2012 x 2012 x 4 int8, 16 MB) fits a machine of 20 MB, but it leaves the run holding more than
+    half of it, with the next operators still to run: the run stops there with a ModelError naming
+    the bytes, before the next operator's working arrays (a chain of such operators filled the
+    machine in the 20000-example .tflite run)."""
+    from litert_models import random_inputs
+
+    from quantspec._semantics import arrays
+    from quantspec.litert import Interpreter
+
+    def pad(obj):
+        sub = obj.subgraphs[0]
+        t = next(t for t in sub.tensors if t.name.decode() == "Pad/paddings")
+        obj.buffers[t.buffer].data = list(np.array([0, 0, 1000, 1000, 1000, 1000, 0, 0], "<i4").view(np.uint8))
+    model = load_model(edit(example_bytes("mixed"), pad))
+    monkeypatch.setattr(arrays, "_MEMORY_LIMIT", [20 << 20])
+    with pytest.raises(ModelError, match=r"operator 1 \(PAD\): leaves this run holding"):
+        Interpreter(model).run(random_inputs(model, 0))

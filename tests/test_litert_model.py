@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from litert_build import T, build
-from litert_models import EXAMPLES, edit, example_bytes, externalize_buffers, schema, to_object
+from litert_models import (EXAMPLES, edit, example_bytes, externalize_buffers, litert_refuses, schema, to_object,
+                           unterminated_string)
+from quantspec.cli import main
 from quantspec.errors import ModelError
 from quantspec.litert import load_model
 from refs import require
@@ -385,3 +387,51 @@ def test_reprs_are_readable():
     assert m.tensor("features") is m.tensors[0]
     with pytest.raises(ModelError):
         m.tensor("nope")
+
+
+# --- the .tflite reader requires what LiteRT's flatbuffer verifier requires -----------------------
+
+def _patched(name: str, at: int, old: bytes, new: bytes) -> bytes:
+    data = bytearray(example_bytes(name))
+    assert data[at:at + len(old)] == old, "the bundled model changed: find a new place for this patch"
+    data[at:at + len(new)] = new
+    return bytes(data)
+
+
+#: single patches of the bundled mlp_softmax.tflite that quantspec's reader accepted and LiteRT's
+#: flatbuffer verifier refuses (found by the mutation fuzzer)
+VERIFIER_CASES = {
+    "string without its NUL": (unterminated_string, "not terminated by a NUL byte"),
+    # the root table's signature_defs field: an offset of 0
+    "offset of 0": (lambda: _patched("mlp_softmax", 32, b"\x1c\x00\x00\x00", b"\x00"), "offset of 0"),
+    # the subgraph's vtable names a field at an odd place: a misaligned int32 field
+    "misaligned field": (lambda: _patched("mlp_softmax", 1566, b"\x0e\x00", b"\x80"), "not aligned"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VERIFIER_CASES))
+def test_what_litert_verifier_refuses_is_unreadable(case, tmp_path, capsys):
+    """Found by the .tflite mutation fuzzer: models quantspec's reader accepted and LiteRT's flatbuffer
+    verifier refuses are unreadable (a ModelError naming the verifier's rule; `check` exits 2)."""
+    make, match = VERIFIER_CASES[case]
+    data = make()
+    assert "not a valid Flatbuffer buffer" in litert_refuses(data)
+    with pytest.raises(ModelError, match=match):
+        load_model(data)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    assert main(["check", str(path)]) == 2                      # not "conformant"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "flatbuffer verifier" in err
+
+
+def test_a_table_referenced_more_than_a_million_times_is_refused():
+    """Found by fuzzing the .tflite reader: the verifier counts every table it walks, shared ones each
+    time (at most 1,000,000)."""
+    from test_litert_model_fuzz import _shared_tensor_model
+
+    data = _shared_tensor_model(1_000_001, 1)
+    assert "not a valid Flatbuffer buffer" in litert_refuses(data)
+    with pytest.raises(ModelError, match="more than 1000000"):
+        load_model(data)
+    load_model(_shared_tensor_model(1000, 1))

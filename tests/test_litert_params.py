@@ -5,6 +5,7 @@ element-wise conversions against the LiteRT interpreter's QUANTIZE / DEQUANTIZE 
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -358,3 +359,42 @@ def test_weight_maxabs_is_the_maximum_of_the_absolute_values(axis):
         assert got.dtype == np.float64 and got.tobytes() == want.tobytes()
     assert _weight_maxabs(np.zeros((0, 3), np.float32), 1).tolist() == [0, 0, 0]
     assert _weight_maxabs(np.array([-0.0, 2.0], np.float32), 0).tolist() == [0.0, 2.0]
+
+
+def test_tiny_per_tensor_weights_as_the_converter_quantizes_them():
+    """Weights whose largest magnitude is below 127 / FLT_MAX: the converter's 127 / max|w| is +inf in
+    float32, every w * inf (and 0 * inf = NaN) converts to INT32_MIN on x86, which clamps to -127.
+    quantspec gave 127 / 0 / -127 (and numpy's overflow warning).  Checked against the converter.
+    Found by the API fuzzer."""
+    import quantspec.litert as L
+
+    tf = require("tensorflow")
+    w = np.array([[1e-40], [0.0], [-2e-40], [3e-38]], np.float32)
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32)])
+        def f(self, x):
+            return tf.matmul(x, tf.constant(w))
+
+    data = [np.random.default_rng(i).uniform(-1, 1, (1, 4)).astype(np.float32) for i in range(4)]
+    _, quantized = _convert(M(), data, per_channel=False)
+    (want,) = [t["data"].view(np.int8).reshape(t["shape"]) for t in _tensors(quantized)[1]
+               if t["data"] is not None and t["type"] == 9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = L.quantize_weights(w.T, L.weight_params(w.T, None))
+    assert got.tolist() == want.tolist() == [[-127, -127, -127, -127]]
+
+
+def test_per_axis_weight_scales_whose_reciprocal_overflows():
+    """A per-axis scale below 1 / FLT_MAX: f32(1.0 / scale) is +inf, and the C++ cast of w * inf gives
+    INT32_MIN, clamped to -127 (SymmetricPerChannelQuantizeValues), without a numpy warning.  Found by
+    the API fuzzer."""
+    import quantspec.litert as L
+
+    w = np.array([[0.5, -0.5, 0.0], [1.0, 2.0, -3.0]], np.float32)
+    p = L.QuantParams([1e-39, 0.01], [0, 0], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = L.quantize_weights(w, p)
+    assert got.tolist() == [[-127, -127, -127], [100, 127, -127]]

@@ -422,3 +422,154 @@ def test_reference_broadcasts_one_scale_over_per_axis_zero_points(sshape, zshape
     assert got.tobytes() == np.asarray(want).tobytes()
     back = quantspec.onnx.dequantize_linear(got, s, z, opset=21, compat="reference", **kw)
     assert back.tobytes() == np.asarray(O.reference("DequantizeLinear", 21, got, s, z, **kw)).tobytes()
+
+
+# --- compat="reference": what onnx.reference accepts and refuses (found by the API fuzzer) --------
+
+def _f8_zero_points(t):
+    """Zero points of every shape, of the type ``t``: all zero (+0, -0, values that uint8 reads as 0),
+    empty, and non-zero."""
+    import ml_dtypes  # noqa: F401 - the dtypes come from quantspec's table
+
+    from quantspec.dtypes import qtype
+
+    dt = qtype(t).dtype
+    vals = {"0": [0.0], "-0": [-0.0], "0.5": [0.5], "1": [1.0], "-1": [-1.0], "nan": [float("nan")]}
+    out = {}
+    for name, v in vals.items():
+        with np.errstate(all="ignore"):
+            a = np.array(v, np.float32).astype(dt)
+        for shape in [(), (1,), (2,), (2, 2), (3,), (1, 1, 1)]:
+            out[f"{name}{list(shape)}"] = np.broadcast_to(a.reshape(()), shape).copy()
+    out["empty"] = np.zeros((0,), dt)
+    out["[0, 1]"] = np.array([0.0, 1.0], np.float32).astype(dt)
+    out["[0, 0.5]"] = np.array([0.0, 0.5], np.float32).astype(dt)
+    return out
+
+
+@pytest.mark.parametrize("t", ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1"])
+def test_reference_float_zero_points_accept_and_refuse_as_onnx_reference(t):
+    """Found by the API fuzzer: compat="reference" accepts and refuses float8 (and float4) zero points
+    exactly as onnx.reference 1.23 does."""
+    import onnx_oracles
+    import quantspec.onnx as O
+    from quantspec.dtypes import qtype
+    from quantspec.errors import QuantSpecError
+
+    dt = qtype(t).dtype
+    x = np.array([1.0, 2.0], np.float32).astype(dt)
+    for scale in (np.float32(1.0), np.array([0.5, 2.0], np.float32)):
+        for name, zp in _f8_zero_points(t).items():
+            try:
+                with np.errstate(all="ignore"):
+                    want = onnx_oracles.reference("DequantizeLinear", 25, x, scale, zp, axis=0)
+            except Exception:      # onnx.reference fails: quantspec refuses
+                with pytest.raises(QuantSpecError):
+                    O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
+                continue
+            got = O.dequantize_linear(x, scale, zp, axis=0, compat="reference")
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (t, name, scale, want, got)
+
+
+def test_reference_one_element_parameters_of_higher_rank_as_onnx_reference():
+    """compat="reference": a one-element scale or zero point of rank >= 2 is read by onnx.reference as
+    its first row, broadcast into the result: where that gives another shape than x (a 0-d x with a
+    (1, 1) zero point: a (1,) result), quantspec refuses; where the shape is x's, it computes
+    onnx.reference's values (found by a 20000-example fuzz run)."""
+    import ml_dtypes
+
+    import onnx_oracles
+    import quantspec.onnx as O
+    from quantspec.errors import ShapeError
+
+    for x_shape, p_shape in [((), (1, 1)), ((), (1, 1, 1)), ((3,), (1, 1)), ((3,), (1, 1, 1)), ((2, 3), (1, 1)),
+                             ((2, 3), (1, 1, 1, 1)), ((3,), (1,)), ((), (1,))]:
+        x = np.arange(int(np.prod(x_shape)), dtype=np.int8).reshape(x_shape)
+        scale = np.full(p_shape, 0.5, np.float32)
+        zp = np.full(p_shape, -2, np.int8)
+        want = onnx_oracles.reference("DequantizeLinear", 21, x, scale, zp)
+        if want.shape != x.shape:
+            with pytest.raises(ShapeError):
+                O.dequantize_linear(x, scale, zp, compat="reference")
+            with pytest.raises(ShapeError):
+                O.dequantize_linear(x, np.float32(0.5), zp, compat="reference")
+        else:
+            got = O.dequantize_linear(x, scale, zp, compat="reference")
+            assert got.shape == want.shape and got.tobytes() == want.tobytes(), (x_shape, p_shape)
+    x = np.array(0, ml_dtypes.int2)
+    with pytest.raises(ShapeError):       # the fuzzer's case
+        O.dequantize_linear(x, np.array(1.79, np.float32), np.array([[-2]], ml_dtypes.int2), axis=1,
+                            compat="reference")
+
+
+def _same_as_onnx_reference(op, call, *args, **attrs):
+    """quantspec's compat="reference" call against onnx.reference on the same inputs: both refuse
+    (onnx.reference fails, or returns another shape than x: no output of the operator), or the bytes
+    are equal."""
+    import onnx_oracles
+    from quantspec.errors import QuantSpecError
+
+    x = args[0]
+    try:
+        with np.errstate(all="ignore"):
+            want = onnx_oracles.reference(op, 25, *args, **attrs)
+        if want.shape != np.shape(x):
+            raise ValueError("another shape")
+    except Exception:      # noqa: BLE001 - onnx.reference refuses
+        with pytest.raises(QuantSpecError):
+            call()
+        return "refused"
+    got = call()
+    assert got.shape == want.shape and got.tobytes() == want.tobytes(), (op, args, attrs, want, got)
+    return "equal"
+
+
+def test_reference_float8_output_zero_point_only_reshaped_and_negative_block_size():
+    """compat="reference": onnx.reference's QuantizeLinear reshapes a float8 output's zero point (its
+    own asserts apply) and then computes without it, so a zero point whose length does not match the
+    axis, or of rank >= 2 with one element, is accepted; a negative block_size is accepted where every
+    parameter has one value (reshape_input never reads it) and refused otherwise (found by a
+    20000-example fuzz run)."""
+    import ml_dtypes
+
+    import quantspec.onnx as O
+
+    f8 = ml_dtypes.float8_e4m3fn
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(6, 4)
+    outcomes = set()
+    for zp in (np.zeros(2, f8), np.zeros(6, f8), np.zeros((1, 1), f8), np.zeros((2, 2), f8), np.zeros(4, f8),
+               np.array([1.0, 0], f8)):
+        for axis in (0, 1, -2, 2):
+            outcomes.add(_same_as_onnx_reference(
+                "QuantizeLinear", lambda zp=zp, axis=axis: O.quantize_linear(x, np.float32(0.5), zp, axis=axis,
+                                                                             compat="reference"),
+                x, np.float32(0.5), zp, axis=axis))
+    q = np.array([0.01953125, 3.0], f8)
+    for scale in (np.array([2.896484375], np.float16), np.float16(2.0), np.array([2.0, 1.0], np.float16)):
+        outcomes.add(_same_as_onnx_reference(
+            "DequantizeLinear", lambda scale=scale: O.dequantize_linear(q, scale, axis=0, block_size=-1,
+                                                                        compat="reference"),
+            q, scale, axis=0, block_size=-1))
+    assert outcomes == {"refused", "equal"}
+
+
+def test_reference_short_blocked_axis_of_an_empty_tensor():
+    """compat="reference": onnx.reference expands a blocked scale by np.repeat then np.take of x's
+    length, and numpy's take checks no index when its result is empty, so a blocked scale whose
+    blocked axis is too short (even empty) is accepted for an empty x (another axis of length 0) and
+    refused otherwise (found by a 20000-example fuzz run)."""
+    import ml_dtypes
+
+    import quantspec.onnx as O
+
+    outcomes = set()
+    for x_shape, s_shape in [((0, 5, 2), (0, 5, 0)), ((0, 5, 9), (0, 5, 1)), ((0, 5, 8), (0, 5, 2)),
+                             ((1, 5, 9), (1, 5, 1)), ((1, 5, 8), (1, 5, 2)), ((2, 0, 6), (2, 0, 1))]:
+        x = np.zeros(x_shape, np.int32)
+        scale = np.full(s_shape, 0.5, np.float32)
+        zp = np.zeros(s_shape, ml_dtypes.uint4)
+        outcomes.add(_same_as_onnx_reference(
+            "QuantizeLinear", lambda x=x, scale=scale, zp=zp: O.quantize_linear(x, scale, zp, axis=2, block_size=4,
+                                                                               compat="reference"),
+            x, scale, zp, axis=2, block_size=4))
+    assert outcomes == {"refused", "equal"}

@@ -19,6 +19,7 @@ import os
 import platform
 import subprocess
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -544,3 +545,23 @@ def test_parallel_threshold_ignores_openmp_settings(monkeypatch):
         assert core.parallel(n + 1)
     assert core.parallel(n)
 
+
+def test_a_scale_beyond_the_precision_range_prints_no_warning():
+    """QuantizeLinear with ``precision="float16"`` and a float32 scale beyond float16's range (1e30):
+    the fast path's cast of the scale to the precision printed numpy's 'overflow encountered in cast'
+    (found by a 20000-example fuzz run); the scale is inf in that precision, silently, on both paths,
+    with the same codes."""
+    import ml_dtypes
+
+    import quantspec.onnx as O
+    from quantspec._fastpath import jit
+
+    x = np.array([-0.000114, 0.000225, 4.24e-05, -2.29e-05], ml_dtypes.bfloat16)
+    s = np.array([9.5367431640625e-07, 9.5367431640625e-07, np.nan, 1e30], np.float32)
+    zp = np.array([-73, 63, 86, 79], np.int8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = O.quantize_linear(x, s, zp, axis=-1, output_dtype="int8", precision="float16")
+        with jit.reference_only():
+            want = O.quantize_linear(x, s, zp, axis=-1, output_dtype="int8", precision="float16")
+    assert got.tobytes() == want.tobytes() and got[3] == 79

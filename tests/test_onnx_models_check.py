@@ -14,7 +14,9 @@ import pytest
 from onnx_models import model, nbits_model, node, onnx_api, static_quantized, tensor
 from refs import require
 
+from quantspec import onnxmodels
 from quantspec.dtypes import qtype
+from quantspec.errors import ModelError
 from quantspec.onnxmodels import check_model
 from quantspec.onnxmodels import RULES
 
@@ -339,3 +341,98 @@ def test_matmul_nbits_models_pass(tmp_path, symmetric, fmt):
         assert any((s == 0).any() for s in scales)
         if symmetric:
             assert any((s < 0).any() for s in scales)
+
+
+def _onnx_model_named(name: str) -> bytes:
+    from onnx_models import model, node, tensor
+
+    m = model([node("QuantizeLinear", [name, "s", "z"], ["q"]), node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+              [(name, "float32", [2, 3])], [("y", "float32", [2, 3])],
+              [tensor("s", np.float32(0.5)), tensor("z", np.int8(0))])
+    return m.SerializeToString()
+
+
+def test_onnx_names_that_are_not_utf8_are_a_model_error():
+    """A mutated .onnx whose input name is not UTF-8: protobuf returns the name as bytes, and
+    ``audit`` died with a TypeError joining the input names (found by fuzzing)."""
+    require("onnx")
+    from quantspec import onnx as qo
+
+    data = _onnx_model_named("inputname").replace(b"inputname", b"\xffnputname")
+    for call in (lambda: onnxmodels.check_model(data), lambda: onnxmodels.audit(data, {"inputname": np.zeros((2, 3), np.float32)}),
+                 lambda: onnxmodels.audit(data, run=False)):
+        with pytest.raises(ModelError, match="not valid UTF-8"):
+            call()
+    assert onnxmodels.check_model(_onnx_model_named("inputname")).ok
+
+
+def test_negative_dimensions_of_a_constant_and_of_an_input():
+    """A scale initializer with dims [-1] made check_model raise numpy's ValueError ("all elements
+    of broadcast shape must be non-negative"); a negative dim_value declared for an input is treated
+    as unknown (found by fuzzing)."""
+    require("onnx")
+    import onnx
+
+    from quantspec import onnx as qo
+
+    m = onnx.ModelProto()
+    m.ParseFromString(_onnx_model_named("x"))
+    m.graph.initializer[0].dims.extend([-1])
+    for call in (lambda: onnxmodels.check_model(m.SerializeToString()), lambda: onnxmodels.audit(m.SerializeToString(), run=False)):
+        with pytest.raises(ModelError, match="negative dimension"):
+            call()
+    m.ParseFromString(_onnx_model_named("x"))
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -2
+    assert onnxmodels.check_model(m.SerializeToString()).ok
+    onnxmodels.audit(m.SerializeToString(), run=False)
+
+
+def test_onnx_check_of_a_scale_declaring_more_elements_than_any_array_is_a_quantspec_error():
+    """A damaged .onnx model whose scale constant declares 3 x (2^31 - 1)^3 elements (found by the
+    20000-example run: numpy's 'iterator is too large' ValueError escaped from ``check_model``, which
+    broadcast a stand-in array to the declared shape): a quantspec error, from check and audit."""
+    from onnx import TensorProto, helper
+
+    import quantspec.onnx as qo
+    from quantspec.errors import QuantSpecError
+
+    s = TensorProto()
+    s.name, s.data_type, s.raw_data = "s", TensorProto.FLOAT, b""
+    s.dims.extend([3, 2**31 - 1, 2**31 - 1, 2**31 - 1])
+    z = helper.make_tensor("z", TensorProto.INT8, [3], vals=np.zeros(3, np.int8).tobytes(), raw=True)
+    g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [3, 4])], [s, z])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    data = m.SerializeToString()
+    with pytest.raises(QuantSpecError):
+        onnxmodels.check_model(data)
+    with pytest.raises(QuantSpecError):
+        onnxmodels.audit(data, {"x": np.zeros((3, 4), np.float32)}, run=True, seed=1)
+    # the same shape declared by a graph input (no data to read): a scale-shape finding naming it
+    g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, list(s.dims))],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [3, 4])], [z])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    report = onnxmodels.check_model(m.SerializeToString())
+    found = [v for v in report.violations if v.rule == "scale-shape"]
+    assert found and "a shape no tensor can have" in found[0].message, report
+    # no element at all (a zero dimension), but numpy counts the others (about 2^93 here) and refuses
+    g.input[1].type.tensor_type.shape.dim[0].dim_value = 0
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    report = onnxmodels.check_model(m.SerializeToString())
+    found = [v for v in report.violations if v.rule == "scale-shape"]
+    assert found and "a shape no tensor can have" in found[0].message, report
+    # fewer elements than an int64 counts, more bytes than numpy allows (its "array is too big"
+    # ValueError, mutant 38412 of the same run)
+    g.input[1].type.tensor_type.shape.dim[1].dim_value = 1 << 60
+    del g.input[1].type.tensor_type.shape.dim[2:]
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    report = onnxmodels.check_model(m.SerializeToString())
+    found = [v for v in report.violations if v.rule == "scale-shape"]
+    assert found and "a shape no tensor can have" in found[0].message, report

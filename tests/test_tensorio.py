@@ -2,7 +2,13 @@
 clear errors for malformed files."""
 
 import json
+import os
+import signal
 import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -415,3 +421,180 @@ def test_names_a_file_cannot_hold_are_refused(tmp_path):
     with pytest.raises(Exception):
         safetensors.load_file(str(tmp_path / "s.safetensors"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.safetensors", "s.safetensors"]
+
+
+# --- signals during a CLI write leave no temporary behind -----------------------------------------
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+_SLOW_WRITER = textwrap.dedent("""
+    import sys, time
+    from quantspec._tensorfiles import tensorio
+    real = tensorio._write_pieces
+    def slow(f, *args, **kwargs):       # the write starts, then takes its time
+        real(f, *args, **kwargs)
+        f.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+    tensorio._write_pieces = slow
+    from quantspec.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def _default_termination_signals() -> None:
+    """The child starts with SIGINT / SIGTERM / SIGHUP at their defaults, whatever this test runs under
+    (under ``nohup`` SIGHUP is ignored, a background job of a shell without job control ignores
+    SIGINT, and quantspec, like Python, rightly leaves an ignored signal ignored)."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
+def _interrupted_write(tmp_path: Path, sig: int, suffix: str) -> tuple[int, set[str], str]:
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / f"y{suffix}"
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), QUANTSPEC_FAST="0")
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "quantize", str(tmp_path / "x.npy"), str(out),
+                          "--spec", "onnx", "--scale", "0.01", "--output-dtype", "int8"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                         preexec_fn=_default_termination_signals)
+    try:
+        assert p.stdout.readline() == "writing\n"
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    return p.returncode, set(os.listdir(tmp_path)), err
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+@pytest.mark.parametrize("suffix", [".npy", ".safetensors"])
+def test_a_terminated_write_leaves_nothing_behind(tmp_path, sig, suffix):
+    """Found by fuzzing the command line: signals during a write leave no temporary file behind
+    (and the command exits 128 + the signal with one line)."""
+    code, left, err = _interrupted_write(tmp_path, getattr(signal, sig), suffix)
+    assert left == {"x.npy"}, left
+    assert code == 128 + getattr(signal, sig) and err.count("\n") == 1, (code, err)
+
+
+def test_a_killed_write_leaves_nothing_behind(tmp_path):
+    """Found by fuzzing the command line: signals during a write leave no temporary file behind.
+    SIGKILL cannot be caught: the output is written to an unnamed file (O_TMPFILE), named only when
+    it is complete, so a killed run leaves no temporary file."""
+    if not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE on this system: a killed run leaves its named temporary file")
+    code, left, _ = _interrupted_write(tmp_path, signal.SIGKILL, ".npy")
+    assert code == -signal.SIGKILL
+    assert left == {"x.npy"}, left
+
+
+def test_a_killed_write_keeps_the_old_destination(tmp_path):
+    """Found by fuzzing the command line: signals during a write leave no temporary file behind, and
+    a killed write leaves the file it would replace as it was."""
+    (tmp_path / "y.npy").write_bytes(b"old")
+    code, left, _ = _interrupted_write(tmp_path, signal.SIGKILL, ".npy")
+    assert (tmp_path / "y.npy").read_bytes() == b"old"
+    if hasattr(os, "O_TMPFILE"):
+        assert left == {"x.npy", "y.npy"}, left
+
+
+@pytest.mark.parametrize("how", ["unnamed", "link refused", "no O_TMPFILE"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors"])
+def test_every_way_of_writing_gives_the_same_file(tmp_path, monkeypatch, how, suffix):
+    """Found by fuzzing the command line: signals during a write leave no temporary file behind.
+    The unnamed temporary file, its copy where the file system will not link it, and the named
+    temporary file where there is no O_TMPFILE: the same bytes, ordinary permissions, nothing left."""
+    from quantspec._tensorfiles import tensorio
+
+    if how == "link refused":
+        def refuse(*args):
+            raise OSError(18, "Invalid cross-device link")
+        monkeypatch.setattr(tensorio, "_name_unnamed", refuse)
+    elif how == "no O_TMPFILE":
+        monkeypatch.setattr(tensorio, "_unnamed_file", lambda directory: None)
+    tensors = {"a": np.arange(10, dtype=np.int8), "b": np.linspace(0, 1, 7, dtype=np.float32)}
+    if suffix == ".npy":
+        tensors = {"y": tensors["a"]}      # a .npy's tensor is named after the file
+    tensorio.write_tensors(tmp_path / f"y{suffix}", tensors)
+    back = tensorio.read_tensors(tmp_path / f"y{suffix}")
+    assert {k: v.tobytes() for k, v in back.items()} == {k: v.tobytes() for k, v in tensors.items()}
+    assert os.listdir(tmp_path) == [f"y{suffix}"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / f"y{suffix}").stat().st_mode & 0o777 == 0o666 & ~mask
+
+    def full(f):
+        f.write(b"x")
+        raise OSError(28, "No space left on device")
+
+    from quantspec.errors import TensorFileError
+
+    with pytest.raises(TensorFileError, match="No space left"):
+        tensorio._atomic_with(tmp_path / "z.npy", full)
+    assert os.listdir(tmp_path) == [f"y{suffix}"]
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+@pytest.mark.parametrize("recorded", ["flo`t4e2m1", "nonsense", 5])
+def test_a_file_recording_an_unknown_type_is_a_tensor_file_error(tmp_path, suffix, recorded):
+    """A damaged type entry (.npz's __quantspec_dtypes__, safetensors' quantspec.dtype.* metadata) was a
+    DTypeError about the user's arguments; it is the file's fault: a TensorFileError naming the file."""
+    import json
+    import zipfile
+
+    from quantspec._tensorfiles import tensorio
+    from quantspec.errors import TensorFileError
+
+    path = tmp_path / f"x{suffix}"
+    tensorio.write_tensors(path, {"t": np.zeros(4, "int4")})
+    if suffix == ".npz":
+        with zipfile.ZipFile(path) as z:
+            members = {n: z.read(n) for n in z.namelist()}
+        entry = np.frombuffer(json.dumps({"t": recorded}).encode(), np.uint8)
+        import io
+        buf = io.BytesIO()
+        np.save(buf, entry)
+        members["__quantspec_dtypes__.npy"] = buf.getvalue()
+        with zipfile.ZipFile(path, "w") as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+    else:
+        raw = path.read_bytes()
+        n = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + n])
+        header["__metadata__"]["quantspec.dtype.t"] = recorded
+        h = json.dumps(header).encode()
+        h += b" " * (-len(h) % 8)
+        path.write_bytes(len(h).to_bytes(8, "little") + h + raw[8 + n:])
+    for mapped in (False, True):
+        with pytest.raises(TensorFileError, match=path.name):
+            tensorio.read_tensors(path, mapped=mapped)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_a_damaged_npy_header_prints_no_syntax_warning(suffix, tmp_path):
+    """A .npy header numpy cannot parse as a literal ("(1and)") made Python print
+    "<unknown>:1: SyntaxWarning: invalid decimal literal" before the TensorFileError (found by
+    fuzzing): the command's one error line had a stray line above it."""
+    from quantspec._tensorfiles import tensorio
+    from quantspec.errors import TensorFileError
+
+    buf = __import__("io").BytesIO()
+    np.save(buf, np.zeros((1, 2), np.float32))
+    raw = buf.getvalue().replace(b"(1, 2)", b"(1and)")
+    path = tmp_path / f"x{suffix}"
+    if suffix == ".npy":
+        path.write_bytes(raw)
+    else:
+        import zipfile
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("a.npy", raw)
+    with pytest.raises(TensorFileError, match="not a readable"):
+        tensorio.read_tensors(path)
+    # the warning is printed once per process and place: look at a fresh interpreter's stderr
+    code = ("from quantspec._tensorfiles.tensorio import read_tensors\n"
+            "try:\n    read_tensors(__import__('sys').argv[1])\nexcept ValueError:\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr

@@ -164,3 +164,18 @@ def test_byte_order():
     q = qt.quantize(x, -1.0, 1.0, "qint16")[0]
     assert q.tobytes() == qt.quantize(X, -1.0, 1.0, "qint16")[0].tobytes()
     assert qt.dequantize(q.astype(">i2"), -1.0, 1.0).tobytes() == qt.dequantize(q, -1.0, 1.0).tobytes()
+
+
+def test_zero_d_float64_arrays_too_and_other_inexact_values_still_refused():
+    """Found by the API fuzzer (a numpy float64 scalar is a float32 range argument, rounded as
+    TensorFlow rounds it): 0-d float64 arrays are taken the same way; other inexact values, such as
+    float64 per-channel ranges, are still refused."""
+    import quantspec.tf as qt
+    from quantspec.errors import DTypeError
+
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    a = qt.quantize(x, np.array(-0.1), np.array(1 / 3), "qint8")
+    b = qt.quantize(x, -0.1, 1 / 3, "qint8")
+    assert all(np.asarray(u).tobytes() == np.asarray(v).tobytes() for u, v in zip(a, b))
+    with pytest.raises(DTypeError, match="cannot be converted exactly"):
+        qt.fake_quant_with_min_max_vars_per_channel(x.reshape(3, 3), np.array([-0.1, -1, -1]), np.ones(3))

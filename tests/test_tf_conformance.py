@@ -160,3 +160,67 @@ def test_flush_to_zero(tf):
                                   mode="SCALED", ensure_minimum_range=0.0)
         ours = qt.quantize(x, 0.0, 0.0, T, mode="SCALED", ensure_minimum_range=0.0)[0]
         assert np.asarray(r.output.numpy()).tolist() == ours.tolist() == [0, 0, 0]
+
+
+# --- a numpy float64 scalar is a float32 range argument, rounded as TensorFlow rounds it ----------
+
+#: float64 values that float32 cannot hold exactly: ties to even both ways, beyond the float32
+#: range, below its subnormals, NaN
+F64_RANGES = [-0.1, 1 / 3, 1 + 2.0 ** -24, 1 + 3 * 2.0 ** -24, -(1 + 2.0 ** -24), 3.4028235677973366e38,
+              1e300, -1e300, 1e-310, -7e-46, 2.5000001, float("nan")]
+
+
+def _tf_calls(tf, qt, v):
+    """(TensorFlow's call, quantspec's call) pairs taking the float64 scalar ``v`` as a float32 range end;
+    TensorFlow gets the numpy scalar itself, as a user would pass it."""
+    x = np.array([-3.0, -1.0, -0.4, -0.1, 0.0, 0.1, 0.3, 0.49, 1.0, 2.5, 3.0, 100.0], np.float32)
+    q = np.arange(-128, 128, 23, dtype=np.int8)
+    lo, hi = (v, np.float64(4.0)) if not v > 0 else (np.float64(-4.0), v)
+    return {
+        "quantize": (lambda: [r.numpy() for r in tf.quantization.quantize(x, lo, hi, tf.qint8)],
+                     lambda: [np.asarray(r) for r in qt.quantize(x, lo, hi, "qint8")]),
+        "quantize SCALED": (lambda: [r.numpy() for r in tf.quantization.quantize(x, lo, hi, tf.qint8, mode="SCALED")],
+                            lambda: [np.asarray(r) for r in qt.quantize(x, lo, hi, "qint8", mode="SCALED")]),
+        "dequantize": (lambda: [tf.quantization.dequantize(tf.bitcast(tf.constant(q), tf.qint8), lo, hi).numpy()],
+                       lambda: [qt.dequantize(q, lo, hi)]),
+        "qdq v2": (lambda: [tf.raw_ops.QuantizeAndDequantizeV2(input=x, input_min=lo, input_max=hi, range_given=True)
+                            .numpy()],
+                   lambda: [qt.quantize_and_dequantize_v2(x, lo, hi, range_given=True)]),
+        "qdq v3": (lambda: [tf.raw_ops.QuantizeAndDequantizeV3(input=x, input_min=lo, input_max=hi, num_bits=8).numpy()],
+                   lambda: [qt.quantize_and_dequantize_v3(x, lo, hi, 8)]),
+        "fake quant vars": (lambda: [tf.quantization.fake_quant_with_min_max_vars(x, lo, hi).numpy()],
+                            lambda: [qt.fake_quant_with_min_max_vars(x, lo, hi)]),
+        "fake quant args": (lambda: [tf.quantization.fake_quant_with_min_max_args(x, min=lo, max=hi).numpy()],
+                            lambda: [qt.fake_quant_with_min_max_args(x, min=lo, max=hi)]),
+    }
+
+
+@pytest.mark.parametrize("value", F64_RANGES, ids=repr)
+def test_float64_scalar_ranges_as_tensorflow_takes_them(value):
+    """Found by the API fuzzer: a numpy float64 scalar is a float32 range argument, rounded as
+    TensorFlow rounds it (and refused where TensorFlow refuses it)."""
+    tf = require("tensorflow")
+    import quantspec.tf as qt
+    from quantspec.errors import QuantSpecError
+
+    for name, (theirs, ours) in _tf_calls(tf, qt, np.float64(value)).items():
+        try:
+            want = theirs()
+        except Exception as e:   # TensorFlow refuses it: so must quantspec
+            with pytest.raises(QuantSpecError):
+                ours()
+            continue
+        got = ours()
+        if name.startswith("quantize"):   # NaN pre-cast values: TensorFlow's codes depend on the position
+            from tf_oracle import Case, compare
+
+            x = np.array([-3.0, -1.0, -0.4, -0.1, 0.0, 0.1, 0.3, 0.49, 1.0, 2.5, 3.0, 100.0], np.float32)
+            lo, hi = (np.float64(value), np.float64(4.0)) if not value > 0 else (np.float64(-4.0), np.float64(value))
+            case = Case("quantize", x, lo, hi, dict(T="qint8", mode=name.split()[-1] if " " in name else "MIN_COMBINED",
+                                                     round_mode="HALF_AWAY_FROM_ZERO", narrow_range=False, axis=None))
+            assert compare(case, [np.asarray(w).view(np.int8) if i == 0 else w for i, w in enumerate(want)], got) is None
+        else:
+            assert [w.tobytes() for w in want] == [np.asarray(g).tobytes() for g in got], (name, value, want, got)
+        # the same as the Python float of that value
+        python = _tf_calls(tf, qt, float(value))[name][1]()
+        assert [np.asarray(g).tobytes() for g in got] == [np.asarray(g).tobytes() for g in python], name

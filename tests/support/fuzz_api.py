@@ -467,7 +467,7 @@ def _tf_x(draw, rng, shape, lo_hi=(-3.0, 3.0)):
 
 def _canonical_range(v, dtype=np.float32):
     """How TensorFlow receives a range argument quantspec accepted: rounded to the kernel's type (the
-    float64 rounding is the one test_reliability_findings checks against TensorFlow)."""
+    float64 rounding is the one test_tf_conformance checks against TensorFlow)."""
     with np.errstate(over="ignore"):
         return np.asarray(np.asarray(v, np.float64), np.float64).astype(dtype)
 

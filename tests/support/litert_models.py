@@ -1,6 +1,7 @@
 """Test helpers for whole .tflite models: the shipped example models, editing a model through the
 flatbuffer object API of ai-edge-litert (``schema_py_generated.ModelT``), moving constant buffers
-outside the flatbuffer (as large models store them), and random inputs.
+outside the flatbuffer (as large models store them), random inputs, and damaged models that LiteRT
+refuses.
 
 Test-only (needs ai-edge-litert and flatbuffers, test dependencies).
 """
@@ -8,8 +9,10 @@ Test-only (needs ai-edge-litert and flatbuffers, test dependencies).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from quantspec.litert.model import EXAMPLE_MODELS, example_model
 from refs import require
@@ -84,3 +87,29 @@ def random_inputs(model, seed: int) -> list[np.ndarray]:
         else:
             out.append(rng.uniform(-1.2, 1.2, t.shape).astype(np.float32))
     return out
+
+
+def litert_refuses(data: bytes) -> str:
+    """LiteRT's reason for refusing to load ``data`` (the test fails if it loads it)."""
+    L = require("ai_edge_litert.interpreter")
+    with pytest.raises(ValueError) as e:
+        L.Interpreter(model_content=data)
+    return str(e.value)
+
+
+def unterminated_string() -> bytes:
+    """The bundled mlp_softmax.tflite with the NUL that ends the string "Identity" overwritten."""
+    data = bytearray(example_bytes("mlp_softmax"))
+    k = data.find(b"Identity\x00")
+    assert k > 0
+    data[k + 8] = 1
+    return bytes(data)
+
+
+def bias_quantized_dimension_5() -> bytes:
+    """The bundled bench_cnn.tflite with a bias's quantized_dimension set to 5 (LiteRT refuses it at load)."""
+    def change(obj):
+        (t,) = [t for t in obj.subgraphs[0].tensors if t.name == b"arith.constant2"]
+        t.quantization.quantizedDimension = 5
+
+    return edit(Path(example_model("mlp_softmax")).with_name("bench_cnn.tflite").read_bytes(), change)
