@@ -22,7 +22,7 @@ def small_parallel(monkeypatch):
     """The fast path's parallel kernels at small sizes: from 2 Ki elements, work items of 1600
     elements (of one-byte codes: a whole stream buffer of 1 KiB, then whole lines, then a tail),
     streaming stores from 1 KiB of output, for runs from a line long (short runs stream too)."""
-    from quantspec._fastpath import fast as core
+    from quantspec._fastpath import runner as core
 
     monkeypatch.setattr(core, "SERIAL_BELOW", 2048)
     monkeypatch.setattr(core, "SERIAL_BELOW_PASSIVE", 2048)

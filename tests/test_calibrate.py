@@ -292,12 +292,12 @@ def test_parallel_histograms_equal_onnxruntime_and_the_serial_path(tmp_path, mon
     through the Percentile (both histograms) and Distribution observers: the same ranges, histograms
     and statistics as onnxruntime's, and as the observers counting on one thread."""
     require_fast()
-    from quantspec._fastpath import fast
+    from quantspec._fastpath import runner
 
     monkeypatch.setenv("QUANTSPEC_NUM_THREADS", "3")
     rng = np.random.default_rng([SEED, 7, KINDS.index(kind) if kind in KINDS else 99])
     groups = [_big_batches(kind, rng, 2, 320 * 1024) for _ in range(2 if kind in ("growing", "heavy") else 1)]
-    assert sum(b.size for b in groups[0]) >= fast.SERIAL_BELOW
+    assert sum(b.size for b in groups[0]) >= runner.SERIAL_BELOW
     from quantspec.calibrate import histogram as H
 
     assert H._parts(sum(b.size for b in groups[0])) == 3
@@ -313,7 +313,7 @@ def test_parallel_histograms_equal_onnxruntime_and_the_serial_path(tmp_path, mon
         for serial in (False, True):
             with monkeypatch.context() as m:
                 if serial:
-                    m.setattr(fast, "SERIAL_BELOW", 1 << 62)
+                    m.setattr(runner, "SERIAL_BELOW", 1 << 62)
                 obs = make(**extra)
                 if ort_error is not None:
                     with pytest.raises(InvalidArgumentError):
@@ -362,12 +362,12 @@ def test_parallel_counts_equal_the_serial_kernels_and_numpy(monkeypatch):
     kernels and np.histogram, on values at and beside every edge, outside the range, NaN, inf, of
     odd sizes; and the fused extremes pass against nan_min_max / numpy."""
     require_fast()
-    from quantspec._fastpath import fast, jit
+    from quantspec._fastpath import jit, runner
     from quantspec.calibrate import histogram as H
 
     k = jit.load("quantspec.calibrate._jitted")
     rng = np.random.default_rng([SEED, 11])
-    monkeypatch.setattr(fast, "SERIAL_BELOW", 1)
+    monkeypatch.setattr(runner, "SERIAL_BELOW", 1)
     for t in range(24):
         monkeypatch.setenv("QUANTSPEC_NUM_THREADS", str(1 + t % 4))
         n = int(rng.choice([1, 7, 511, 512, 513, 4097, 100_003]))
@@ -445,11 +445,11 @@ def test_computed_edges_histogram_equals_numpy_at_every_edge(monkeypatch):
     ranges where the formula does not give numpy's edges, or the arithmetic is not exact, take the
     lookup kernel (also checked), and the test asserts both kinds occur."""
     require_fast()
-    from quantspec._fastpath import fast, jit
+    from quantspec._fastpath import jit, runner
     from quantspec.calibrate import histogram as H
 
     k = jit.load("quantspec.calibrate._jitted")
-    monkeypatch.setattr(fast, "SERIAL_BELOW", 1)
+    monkeypatch.setattr(runner, "SERIAL_BELOW", 1)
     rng = np.random.default_rng([SEED, 23])
     ranges = [(-31.0, 31.0), (0.0, 1.0), (-0.0, 1e-3), (1000.0, 1000.001), (-1e-40, 1e-40), (1e-45, 3e-45),
               (-3e38, 3e38), (-3.4e38, -1e38), (2.0, 2.0000002), (-7.25, -7.0), (0.1, 0.7), (-1.0, 16777216.0)]

@@ -1,4 +1,4 @@
-"""The compiled entry points that cached plans keep (``quantspec._fastpath.fast.run``'s ``memo``).
+"""The compiled entry points that cached plans keep (``quantspec._fastpath.runner.run``'s ``memo``).
 
 A cached plan's prepared state remembers, per kind of call, the entry point numba compiled for the
 exact types of the kernel's arguments, and calls it directly (numba's dispatch types the records
@@ -20,7 +20,7 @@ from refs import require_fast
 from quantspec import onnx as qo
 from quantspec.onnx import functions as onnx_functions
 from quantspec import tf as qtf
-from quantspec._fastpath import fast as core
+from quantspec._fastpath import runner as core
 from quantspec.onnx import reference
 from quantspec.tf import dequantize_op, quantize_op
 

@@ -20,7 +20,7 @@ import pytest
 from quantspec import litert as ql
 from quantspec import onnx as qo
 from quantspec import tf as qtf
-from quantspec._fastpath import fast as core
+from quantspec._fastpath import runner as core
 from quantspec._fastpath import jit, pool
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")

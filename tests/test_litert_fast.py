@@ -17,7 +17,7 @@ import pytest
 
 from refs import require_fast
 from quantspec import litert as L
-from quantspec._fastpath import fast as core
+from quantspec._fastpath import runner as core
 from quantspec._fastpath import jit
 from quantspec.litert import fast
 from quantspec.litert import fixedpoint as fp

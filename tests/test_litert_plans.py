@@ -557,7 +557,7 @@ def test_no_kernel_mode_starts_numba_threading_layer():
     forked child could not run it)."""
     code = textwrap.dedent("""
         import sys, numpy as np
-        from quantspec._fastpath import fast as core
+        from quantspec._fastpath import runner as core
         from quantspec.litert import interpreter, Interpreter
         core.SERIAL_BELOW = core.SERIAL_BELOW_PASSIVE = 1
         core.CHUNK = 256

@@ -29,7 +29,7 @@ import onnx_corpus as C
 import test_onnx_conformance as T
 from refs import require_fast
 from quantspec import onnx as qo
-from quantspec._fastpath import fast as core
+from quantspec._fastpath import runner as core
 from quantspec._fastpath import jit
 from quantspec.errors import InvalidArgumentError, QuantSpecError, ShapeError
 from quantspec.onnx import fast, reference

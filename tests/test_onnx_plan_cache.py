@@ -16,7 +16,7 @@ import pytest
 import onnx_corpus as C
 from quantspec import onnx as qo
 from quantspec.onnx import functions as onnx_functions
-from quantspec._fastpath import fast as core
+from quantspec._fastpath import runner as core
 from quantspec.errors import AxisError
 from quantspec.onnx import reference
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from quantspec import onnx as qo
-from quantspec._fastpath import fast as core
+from quantspec._fastpath import runner as core
 from quantspec._fastpath import jit, pool
 
 pytestmark = pytest.mark.skipif(not jit.enabled(), reason="the pool runs the fast kernels (numba)")

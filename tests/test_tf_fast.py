@@ -130,7 +130,7 @@ def test_long_rows_four_at_a_time(small_parallel, kernel):
     """Per-axis along a last axis of 1600: 16 bytes of parameters an element (lo, hi, scale, bias),
     enough for the kernels to take four rows at a time (core.ROWS_TOGETHER_FROM); 37 rows, so the
     last work item has one."""
-    from quantspec._fastpath import fast as core
+    from quantspec._fastpath import runner as core
 
     rng = np.random.default_rng(6)
     x = (rng.normal(0, 3, (37, 1600)) + 0.5).astype(np.float32)

@@ -178,7 +178,7 @@ def _fast_state() -> dict:
         state["why"] = "numba is not importable"
     # each subpackage's kernels are cached in a directory of their own: the one of the core kernels
     # says where (a package's __pycache__, $NUMBA_CACHE_DIR or the per-user cache directory)
-    core = Path(__file__).resolve().parent / "_fastpath" / "fast.py"
+    core = Path(__file__).resolve().parent / "_fastpath" / "runner.py"
     state["cache_dir"] = str(jit.cache_dir(core))
     return state
 

@@ -39,7 +39,7 @@ GROUPS = SPECS + ("calibrate", "checkpoint", "equiv")
 def _thresholds(form: str):
     """Lower the size thresholds so that a small call takes kernel ``form`` ("serial", "parallel" or
     "streamed")."""
-    from ._fastpath import fast as core
+    from ._fastpath import runner as core
 
     names = ("SERIAL_BELOW", "SERIAL_BELOW_PASSIVE", "STREAM_FROM", "STREAM_BLOCK", "CHUNK")
     saved = {k: getattr(core, k) for k in names}

@@ -1,4 +1,4 @@
-"""The generic element-wise kernel of the fast path (numba; see :mod:`quantspec._fastpath.fast`).
+"""The generic element-wise kernel of the fast path (numba; see :mod:`quantspec._fastpath.runner`).
 
 :data:`plain` computes ``y[i] = op(x[i], params of i)`` over a flat array, in work items of about
 ``lay.chunk`` elements (part of a long run, or a group of short ones) that the calling thread — and,
@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from .fast import ROWS_TOGETHER_FROM, STREAM_BUFFER, LongRowLayout, SegLayout
+from .runner import ROWS_TOGETHER_FROM, STREAM_BUFFER, LongRowLayout, SegLayout
 from .nbprim import (HARDWARE_FTZ, LINE, MXCSR_FTZ_DAZ, claim, data_address, finished, kernel, mxcsr_get,
                      mxcsr_set, stream_fence, stream_line)
 

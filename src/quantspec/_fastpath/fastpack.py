@@ -17,7 +17,7 @@ __all__ = ["pack"]
 
 def _pack(codes, out, bits, chunk, claims, step):
     """out[j] = the ``8 // bits`` codes codes[j*k : (j+1)*k] (low ``bits`` bits of each), LSB first, for
-    the chunks of ``chunk`` output bytes this thread claims (quantspec._fastpath.fast.launch)."""
+    the chunks of ``chunk`` output bytes this thread claims (quantspec._fastpath.runner.launch)."""
     per = 8 // bits
     mask = np.uint8((1 << bits) - 1)
     n = codes.size

@@ -57,7 +57,7 @@ def kernel(func=None):
     directory can be written, compiled in memory: :func:`quantspec._fastpath.jit.uncached`).  Never
     ``parallel=True``: no kernel starts numba's threading layer (OpenMP, TBB or workqueue), whose idle
     threads spin and which a forked child cannot use; a kernel that runs on several threads claims
-    its work items (:func:`claim`) on quantspec's pool (:func:`quantspec._fastpath.fast.launch`)."""
+    its work items (:func:`claim`) on quantspec's pool (:func:`quantspec._fastpath.runner.launch`)."""
     def wrap(f):
         try:
             dispatcher = njit(cache=True, nogil=True, **_OPTIONS)(f)

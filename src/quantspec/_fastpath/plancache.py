@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fast as core
+from . import runner as core
 
 __all__ = ["PlanCache", "own", "SMALL"]
 

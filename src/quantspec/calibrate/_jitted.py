@@ -18,7 +18,7 @@
   bin ``i`` holds ``edges[i] <= x < edges[i + 1]``, the last bin also ``x == edges[-1]``.
 - :func:`histogram_uniform_parts` / :func:`histogram_edges_parts`: the same counts (of ``x`` or of
   ``|x|``), the same arithmetic value by value, on quantspec's thread pool: each thread claims blocks
-  of values (``quantspec._fastpath.fast.launch``) and counts them into its own row of ``parts``; the
+  of values (``quantspec._fastpath.runner.launch``) and counts them into its own row of ``parts``; the
   caller sums the rows in integers, so the counts do not depend on which thread counted what.
 - :func:`histogram_formula_parts`: :func:`histogram_uniform_parts` where the edges are exactly
   ``np.linspace``'s float32 formula (:func:`uniform_edges_formula` checks every edge): the two edges

@@ -20,7 +20,7 @@ values) taken in one pass while they arrive; the binning is one fused pass over 
 (of ``|x|`` for the absolute histogram, with no temporary array) whose arithmetic is numpy's own
 (:mod:`quantspec.calibrate._jitted`; where the edges are exactly ``np.linspace``'s float32 formula,
 which is checked edge by edge, the two edges around a value are computed rather than looked up, so
-the pass vectorises), on quantspec's thread pool from ``quantspec._fastpath.fast.SERIAL_BELOW / 8``
+the pass vectorises), on quantspec's thread pool from ``quantspec._fastpath.runner.SERIAL_BELOW / 8``
 values: each thread counts the blocks of values it claims into
 its own row of counts and the rows are summed in integers, so the histogram is the same on any
 number of threads.  The bin edges are computed with the same numpy calls on the same float32
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fastpath import fast, pool
+from .._fastpath import pool, runner
 from .._semantics.arrays import check_fits
 from ..errors import InvalidArgumentError, ShapeError
 from . import algorithms
@@ -289,9 +289,9 @@ def _weighted(n: int) -> int:
 
 
 def _parts(n: int) -> int:
-    """Threads that count ``n`` values (as :func:`quantspec._fastpath.fast.launch` chooses them)."""
+    """Threads that count ``n`` values (as :func:`quantspec._fastpath.runner.launch` chooses them)."""
     work = -(-n // jitted().HIST_BLOCK)
-    return min(pool.threads(), work) if fast.parallel(_weighted(n)) else 1
+    return min(pool.threads(), work) if runner.parallel(_weighted(n)) else 1
 
 
 def _count_uniform(x: np.ndarray, absolute: bool, first, last, edges: np.ndarray) -> np.ndarray:
@@ -306,12 +306,12 @@ def _count_uniform(x: np.ndarray, absolute: bool, first, last, edges: np.ndarray
     step = _formula_step(edges, first, last)
     if step is not None:
         rows = np.zeros((_parts(x.size), bins + 1), np.int64)      # the last column: values not counted
-        fast.launch(k.histogram_formula_parts, (x, bool(absolute), first, last, first, step, rows,
+        runner.launch(k.histogram_formula_parts, (x, bool(absolute), first, last, first, step, rows,
                                                 np.zeros(2, np.int64)), work, _weighted(x.size))
         return rows[:, :bins].sum(axis=0)
     _check_width(x, absolute, first, last)
     rows = np.zeros((_parts(x.size), bins), np.int64)
-    fast.launch(k.histogram_uniform_parts, (x, bool(absolute), first, last, edges, rows, np.zeros(2, np.int64)),
+    runner.launch(k.histogram_uniform_parts, (x, bool(absolute), first, last, edges, rows, np.zeros(2, np.int64)),
                 work, _weighted(x.size))
     return rows.sum(axis=0)
 
@@ -354,7 +354,7 @@ def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray
     k = jitted()
     rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
     if x.size:
-        fast.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),
+        runner.launch(k.histogram_edges_parts, (x, bool(absolute), edges, rows, np.zeros(2, np.int64)),
                     -(-x.size // k.HIST_BLOCK), _weighted(x.size))
     return rows.sum(axis=0)
 

@@ -154,7 +154,7 @@ def _mul(x, y, p):
 
 def _binary_kernel(x, y, out, p, chunk, claims, step):
     """out = op(x, y) element-wise; ``p``: an AddSub or Mul record; over the chunks this thread claims
-    (quantspec._fastpath.fast.launch)."""
+    (quantspec._fastpath.runner.launch)."""
     n = out.size
     work = (n + chunk - 1) // chunk
     while True:

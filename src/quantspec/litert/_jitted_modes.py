@@ -4,7 +4,7 @@ Imported only through :func:`quantspec._fastpath.jit.load`.  Each computes, elem
 the numpy code of :mod:`quantspec.litert.kernels.optimized` and :mod:`quantspec.litert.kernels.xnnpack`
 computes with whole-array operations; ``tests/test_litert_modes_kernels.py`` proves both equal.
 Each claims rows of its output a few at a time (``nbprim.claim``), so that one compiled function runs
-on the calling thread alone or on quantspec's thread pool (:func:`quantspec._fastpath.fast.launch`).
+on the calling thread alone or on quantspec's thread pool (:func:`quantspec._fastpath.runner.launch`).
 """
 
 from __future__ import annotations

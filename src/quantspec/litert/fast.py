@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from .._fastpath import fast as core
+from .._fastpath import runner as core
 from .._fastpath import jit
 from .._semantics.arrays import native
 

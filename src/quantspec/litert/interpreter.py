@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._fastpath import fast as core
+from .._fastpath import runner as core
 from .._fastpath import jit
 from .._semantics.arrays import from_foreign
 from .._fastpath import threads

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fastpath import fast as core
+from .._fastpath import runner as core
 from .._fastpath import jit
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]

@@ -471,7 +471,7 @@ class RegionPlan:
             np.copyto(dst, x)               # the model's shape and type (the program's tensors have them)
         entry = self.entry
         if entry is None:
-            from .._fastpath.fast import dispatcher_entry
+            from .._fastpath.runner import dispatcher_entry
 
             entry = self.entry = dispatcher_entry(_k().region, args)
         if entry(*args):
@@ -511,11 +511,11 @@ class Direct:
 
 def direct(region: RegionPlan, input_id: int, output_id: int) -> Direct | None:
     """The direct call of ``region`` (one input, one output), its kernel compiled (or loaded); None
-    where numba's internals are not as :func:`quantspec._fastpath.fast.dispatcher_entry` expects (the dispatcher
+    where numba's internals are not as :func:`quantspec._fastpath.runner.dispatcher_entry` expects (the dispatcher
     would compile the kernel again for each new argument type, a read-only input's among them)."""
     if len(region.ext) != 1 or len(region.outs) != 1:
         return None
-    from .._fastpath.fast import dispatcher_entry
+    from .._fastpath.runner import dispatcher_entry
 
     dispatcher = _k().region
     entry = region.entry

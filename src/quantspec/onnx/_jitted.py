@@ -145,7 +145,7 @@ fastmap.register((None, DecLut), _dq_lut)
 def _q_ort_edges(x, y, s, zi, full, dl, bl, cfg, claims, step):
     """onnxruntime 4-bit: recompute the odd-aligned head and tail element of every slice (rows of
     ``dl`` elements cut into slices of ``bl``) with the plain loop (reference.ort_plain_mask), for the
-    slices this thread claims (quantspec._fastpath.fast.launch)."""
+    slices this thread claims (quantspec._fastpath.runner.launch)."""
     n = x.size
     per_row = (dl + bl - 1) // bl
     work = (n // dl) * per_row

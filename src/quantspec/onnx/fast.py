@@ -47,7 +47,7 @@ float64 there).
 
 :func:`quantize` / :func:`dequantize` turn a plan into the kernel's arguments: contiguous flat views,
 the float32 scale and the zero point (int32, or float for float4/float6 and float codes), the loop
-layout (:func:`quantspec._fastpath.fast.layout`), and two small records whose *classes* select the element
+layout (:func:`quantspec._fastpath.runner.layout`), and two small records whose *classes* select the element
 operation at compile time and whose fields are its constants.
 """
 
@@ -59,7 +59,7 @@ from collections import namedtuple
 import ml_dtypes
 import numpy as np
 
-from .._fastpath import fast as core
+from .._fastpath import runner as core
 from .._fastpath import jit
 from ..dtypes import QType, qtype
 from .reference import check_out, ort_division
@@ -208,7 +208,7 @@ def _flat_f32(x: np.ndarray) -> np.ndarray:
 # What a plan turns into, computed once per plan (the cached plans of quantize_linear keep it):
 # the loop layout, the kernel's parameter arrays and the records of the element operation.
 # ``memo`` / ``qmemo``: the compiled entry points of the main pass and of the quotient pass, kept by a
-# prepared state that is reused (``cached=True``; quantspec._fastpath.fast.run)
+# prepared state that is reused (``cached=True``; quantspec._fastpath.runner.run)
 QPrepared = namedtuple("QPrepared", "quotient lay params op edges memo qmemo", defaults=(None, None))
 DQPrepared = namedtuple("DQPrepared", "lay params op memo", defaults=(None,))
 

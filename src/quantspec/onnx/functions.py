@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._fastpath import fast as core
+from .._fastpath import runner as core
 from .._fastpath import jit
 from .._fastpath.plancache import PlanCache, own
 from .._semantics.arrays import check_fits, from_foreign, native

@@ -366,7 +366,7 @@ def _write_array(f, a: np.ndarray) -> int:
         from .._fastpath import jit
 
         if jit.enabled():                     # a large 4- or 2-bit tensor: packed by the fused kernel
-            from .._fastpath import fast as core
+            from .._fastpath import runner as core
 
             codes = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
             out = np.empty((codes.size * t.bits + 7) // 8, np.uint8)

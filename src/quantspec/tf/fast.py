@@ -29,7 +29,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .._fastpath import fast as core
+from .._fastpath import runner as core
 from .._fastpath import jit
 
 __all__ = ["path_quantize", "path_dequantize", "path_fake_quant", "path_qdq", "quantize", "dequantize", "fake_quant",

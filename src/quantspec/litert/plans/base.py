@@ -27,11 +27,11 @@ def own(a, dtype=None) -> np.ndarray:
 
 def bind(name: str, args: tuple):
     """The compiled entry point of the plan kernel ``name`` for exactly the types of ``args``
-    (:func:`quantspec._fastpath.fast.dispatcher_entry`: no type checks at each call), for a plan whose later calls
+    (:func:`quantspec._fastpath.runner.dispatcher_entry`: no type checks at each call), for a plan whose later calls
     pass arguments of the same numba types: its own arrays, and the operator's inputs as flat
     (``reshape(-1)``: C-contiguous) arrays of one-byte codes, whose type can differ only by the
     writeable flag, which compiled code that reads them does not depend on."""
-    from ..._fastpath.fast import dispatcher_entry
+    from ..._fastpath.runner import dispatcher_entry
 
     return dispatcher_entry(getattr(jitted(), name), args)
 

@@ -103,7 +103,7 @@ class DepthwisePlan(Plan):
         self.work = n * oh
 
     def compute(self, unused, arrays):
-        from ..._fastpath import fast as core
+        from ..._fastpath import runner as core
 
         out = np.empty(self.shape, np.int8)
         k = jit.load("quantspec.litert._jitted")
