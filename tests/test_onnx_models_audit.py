@@ -309,3 +309,49 @@ def test_contrib_int16_qdq_model(tmp_path):
     assert {n.node_index: (n.elements, n.onnxruntime_vs_spec, n.onnxruntime_vs_compat) for n in report.nodes} == \
         {k: (v[0], v[1], v[2]) for k, v in want.items()}
     assert any(n.reference_vs_spec for n in report.nodes)       # the ±inf and huge inputs, in onnx.reference
+
+
+def _weight_only(path, broken: bool):
+    """x @ DequantizeLinear(W) then ReduceMean: a weight-only model whose one QDQ node is on a constant.
+    ``broken``: the ReduceMean takes its axes as an attribute, which ReduceMean-18 and later no longer
+    have, so onnxruntime refuses to load the model (as it refuses onnxruntime's own MatMulNBits QDQ
+    output of some models)."""
+    onnx, _, _ = onnx_api()
+    w = np.arange(-12, 12, dtype=np.int8).reshape(4, 6)
+    reduce = node("ReduceMean", ["y"], ["out"], axes=[1]) if broken else node("ReduceMean", ["y", "axes"], ["out"])
+    m = model([node("DequantizeLinear", ["w", "s"], ["wf"]), node("MatMul", ["x", "wf"], ["y"]), reduce],
+              [("x", "float", [2, 4])], [("out", "float", None)],
+              [tensor("w", w), tensor("s", np.float32(0.5)), tensor("axes", np.array([1], np.int64))])
+    onnx.save(m, str(path))
+    return path
+
+
+def test_a_model_onnxruntime_cannot_load_is_an_error_not_a_pass(tmp_path, capsys):
+    """Its DequantizeLinear runs alone in onnxruntime and matches the spec, but the model does not
+    load: the audit says so (exit 2), never that onnxruntime computed every node as the spec does."""
+    require("onnxruntime")
+    from quantspec.cli import main
+    from quantspec.errors import RuntimeUnsupportedError
+
+    bad = _weight_only(tmp_path / "bad.onnx", broken=True)
+    with pytest.raises(RuntimeUnsupportedError, match="cannot load it"):
+        audit(str(bad))
+    assert main(["audit", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot load it" in err and "Traceback" not in err
+    assert audit(str(bad), run=False).nodes                # the static audit needs no onnxruntime load
+    good = _weight_only(tmp_path / "good.onnx", broken=False)
+    assert audit(str(good)).ok
+
+
+def test_given_inputs_run_the_whole_model_even_when_every_node_is_on_a_constant(tmp_path):
+    """``audit(model, inputs)`` of a weight-only model runs the model on the inputs (they are checked
+    against the model, and a model that fails on them is an error), not only the weight nodes alone."""
+    require("onnxruntime")
+    from quantspec.errors import QuantSpecError
+
+    good = _weight_only(tmp_path / "good.onnx", broken=False)
+    report = audit(str(good), {"x": np.ones((2, 4), np.float32)})
+    assert report.ok and any("whole model ran on the given inputs" in n for n in report.notes)
+    with pytest.raises(QuantSpecError):
+        audit(str(good), {"x": np.ones((3, 5), np.float32)})      # the wrong shape for the model

@@ -119,7 +119,8 @@ def _fetch(ort, sess, names: list[str], feeds: dict[str, np.ndarray]) -> dict[st
 def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray], notes: list[str]) -> dict[str, np.ndarray]:
     """Run ``g``'s model in onnxruntime on ``feeds`` and return the values of ``names`` (intermediate
     tensors included); what had to change to run it is added to ``notes``.  The model is left as it
-    was."""
+    was.  No ``names``: the model is only loaded (a :class:`RuntimeUnsupportedError` when onnxruntime
+    cannot load it), nothing runs."""
     ort = ort_module()
     onnx = g._onnx
     proto = g.model.proto
@@ -141,7 +142,8 @@ def run_exposed(g: Graph, names: list[str], feeds: dict[str, np.ndarray], notes:
         for name in names:
             if name not in graph_outputs:
                 proto.graph.output.append(_value_info(g, name))
-        return _fetch(ort, _load(ort, proto, folder, notes), names, feeds)
+        sess = _load(ort, proto, folder, notes)
+        return _fetch(ort, sess, names, feeds) if names else {}
     finally:
         del proto.graph.output[n_outputs:]
         proto.ir_version = ir_version
