@@ -12,21 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refs import REQUIRE, require
+from refs import REQUIRE, locked, require
 from quantspec import versions
 from quantspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCK = ROOT / "requirements" / "test.txt"
-
-
-def _locked() -> dict[str, str]:
-    pins = {}
-    for line in LOCK.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, version = line.partition("==")
-            pins[name.lower().replace("_", "-")] = version
-    return pins
 
 
 def _alt(variable: str) -> str:
@@ -42,7 +32,7 @@ def _alt(variable: str) -> str:
 
 # -- the lock -----------------------------------------------------------------------------------
 def test_the_lock_pins_every_package_at_one_exact_version():
-    pins = _locked()
+    pins = locked()
     assert len(pins) > 50
     for name in ("numpy", "ml-dtypes", "numba", "onnx", "onnxruntime", "tensorflow-cpu", "ai-edge-litert",
                  "compressed-tensors", "torch"):
@@ -56,7 +46,7 @@ def test_the_environment_is_the_lock_and_the_lock_is_verified(name):
     if name in ("onnx", "onnxruntime", "tensorflow-cpu", "ai-edge-litert", "compressed-tensors"):
         require({"tensorflow-cpu": "tensorflow", "ai-edge-litert": "ai_edge_litert.interpreter",
                  "compressed-tensors": "compressed_tensors"}.get(name, name))
-    lock = _locked()[name.replace("_", "-")]
+    lock = locked()[name.replace("_", "-")]
     assert versions.installed(name) == lock
     assert versions.is_verified(name, lock)
 
@@ -197,7 +187,7 @@ def test_reference_bfloat16_edges_agree_with_onnx_reference_under_both_ml_dtypes
     codes for inf, NaN and huge bfloat16 quotients differ between the two, and quantspec follows each."""
     new = _bf16_run(None)
     old = _bf16_run(_alt("QUANTSPEC_ML_DTYPES_ALT"))
-    assert new["ml_dtypes"] == _locked()["ml-dtypes"] and old["ml_dtypes"] == "0.6.0"
+    assert new["ml_dtypes"] == locked()["ml-dtypes"] and old["ml_dtypes"] == "0.6.0"
     for run in (new, old):
         for zp, (want, got) in run["results"].items():
             assert got == want, (run["ml_dtypes"], zp)
@@ -223,6 +213,6 @@ def test_ml_dtypes_in_this_process():
     import ml_dtypes
 
     alt = os.environ.get("QUANTSPEC_ML_DTYPES_ALT")
-    expected = "0.6.0" if alt and os.environ.get("PYTHONPATH", "").startswith(alt) else _locked()["ml-dtypes"]
+    expected = "0.6.0" if alt and os.environ.get("PYTHONPATH", "").startswith(alt) else locked()["ml-dtypes"]
     assert ml_dtypes.__version__ == expected
     assert versions.ml_dtypes_invalid_int() == (0 if versions.version_tuple(expected) >= (0, 7) else -(2 ** 31))

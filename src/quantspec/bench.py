@@ -47,6 +47,7 @@ from typing import Callable
 import numpy as np
 
 from .benchcase import Case, Peer
+from .onnxmodels.io import one_node_model
 
 __all__ = ["main", "machine", "copy_bandwidth", "paired_ratio"]
 
@@ -282,25 +283,6 @@ def _onnx_cases(n: int, rounds: int) -> list[Case]:
     return cases
 
 
-def _onnx_model(op: str, x: np.ndarray, scale, zp, attrs: dict, out_type: str, opset: int = 21):
-    import onnx
-    from onnx import helper, numpy_helper
-
-    from .dtypes import qtype
-
-    inits = [numpy_helper.from_array(np.asarray(scale), "s")]
-    ins = ["x", "s"]
-    if zp is not None:
-        inits.append(numpy_helper.from_array(np.asarray(zp), "z"))
-        ins.append("z")
-    node = helper.make_node(op, ins, ["y"], **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", qtype(x.dtype).onnx, x.shape)],
-                              [helper.make_tensor_value_info("y", qtype(out_type).onnx, x.shape)], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return onnx, model
-
-
 def ort_session(model, spin: bool = True):
     """The onnxruntime peer's session for an ONNX model: THREADS intra-op threads, no graph
     optimisation, CPU; idle threads spin a while (onnxruntime's default) unless ``spin`` is False."""
@@ -324,7 +306,7 @@ def _ort_peer(op, x, scale, zp, attrs, out_type) -> Peer | None:
 
     from .dtypes import qtype
 
-    _, model = _onnx_model(op, x, scale, zp, attrs, out_type)
+    model = one_node_model(op, x, scale, zp, attrs, out_type)
     sess = ort_session(model)
     io = sess.io_binding()
     io.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(x))
@@ -348,7 +330,7 @@ def _reference_peer(op, x, scale, zp, attrs, out_type) -> Peer | None:
         from onnx.reference import ReferenceEvaluator
     except Exception:
         return None
-    _, model = _onnx_model(op, x, scale, zp, attrs, out_type)
+    model = one_node_model(op, x, scale, zp, attrs, out_type)
     ref = ReferenceEvaluator(model)
     box = {}
 

@@ -20,8 +20,10 @@ from importlib import resources
 import ml_dtypes
 import numpy as np
 
+from .dtypes import qtype
 from .errors import QuantSpecError
 from .onnx.plan import ort_support
+from .onnxmodels.io import one_node_model
 from .versions import VERIFIED
 
 __all__ = ["main", "load_demo_weights", "onnx_schemes"]
@@ -87,23 +89,11 @@ def _f16_kwargs(kwargs: dict) -> dict:
 
 def _qdq_model(x: np.ndarray, kw: dict):
     """A one-node QuantizeLinear model (opset 25) of these arguments, for the real runtimes."""
-    from onnx import helper, numpy_helper
-
-    from .dtypes import qtype
-
     out = qtype(kw.get("output_dtype") or np.asarray(kw["y_zero_point"]).dtype)
-    inits = [numpy_helper.from_array(np.asarray(kw["y_scale"]), "s")]
-    if kw.get("y_zero_point") is not None:
-        inits.append(numpy_helper.from_array(np.asarray(kw["y_zero_point"]), "z"))
     attrs = {k: kw[k] for k in ("axis", "block_size") if k in kw}
     if kw.get("output_dtype"):
         attrs["output_dtype"] = out.onnx
-    node = helper.make_node("QuantizeLinear", ["x", "s"] + (["z"] if len(inits) == 2 else []), ["y"], **attrs)
-    graph = helper.make_graph([node], "demo", [helper.make_tensor_value_info("x", qtype(x.dtype).onnx, x.shape)],
-                              [helper.make_tensor_value_info("y", out.onnx, x.shape)], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
-    model.ir_version = 10
-    return model
+    return one_node_model("QuantizeLinear", x, kw["y_scale"], kw.get("y_zero_point"), attrs, out, opset=25)
 
 
 def _ran(mode: str, x16: np.ndarray, kw: dict) -> np.ndarray | None:

@@ -15,19 +15,22 @@ import pytest
 
 REQUIRE = os.environ.get("QUANTSPEC_REQUIRE_REFERENCES") == "1"
 
-def _locked(distribution: str) -> str:
-    """The version requirements/test.txt (the test environment's lock) pins ``distribution`` at."""
+def locked() -> dict[str, str]:
+    """requirements/test.txt (the test environment's lock): distribution name (lower case, ``-`` for
+    ``_``) -> the exact version it pins."""
     lock = Path(__file__).resolve().parents[2] / "requirements" / "test.txt"
+    pins = {}
     for line in lock.read_text().splitlines():
-        name, _, version = line.partition("==")
-        if name.lower().replace("_", "-") == distribution:
-            return version
-    raise LookupError(f"requirements/test.txt does not pin {distribution}")
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[name.lower().replace("_", "-")] = version
+    return pins
 
 
 #: the reference runtimes' versions in the locked test environment (what the conformance suites check)
-PINNED = {"onnx": _locked("onnx"), "onnxruntime": _locked("onnxruntime"), "tensorflow": _locked("tensorflow-cpu"),
-          "ai_edge_litert": _locked("ai-edge-litert")}
+PINNED = {module: locked()[dist] for module, dist in (("onnx", "onnx"), ("onnxruntime", "onnxruntime"),
+                                                     ("tensorflow", "tensorflow-cpu"),
+                                                     ("ai_edge_litert", "ai-edge-litert"))}
 
 
 def require(module: str):

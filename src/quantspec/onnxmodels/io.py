@@ -29,7 +29,7 @@ from ..dtypes import qtype
 from ..filetypes import looks_like_onnx
 from ..errors import ModelError, QuantSpecError, UnsupportedError
 
-__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx", "without_initializers",
+__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx", "without_initializers", "one_node_model",
            "PROTOBUF_LIMIT", "type_name"]
 
 #: protobuf refuses to serialize or parse one message of 2 GiB or more
@@ -58,6 +58,23 @@ def type_name(elem_type: int) -> str:
         return onnx_module().TensorProto.DataType.Name(int(elem_type)).lower()
     except (ValueError, TypeError):
         return f"type {elem_type}"
+
+
+def one_node_model(op: str, x: np.ndarray, scale, zero_point, attrs: dict, out_type, opset: int = 21):
+    """A model of one ``op`` node (QuantizeLinear, DequantizeLinear) of input ``x``'s type and shape,
+    with the scale (and the zero point, unless None) as initializers ``s`` / ``z``, output ``y`` of
+    ``out_type``; IR version 10, which every supported onnxruntime reads."""
+    onnx = onnx_module()
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    inits = [numpy_helper.from_array(np.asarray(scale), "s")]
+    if zero_point is not None:
+        inits.append(numpy_helper.from_array(np.asarray(zero_point), "z"))
+    node = helper.make_node(op, ["x", "s", "z"][:len(inits) + 1], ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", qtype(x.dtype).onnx, x.shape)],
+                              [helper.make_tensor_value_info("y", qtype(out_type).onnx, x.shape)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
 
 
 @dataclass(eq=False)
