@@ -13,7 +13,7 @@ __all__ = ["main", "parser", "verify_main", "verify_parser"]
 
 
 def parser() -> argparse.ArgumentParser:
-    from .schemes import SCHEMES
+    from .schemes import PRESET_SCHEMES, SCHEMES
 
     p = argparse.ArgumentParser(
         prog="quantspec convert",
@@ -28,15 +28,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("src", metavar="SRC", help="the checkpoint to convert")
     p.add_argument("dst", metavar="DST", help="the directory to write (created; empty, or an earlier conversion)")
     p.add_argument("--scheme", metavar="NAME", help="the scheme of every tensor no recipe rule names: "
-                   + ", ".join(SCHEMES))
+                   + ", ".join(SCHEMES) + "; or a compressed-tensors preset (any case), as llm-compressor's "
+                   "model_free_ptq makes it: " + ", ".join(PRESET_SCHEMES))
     p.add_argument("--recipe", metavar="FILE", help="a TOML file: default = SCHEME and [[rules]] tables "
                    "{match = GLOB, scheme = SCHEME or \"keep\"}, first match wins")
     p.add_argument("--include", metavar="GLOB", action="append", help="quantize only tensors matching a glob "
                    "(repeatable); the others are kept")
     p.add_argument("--exclude", metavar="GLOB", action="append", help="keep tensors matching this glob (repeatable)")
     p.add_argument("--max-shard-size", metavar="SIZE", help="largest shard: 2GB, 500MiB or bytes (default 5GB)")
-    p.add_argument("--format", default="quantspec", metavar="LAYOUT", help="the output layout: quantspec (default), or "
-                   "compressed-tensors (config.json with a quantization_config, the layout vLLM and transformers load)")
+    p.add_argument("--format", default=None, metavar="LAYOUT", help="the output layout: quantspec (the default), or "
+                   "compressed-tensors (config.json with a quantization_config, the layout vLLM and transformers "
+                   "load; the default for presets)")
     p.add_argument("--dask", metavar="local:N|ADDRESS", help="run the slabs on a Dask cluster: local:N starts N worker "
                    "processes here, an address (tcp://host:8786) uses a running scheduler whose workers mount SRC "
                    "and DST at the same paths (pip install 'quantspec[dask]')")

@@ -46,7 +46,7 @@ FORMATS = {"quantspec": layout.QuantspecFormat, "compressed-tensors": Compressed
 
 
 def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None = None, *, recipe: Any = None,
-            include: Any = None, exclude: Any = None, max_shard_size: Any = None, format: str = "quantspec",
+            include: Any = None, exclude: Any = None, max_shard_size: Any = None, format: str | None = None,
             dask: Any = None, progress: Any = None, resume: bool = True) -> ConversionReport:
     """Convert the checkpoint ``src`` into a quantized checkpoint in the directory ``dst``.
 
@@ -59,18 +59,21 @@ def convert(src: str | os.PathLike, dst: str | os.PathLike, scheme: str | None =
     biases, integer tensors, a blocked scheme's non-2-D tensors) are kept and reported, unless a rule
     names them exactly (then it is an error).  ``max_shard_size``: "2GB", "500MiB" or bytes
     (default 5 GB).  ``format``: "quantspec", or "compressed-tensors" (the layout vLLM and transformers
-    load; :mod:`.ctlayout`).  ``dask``: None (this machine's cores), "local:N" (N worker processes
+    load; :mod:`.ctlayout`); None: "compressed-tensors" when the scheme or a rule names a
+    compressed-tensors preset (``W4A16``, ``FP8_BLOCK``, ...: :mod:`.presets`, which only that layout
+    holds), else "quantspec".  ``dask``: None (this machine's cores), "local:N" (N worker processes
     here), a scheduler address or a ``dask.distributed.Client`` (:mod:`.cluster`).
     ``progress``: None (bars on a terminal), True, False, or a callable taking
     :class:`~quantspec.checkpoint.progress.ProgressEvent`.  ``resume``: keep the shards an
     interrupted run of the same conversion finished.
     """
     start = time.perf_counter()
-    if format not in FORMATS:
+    if format is not None and format not in FORMATS:
         raise UnsupportedError("format", "must be 'quantspec' or 'compressed-tensors'", format)
     if not isinstance(resume, bool):
         raise InvalidArgumentError("resume", "must be True or False", resume)
     rules = load_recipe(recipe, scheme, include, exclude)
+    format = layout_for(rules, format)
     size = layout.parse_size(max_shard_size)
     src, dst = local_path(src, "src"), local_path(dst, "dst")
     if dask is not None:
@@ -212,8 +215,14 @@ class _Run:
 
     # -- step 3 ------------------------------------------------------------------------------------
     def _scanned(self, todo) -> list[int]:
-        return [i for sh in todo for i in sh.entries
-                if self.plan.entries[i].scheme != KEEP and SCHEMES[self.plan.entries[i].scheme].granularity == "tensor"]
+        """The entries whose whole-tensor range the conversion of ``todo`` needs first: per-tensor schemes,
+        and NVFP4's global scales (with every fused partner, wherever it is)."""
+        plan = self.plan
+        out = [i for sh in todo for i in sh.entries
+               if plan.entries[i].scheme != KEEP and scans(SCHEMES[plan.entries[i].scheme])]
+        partners = global_sets(plan)
+        extra = sorted({j for i in out for j in partners.get(i, ())} - set(out))
+        return out + extra
 
     def scan_bytes(self, todo) -> int:
         return sum(self.plan.entries[i].source.nbytes for i in self._scanned(todo))
@@ -244,7 +253,7 @@ class _Run:
         targets = {}
         for sh in todo:
             targets[sh.index] = out.create(sh)
-        params = {i: encode.tensor_params(plan.entries[i], *r) for i, r in self.ranges.items()}
+        params = scanned_params(plan, self.ranges)
         left = {sh.index: sum(len(plan.entries[i].slabs()) for i in sh.entries) for sh in todo}
         current = [None]
 
@@ -305,6 +314,59 @@ class _Run:
                 t.rel_rms, t.max_abs = rec["error"]["rel_rms"], rec["error"]["max_abs"]
             rep.tensors.append(t)
         return rep
+
+
+def layout_for(rules, format: str | None) -> str:
+    """The layout of a conversion: ``format``, or (None) compressed-tensors' when the recipe uses a
+    compressed-tensors preset; a preset in quantspec's layout is refused."""
+    used = [n for n in {rules.default} | {s for _, s in rules.rules} if n not in (None, KEEP)]
+    presets = sorted(n for n in used if SCHEMES[n].preset is not None)
+    if format is None:
+        return "compressed-tensors" if presets else "quantspec"
+    if presets and format != "compressed-tensors":
+        raise UnsupportedError("format", f"compressed-tensors presets ({', '.join(presets)}) are written in the "
+                               "compressed-tensors layout only", format)
+    return format
+
+
+def scans(s) -> bool:
+    """Whether a scheme needs its tensor's range before encoding it (per tensor; NVFP4's global scale)."""
+    return s.granularity == "tensor" or (s.preset is not None and s.preset.weights.strategy == "tensor_group")
+
+
+def global_sets(plan: Plan) -> dict[int, list[int]]:
+    """Entry -> the entries whose range its NVFP4 global scale takes (itself and its fused partners
+    under the same preset: q/k/v, gate/up, w1/w3; :func:`quantspec.checkpoint.presets.fused_key`)."""
+    from .presets import fused_key
+
+    chosen = {e.source.name: e for e in plan.entries
+              if e.scheme != KEEP and SCHEMES[e.scheme].preset is not None
+              and SCHEMES[e.scheme].preset.weights.strategy == "tensor_group"}
+    names = set(chosen)
+    sets: dict[str, list[int]] = {}
+    for name, e in chosen.items():
+        key = fused_key(name, names)
+        sets.setdefault(f"{e.scheme}:{key}" if key else f"{e.scheme}:{name}", []).append(e.index)
+    return {i: members for members in sets.values() for i in members}
+
+
+def scanned_params(plan: Plan, ranges: dict[int, list[float]]) -> dict[int, tuple]:
+    """The parameters scanned entries are encoded with: a per-tensor scheme's (scale, zero point);
+    NVFP4's (global scale,) of its fused set's absolute maximum."""
+    from .ctarith import global_scale
+
+    out: dict[int, tuple] = {}
+    sets = global_sets(plan)
+    for i, r in ranges.items():
+        e = plan.entries[i]
+        if i in sets:
+            if any(j not in ranges for j in sets[i]):
+                continue
+            amax = max(max(-min(ranges[j][0], 0.0), max(ranges[j][1], 0.0)) for j in sets[i])
+            out[i] = (float(global_scale(amax, e.source.dtype)),)
+        elif SCHEMES[e.scheme].preset is None:
+            out[i] = encode.tensor_params(e, *r)
+    return out
 
 
 def finish_record(plan: Plan, i: int, rec: dict) -> dict:

@@ -59,6 +59,7 @@ from .._semantics.packing import unpack_codes
 from ..errors import TensorFileError, UnsupportedError
 from ..versions import note_reproducing
 from .layout import OutTensor, QuantspecFormat
+from .presets import args_json, config_group
 from .schemes import KEEP, SCHEMES, CTStorage, Recipe, Scheme
 from .sources import Source, SourceTensor
 
@@ -126,6 +127,18 @@ def _module(name: str) -> str:
     return name[:-len(".weight")]
 
 
+#: the last component of the module names that Hugging Face models give their embedding tables
+EMBEDDING_NAMES = frozenset({"embed_tokens", "embed_positions", "embed_in", "wte", "wpe", "word_embeddings",
+                             "position_embeddings", "token_type_embeddings", "tok_embeddings", "embeddings",
+                             "embedding", "shared", "embed"})
+
+
+def is_embedding(module: str) -> bool:
+    """Whether ``module`` names an embedding table (:data:`EMBEDDING_NAMES`): its weight is indexed by
+    token or position ids, which no loader quantizes as a Linear input."""
+    return module.rpartition(".")[2] in EMBEDDING_NAMES
+
+
 class CompressedTensorsFormat(QuantspecFormat):
     """The ``"compressed-tensors"`` layout (module docstring)."""
 
@@ -136,13 +149,14 @@ class CompressedTensorsFormat(QuantspecFormat):
 
     def __init__(self):
         self._config: dict | None = None
+        self._steps: dict[str, int] = {}         # a preset's tensor -> the rows its slabs are a multiple of
         note_reproducing("compressed-tensors")
 
     # -- planning --------------------------------------------------------------------------------
     def check(self, recipe: Recipe, source: Source) -> None:
         names = {recipe.default} | {s for _, s in recipe.rules}
         for n in sorted(x for x in names if x not in (None, KEEP)):
-            if SCHEMES[n].ct is None:
+            if SCHEMES[n].ct is None and SCHEMES[n].preset is None:
                 s = SCHEMES[n]
                 why = ("its MX formats are not written by quantspec" if s.scale_type == "float8e8m0"
                        else "compressed-tensors has one float8 type, e4m3 (fp8-e4m3, fp8-e4m3-channel)"
@@ -163,6 +177,11 @@ class CompressedTensorsFormat(QuantspecFormat):
     def refuses(self, t: SourceTensor, scheme: Scheme) -> str | None:
         if not t.name.endswith(".weight") or t.name == ".weight":
             return "compressed-tensors quantizes module weights (tensors named MODULE.weight)"
+        if is_embedding(_module(t.name)):
+            return ("an embedding's weight is a lookup table of token (or position) ids, not a Linear weight: "
+                    "compressed-tensors loaders quantize Linear layers")
+        if _module(t.name).rpartition(".")[2].endswith("norm"):
+            return "a normalization layer's weight (compressed-tensors quantizes Linear layers)"
         if len(t.shape) != 2:
             return f"compressed-tensors quantizes 2-D weights (got {len(t.shape)}-D)"
         if scheme.granularity == "block" and t.shape[1] % scheme.block:
@@ -171,6 +190,9 @@ class CompressedTensorsFormat(QuantspecFormat):
         return None
 
     def outputs(self, t: SourceTensor, scheme: str) -> list[OutTensor]:
+        if scheme != KEEP and SCHEMES[scheme].preset is not None:
+            out, self._steps[t.name] = _preset_outputs(t, SCHEMES[scheme].preset)
+            return out
         if scheme == KEEP:
             code = _CODE.get(t.dtype)
             if code is None:
@@ -204,6 +226,9 @@ class CompressedTensorsFormat(QuantspecFormat):
         return out
 
     def row_step(self, outputs: list[OutTensor], t: SourceTensor) -> int:
+        step = self._steps.get(t.name)
+        if step is not None:                             # a preset's: whole blocks, whole packed words
+            return step
         zp = next((o for o in outputs if o.role == "zero_point"), None)
         return 8 if zp is not None and zp.packed else 1       # zero points packed eight rows a word
 
@@ -213,6 +238,8 @@ class CompressedTensorsFormat(QuantspecFormat):
         (or the numpy path) give for the "quantspec" layout: packed codes in ONNX order, the scale
         as float32 (or already as its stored bytes), zero points as stored there."""
         s = SCHEMES[e.scheme]
+        if s.preset is not None:
+            return _preset_place(e, s.preset, r0, r1, arrays)
         rows, cols = e.source.shape
         n = r1 - r0
         out = []
@@ -260,6 +287,12 @@ class CompressedTensorsFormat(QuantspecFormat):
 
     def entry_manifest(self, e, digest: str, stats: str | None = None) -> dict:
         rec = super().entry_manifest(e, digest, stats)
+        if e.scheme != KEEP and SCHEMES[e.scheme].preset is not None:
+            p = SCHEMES[e.scheme].preset
+            rec["layout"] = {"format": p.format, "preset": p.name, "args": args_json(p),
+                             "module": _module(e.source.name),
+                             "tensors": {o.role: o.name for o in e.outputs}}
+            return rec
         if e.scheme != KEEP:
             s = SCHEMES[e.scheme]
             rec["layout"] = {"format": s.ct.format, "args": ct_args(s), "module": _module(e.source.name),
@@ -270,12 +303,16 @@ class CompressedTensorsFormat(QuantspecFormat):
         groups: dict[str, dict] = {}
         order: list[str] = []
         ignore: list[str] = []
+        presets: dict[str, list[str]] = {}
         for e in plan.entries:
             if e.scheme == KEEP:
                 if e.source.name.endswith(".weight") and len(e.source.shape) == 2:
                     ignore.append(_module(e.source.name))
                 continue
             s = SCHEMES[e.scheme]
+            if s.preset is not None:
+                presets.setdefault(s.preset.name, []).append(_module(e.source.name))
+                continue
             fmt, type_, _, _, _ = s.ct
             args = ct_args(s)
             key = json.dumps([fmt, args], sort_keys=True)
@@ -285,18 +322,85 @@ class CompressedTensorsFormat(QuantspecFormat):
                                "output_activations": None, "format": fmt}
                 order.append(key)
             groups[key]["targets"].append(_module(e.source.name))
-        formats = sorted({groups[k]["format"] for k in order})
+        config_groups = {f"group_{i}": groups[k] for i, k in enumerate(order)}
+        for name, modules in presets.items():
+            # one preset alone targets every Linear layer but the ignored ones, as llm-compressor writes
+            # it; beside other groups, each group names its modules
+            only = len(presets) == 1 and not order
+            config_groups[name] = config_group(SCHEMES[name].preset, ["Linear"] if only else modules)
+        formats = sorted({g["format"] for g in config_groups.values()})
         return {
             "quant_method": "compressed-tensors", "format": formats[0] if len(formats) == 1 else "mixed-precision",
             "quantization_status": "compressed", "version": CT_VERSION,
-            "config_groups": {f"group_{i}": groups[k] for i, k in enumerate(order)},
-            "ignore": ignore, "kv_cache_scheme": None, "global_compression_ratio": None,
+            "config_groups": config_groups,
+            "ignore": ignore, "kv_cache_scheme": None, "global_compression_ratio": None, "transform_config": {},
         }
 
     def extra_files(self, plan) -> dict[str, dict]:
         config = dict(self._config or {})
         config["quantization_config"] = self.quantization_config(plan)
         return {self.config_name: config}
+
+
+# -- the presets' outputs ---------------------------------------------------------------------------------
+def _preset_outputs(t: SourceTensor, p) -> tuple[list[OutTensor], int]:
+    """The stored tensors of a preset's weight (:func:`quantspec.checkpoint.presets.encode_weight`), and
+    the number of rows its slabs must be a multiple of (whole 2-D blocks, whole packed words)."""
+    a = p.weights
+    rows, cols = t.shape
+    m = _module(t.name)
+    scode = _CODE[t.dtype]
+    pr, pc = a.param_shape(rows, cols)
+    step = 1
+    out: list[OutTensor] = []
+    if p.format == "pack-quantized":
+        words = math.ceil(cols * a.bits / 32)
+        out.append(OutTensor(m + ".weight_packed", "codes", p.codes, "I32", (rows, words), rows * words * 4))
+        out.append(OutTensor(m + ".weight_scale", "scale", t.dtype, scode, (pr, pc), pr * pc * _ITEM[scode]))
+        if not a.symmetric:
+            zr = math.ceil(rows * a.bits / 32)
+            out.append(OutTensor(m + ".weight_zero_point", "zero_point", "int32", "I32", (zr, pc), zr * pc * 4))
+            step = 32 // math.gcd(32, a.bits)        # zero points pack whole words along the rows
+        out.append(OutTensor(m + ".weight_shape", "shape", "int64", "I64", (2,), 16))
+    elif p.format in ("int-quantized", "float-quantized"):
+        code = "I8" if a.type == "int" else "F8_E4M3"
+        out.append(OutTensor(m + ".weight", "codes", p.codes, code, (rows, cols), rows * cols))
+        out.append(OutTensor(m + ".weight_scale", "scale", t.dtype, scode, (pr, pc), pr * pc * _ITEM[scode]))
+        if a.strategy == "block":
+            step = a.block[0]
+    else:                                            # the float4 formats
+        out.append(OutTensor(m + ".weight_packed", "codes", p.codes, "U8", (rows, cols // 2), rows * cols // 2))
+        if p.format == "nvfp4-pack-quantized":
+            out.append(OutTensor(m + ".weight_scale", "scale", "float8e4m3fn", "F8_E4M3", (pr, pc), pr * pc))
+            out.append(OutTensor(m + ".weight_global_scale", "global_scale", "float", "F32", (1,), 4))
+        else:
+            out.append(OutTensor(m + ".weight_scale", "scale", "uint8", "U8", (pr, pc), pr * pc))
+    return out, step
+
+
+def _preset_place(e, p, r0: int, r1: int, arrays: dict[str, np.ndarray]) -> list[tuple[str, int, np.ndarray]]:
+    """(role, offset in the file, bytes) of each of a preset's outputs for rows ``[r0, r1)``: ``arrays``
+    holds the slab's stored tensors by role (:func:`quantspec.checkpoint.presets.encode_weight`)."""
+    rows = e.source.shape[0]
+    a = p.weights
+    out = []
+    for o in e.outputs:
+        if o.role not in arrays:
+            continue
+        data = np.ascontiguousarray(arrays[o.role]).reshape(-1).view(np.uint8)
+        if o.role in ("shape", "global_scale"):
+            if r0 == 0:
+                out.append((o.role, o.offset, data))
+            continue
+        if o.role == "scale" and a.strategy == "block":
+            first = r0 // a.block[0]
+        elif o.role == "zero_point":
+            first = r0 * a.bits // 32
+        else:
+            first = r0
+        row_bytes = o.nbytes // o.shape[0]
+        out.append((o.role, o.offset + first * row_bytes, data))
+    return out
 
 
 def _scale_bytes(data: np.ndarray, o: OutTensor, count: int) -> np.ndarray:

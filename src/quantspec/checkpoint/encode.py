@@ -228,7 +228,43 @@ def compute(task: Task, raw: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarr
     the thread's next task."""
     e = task.entry
     rows, cols = task.r1 - task.r0, e.cols
+    s = SCHEMES[e.scheme]
+    if s.preset is not None:
+        return encode_preset(s, e.source.dtype, raw, rows, cols, task.params)
     return _encode_fast(e, task, raw, rows, cols) if jit.enabled() else _encode_reference(e, task, raw, rows, cols)
+
+
+def encode_preset(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params: tuple | None
+                  ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A compressed-tensors preset's outputs of a slab (:func:`quantspec.checkpoint.presets.encode_weight`,
+    by role: codes, scale, zero_point, shape, global_scale) and its error sums against compressed-tensors'
+    decompression; ``params``: ``(global scale,)`` for NVFP4."""
+    from . import ctarith
+
+    x = _as_float32(raw, dtype, rows, cols)
+    stats = np.zeros(4)
+    stats[3] = -1
+    finite = np.isfinite(x).all(axis=1)
+    if not finite.all():
+        stats[3] = int(np.argmin(finite))
+        return stats, {}
+    p = s.preset
+    g = np.float32(params[0]) if params else None
+    tensors, (c, scale, zp) = _presets().encode_weight(p, x, dtype, g, parts=True)
+    dq = ctarith.dequantize(c, scale, zp, p.weights, dtype, g)
+    x64 = x.astype(np.float64)
+    d = x64 - dq.astype(np.float64)
+    stats[:3] = (_ordered_sum(d * d), _ordered_sum(x64 * x64),
+                 float(np.abs(x - dq).max()) if d.size else 0.0)
+    roles = {"weight_packed": "codes", "weight": "codes", "weight_scale": "scale", "weight_zero_point": "zero_point",
+             "weight_shape": "shape", "weight_global_scale": "global_scale"}
+    return stats, {roles[k]: v for k, v in tensors.items()}
+
+
+def _presets():
+    from . import presets
+
+    return presets
 
 
 def _check_finite(e: Entry, task: Task, bad: float) -> None:
@@ -311,6 +347,9 @@ def encode_rows(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, pa
     [sum (x-dq)^2, sum x^2, max |x-dq|, first row holding NaN or infinity or -1] (then ``outputs`` is
     empty).  ``name`` and ``path`` name the tensor in errors.  The fast kernels, or the reference path
     when the fast path is off."""
+    if s.preset is not None:
+        stats, outputs = encode_preset(s, dtype, raw, rows, cols, params)
+        return outputs, stats
     impl = _fast_outputs if jit.enabled() else _reference_outputs
     stats, outputs = impl(s, dtype, raw, rows, cols, params, name, path, 0, "float")
     return outputs, stats

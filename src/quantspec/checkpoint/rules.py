@@ -45,7 +45,7 @@ from ..errors import RangeError
 Scheme = Any
 
 __all__ = ["ParamRule", "CodesRule", "Slab", "ORT_INT", "ORT_NBITS", "AMAX", "MX", "LITERT", "ONNX", "ORT_NBITS_CODES",
-           "LITERT_CODES", "PARAM_RULES", "CODES_RULES", "ort_int_params", "amax_scale", "mx_exponents", "ranges",
+           "LITERT_CODES", "CT_CODES", "CT_PRESET", "PARAM_RULES", "CODES_RULES", "ort_int_params", "amax_scale", "mx_exponents", "ranges",
            "blocks", "expand"]
 
 _TINY32 = np.finfo(np.float32).tiny
@@ -443,6 +443,38 @@ class LiteRTCodes(CodesRule):
         return quantize_weights(x, QuantParams(scale, np.zeros(scale.size, np.int64), 0))[:rows]
 
 
-ONNX, ORT_NBITS_CODES, LITERT_CODES = OnnxCodes(), NBitsCodes(), LiteRTCodes()
+class CTCodes(CodesRule):
+    """``compressed-tensors``: compressed-tensors' ``quantize`` (:mod:`quantspec.checkpoint.ctarith`):
+    the quotient rounded to the weight's type, then rounded half to even (int) or converted (float)."""
+
+    name, text, spec, divides = "compressed-tensors", "compressed-tensors (`x / scale` in the weight's type)", "onnx", True
+
+    def codes(self, codes_type, x, scale, zero_point, attrs):
+        raise NotImplementedError("compressed-tensors presets compute their codes with their parameters "
+                                  "(quantspec.checkpoint.ctarith)")
+
+
+ONNX, ORT_NBITS_CODES, LITERT_CODES, CT_CODES = OnnxCodes(), NBitsCodes(), LiteRTCodes(), CTCodes()
 #: the built-in codes rules, by name
-CODES_RULES: dict[str, CodesRule] = {r.name: r for r in (ONNX, ORT_NBITS_CODES, LITERT_CODES)}
+CODES_RULES: dict[str, CodesRule] = {r.name: r for r in (ONNX, ORT_NBITS_CODES, LITERT_CODES, CT_CODES)}
+
+
+class CTPreset(ParamRule):
+    """``compressed-tensors``: a compressed-tensors preset's parameters as llm-compressor's min-max
+    observer computes them (:mod:`quantspec.checkpoint.ctarith`; the preset is the scheme's
+    ``preset``).  Presets encode whole slabs themselves (:func:`quantspec.checkpoint.presets.encode_weight`),
+    not through :meth:`compute`."""
+
+    name, text = "compressed-tensors", "compressed-tensors / llm-compressor"
+
+    def compute(self, s, x):
+        raise NotImplementedError("compressed-tensors presets compute their parameters with their codes")
+
+    def refuses(self, s, shape):
+        if len(shape) != 2:
+            return f"{s.name} takes 2-D weights (got {len(shape)}-D)"
+        return s.preset.weights.takes(*shape)
+
+
+CT_PRESET = CTPreset()
+PARAM_RULES[CT_PRESET.name] = CT_PRESET

@@ -57,10 +57,11 @@ from typing import Any, NamedTuple
 
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
-from .rules import (AMAX, CODES_RULES, LITERT, LITERT_CODES, MX, ONNX, ORT_INT, ORT_NBITS, ORT_NBITS_CODES, CodesRule,
-                    ParamRule)
+from .presets import PRESETS
+from .rules import (AMAX, CODES_RULES, CT_CODES, CT_PRESET, LITERT, LITERT_CODES, MX, ONNX, ORT_INT, ORT_NBITS,
+                    ORT_NBITS_CODES, CodesRule, ParamRule)
 
-__all__ = ["Scheme", "SCHEMES", "KEEP", "scheme", "register", "unregister", "codes_rule", "CTStorage", "Assignment",
+__all__ = ["Scheme", "SCHEMES", "PRESET_SCHEMES", "KEEP", "scheme", "register", "unregister", "codes_rule", "CTStorage", "Assignment",
            "Recipe", "load_recipe", "QUANTIZABLE"]
 
 KEEP = "keep"
@@ -109,6 +110,7 @@ class Scheme:
     emax: int = 0              # mx: exponent of the element type's largest normal value
     scale_shift: int = 0       # mx: the stored scale is X * 2**scale_shift (MXINT8: -6)
     ct: CTStorage | None = None  # how compressed-tensors stores it (None: that layout cannot)
+    preset: Any = None         # a compressed-tensors preset (:mod:`.presets`): its own arithmetic and layout
 
     @property
     def params(self) -> str:
@@ -188,7 +190,39 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
            "quantspec.litert.weight_params / quantize_weights (the TFLite converter's weights)",
            ct=_ct_int8("channel", True)),
 )}
-_BUILTIN = frozenset(SCHEMES)
+
+
+def _preset(p) -> Scheme:
+    a = p.weights
+    gran = "channel" if a.strategy == "channel" else "block"
+    block = a.group if a.strategy in ("group", "tensor_group") else a.block[1] if a.strategy == "block" else 0
+    scale = {None: "float", "float8e4m3fn": "float8e4m3fn", "uint8": "float8e8m0"}[a.scale_dtype]
+    return Scheme(p.name, p.codes, gran, block, not a.symmetric, CT_PRESET, CT_CODES, scale, 0,
+                  f"llm-compressor model_free_ptq, preset {p.name} (compressed-tensors {p.format})", ranks=(2,),
+                  preset=p)
+
+
+#: the compressed-tensors presets as schemes, under their names (upper case; :func:`scheme` takes any
+#: case); ``SCHEMES[name]`` finds them too, but iterating :data:`SCHEMES` gives quantspec's own schemes
+PRESET_SCHEMES: dict[str, Scheme] = {name: _preset(p) for name, p in PRESETS.items() if name == p.name}
+
+
+class _Schemes(dict):
+    """quantspec's schemes by name (iteration, ``len``); a preset's name is looked up in
+    :data:`PRESET_SCHEMES` (``SCHEMES[name]``, ``get``, ``in``)."""
+
+    def __missing__(self, name):
+        return PRESET_SCHEMES[name]
+
+    def get(self, name, default=None):
+        return dict.get(self, name, PRESET_SCHEMES.get(name, default) if isinstance(name, str) else default)
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and name in PRESET_SCHEMES)
+
+
+SCHEMES = _Schemes(SCHEMES)
+_BUILTIN = frozenset(SCHEMES) | frozenset(PRESET_SCHEMES)
 
 
 def register(s: Scheme, *, replace: bool = False) -> Scheme:
@@ -249,9 +283,11 @@ def table_markdown() -> str:
 
 
 def scheme(name: Any, argument: str = "scheme") -> Scheme:
-    """The scheme called ``name``."""
+    """The scheme called ``name`` (a compressed-tensors preset's name in any case)."""
     if isinstance(name, Scheme):
         return name
+    if isinstance(name, str) and name not in SCHEMES and name.upper() in PRESETS:
+        return SCHEMES[PRESETS[name.upper()].name]
     if not isinstance(name, str) or name not in SCHEMES:
         raise InvalidArgumentError(argument, "must name a scheme: " + ", ".join(SCHEMES), name)
     return SCHEMES[name]
