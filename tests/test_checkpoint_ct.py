@@ -269,7 +269,8 @@ def test_the_command_line_writes_the_layout(sources, tmp_path, capsys):
     assert rep.resumed == rep.shards
     checkpoint.convert(src, tmp_path / "o", "int8", progress=False)
     assert checkpoint.open(tmp_path / "o").layout == "quantspec"
-    assert not (tmp_path / "o" / "config.json").exists()
+    # the quantspec layout copies the source's config.json unchanged: no quantization_config
+    assert (tmp_path / "o" / "config.json").read_bytes() == (src / "config.json").read_bytes()
     shutil.rmtree(tmp_path / "o")
 
 

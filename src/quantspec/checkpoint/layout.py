@@ -18,6 +18,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -29,26 +30,36 @@ from .schemes import KEEP, SCHEMES, Recipe, Scheme
 from .sources import Source, SourceTensor
 
 __all__ = ["OutTensor", "Entry", "Shard", "Plan", "plan", "parse_size", "QuantspecFormat", "SLAB_BYTES",
-           "DEFAULT_MAX_SHARD_SIZE", "DIGEST_PLACEHOLDER", "FORMAT_VERSION"]
+           "DEFAULT_MAX_SHARD_SIZE", "DIGEST_PLACEHOLDER", "FORMAT_VERSION", "CARRIED"]
 
 #: source bytes per slab (about; a multiple of the rows that keep packed outputs byte-aligned)
 SLAB_BYTES = 16 << 20
 #: the default largest shard (data bytes), as ``save_pretrained`` writes them
 DEFAULT_MAX_SHARD_SIZE = 5 * 10 ** 9
-#: the version of the file layout and of the rules the converter follows (part of every plan's fingerprint)
-FORMAT_VERSION = 2
+#: the version of the file layout and of the rules the converter follows (part of every plan's fingerprint).
+#: 3: bfloat16 and float8 tensors stored as BF16, F8_E4M3, F8_E5M2 (kept float8e8m0: F8_E8M0); version 2 stored
+#: them as U16 / U8 bit patterns recorded as ``quantspec.dtype.NAME`` (still read)
+FORMAT_VERSION = 3
 DIGEST_PLACEHOLDER = "xxh64:" + "0" * 16
 STATS_PLACEHOLDER = format_stats((0.0, 0.0, 0.0))
 
-# a quantspec type stored in safetensors as (dtype code, typed view recorded in metadata)
+# a quantspec type stored in safetensors as (dtype code, typed view recorded in metadata): the
+# safetensors dtype of the type where safetensors, torch and transformers all read it; float8e8m0
+# (the MX scales) as U8 bit patterns, since ``safetensors.torch.load``, older safetensors releases and
+# many other readers do not know F8_E8M0 (and one tensor they cannot read makes the whole shard
+# unreadable to them)
 _STORE = {
     "float": ("F32", False), "float16": ("F16", False), "double": ("F64", False), "bool": ("BOOL", False),
     "int8": ("I8", False), "uint8": ("U8", False), "int16": ("I16", False), "uint16": ("U16", False),
     "int32": ("I32", False), "int64": ("I64", False),
-    "bfloat16": ("U16", True), "float8e4m3fn": ("U8", True), "float8e5m2": ("U8", True),
+    "bfloat16": ("BF16", False), "float8e4m3fn": ("F8_E4M3", False), "float8e5m2": ("F8_E5M2", False),
     "float8e8m0": ("U8", True),
 }
+#: kept tensors keep their source's safetensors dtype where it has one that ``_STORE`` does not use
+_KEPT = {"float8e8m0": "F8_E8M0"}
 _EXTRA_CODES = {"<u4": "U32", "<u8": "U64"}
+#: the files beside a source's shards that the layouts copy into the output (when the source has them)
+CARRIED = ("config.json", "generation_config.json")
 
 
 @dataclass
@@ -125,6 +136,8 @@ class Plan:
     max_shard_size: int
     fingerprint: str = ""
     shard_fingerprints: list[str] = field(default_factory=list)
+    #: the source's files copied beside the shards (:data:`CARRIED`): name -> bytes
+    carried: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def bytes_in(self) -> int:
@@ -165,16 +178,17 @@ def parse_size(value: Any, argument: str = "max_shard_size") -> int:
 class QuantspecFormat:
     """The ``"quantspec"`` layout: codes under the source tensor's name, ``NAME_scale`` and
     ``NAME_zero_point`` beside them; sub-byte codes packed in ONNX ``raw_data`` order, stored as U8
-    bytes (1-D); float8 codes and float8e8m0 scales as U8 bit patterns, kept bfloat16 tensors as U16
-    bit patterns (each recorded as ``quantspec.dtype.NAME`` in the shard's metadata); shards
-    ``model-00001-of-0000N.safetensors``, the index ``model.safetensors.index.json``, the manifest
-    ``quantspec.json``."""
+    bytes (1-D); bfloat16 and float8 tensors (kept tensors, float8 codes) as BF16, F8_E4M3 and F8_E5M2,
+    float8e8m0 scales as U8 bit patterns (recorded as ``quantspec.dtype.NAME`` in the shard's
+    metadata); shards ``model-00001-of-0000N.safetensors``, the index ``model.safetensors.index.json``,
+    the manifest ``quantspec.json``, and the source's ``config.json`` and ``generation_config.json``
+    copied unchanged (:meth:`extra_files`)."""
 
     name = "quantspec"
     index_name = "model.safetensors.index.json"
     manifest_name = "quantspec.json"
-    #: files beside the shards that the format writes (besides the index and the manifest)
-    extra_names: tuple[str, ...] = ()
+    #: files beside the shards that the format may write (besides the index and the manifest)
+    extra_names: tuple[str, ...] = CARRIED
 
     def check(self, recipe: Recipe, source: Source) -> None:
         """Refuse, before planning, what this format cannot write (every scheme is written here)."""
@@ -196,9 +210,29 @@ class QuantspecFormat:
         meta = header.get("__metadata__", {})
         return isinstance(meta, dict) and meta.get("format") == "quantspec"
 
-    def extra_files(self, plan: "Plan") -> dict[str, dict]:
-        """JSON files beside the shards: name -> content."""
-        return {}
+    def extra_files(self, plan: "Plan") -> dict[str, dict | bytes]:
+        """The files beside the shards besides the index and the manifest: name -> content (a dict:
+        written as JSON; bytes: written as they are).  Here the files of :data:`CARRIED` the source
+        has beside its shards, unchanged (read when the plan was made: :attr:`Plan.carried`); a
+        layout that rewrites one of them starts from this (``super().extra_files(plan)``) and
+        replaces its entry."""
+        return dict(plan.carried)
+
+    def carried(self, source: Source) -> dict[str, bytes]:
+        """The files of :data:`CARRIED` beside the shards of a safetensors ``source``: name -> bytes."""
+        out: dict[str, bytes] = {}
+        if source.kind != "safetensors":
+            return out
+        for name in CARRIED:
+            path = Path(source.root) / name
+            if not path.is_file():
+                continue
+            try:
+                out[name] = path.read_bytes()
+            except OSError as e:
+                raise TensorFileError("src", f"has a {name} that cannot be read", str(path),
+                                      detail=e.strerror or str(e)) from None
+        return out
 
     @staticmethod
     def shard_name(i: int, n: int) -> str:
@@ -233,6 +267,8 @@ class QuantspecFormat:
         if q is not None and q.is_packed:
             nbytes = packed_size(count, q.bits)
             return OutTensor(name, role, type_, "U8", (nbytes,), nbytes, True, False, bits=q.bits)
+        if q is not None and role == "data" and q.name in _KEPT:
+            return OutTensor(name, role, type_, _KEPT[q.name], tuple(shape), count * q.dtype.itemsize, bits=q.bits)
         if q is not None and q.name in _STORE:
             code, typed = _STORE[q.name]
             return OutTensor(name, role, type_, code, tuple(shape), count * q.dtype.itemsize, False, typed, bits=q.bits)
@@ -391,7 +427,7 @@ def plan(source: Source, recipe: Recipe, max_shard_size: int, fmt: QuantspecForm
         groups[-1].append(e.index)
         size += n
     shards = [Shard(k, fmt.shard_name(k, len(groups)), g) for k, g in enumerate(groups)]
-    p = Plan(source, recipe, entries, shards, fmt, slab_bytes, max_shard_size)
+    p = Plan(source, recipe, entries, shards, fmt, slab_bytes, max_shard_size, carried=fmt.carried(source))
     for sh in shards:
         for i in sh.entries:
             entries[i].shard = sh.index

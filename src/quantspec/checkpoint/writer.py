@@ -4,12 +4,22 @@
   (``posix_fallocate``: a disk too small fails here, before any data is computed), filled by the
   tasks at their planned offsets, then given its final header (with the source digests), flushed,
   ``fsync``'ed and renamed to ``.NAME.done``.
-- When every shard is done, each ``.done`` file is renamed to its final name, and the index and the
-  manifest are written (temporary name, ``fsync``, rename).  ``DST`` therefore holds a finished
-  checkpoint or none: an interrupted run (Ctrl-C, ``kill -9``, a full disk) leaves only dot-files.
+- When every shard is done, :meth:`Output.commit` publishes the checkpoint in two steps.  First every
+  other file (the index, the manifest, the source's ``config.json`` / ``generation_config.json``) is
+  written in full to a temporary name (``.NAME.tmp``) and ``fsync``'ed: everything that needs room on
+  the disk is written here, and a failure leaves only dot-files.  Then renames only: the files of an
+  earlier conversion that are about to be replaced go aside (``.NAME.old``; its manifest and index
+  first), the ``.done`` shards take their final names, then the other files, the manifest last; the
+  directory is ``fsync``'ed.  An error in any of these steps (a full disk included) undoes the renames
+  already made, newest first, so that ``DST`` holds what it held before; the ``.done`` shards stay
+  for the next run.  Only once everything is in place are the set-aside files and the earlier
+  conversion's files this one no longer has removed.
 - Rerunning the same conversion keeps each ``.done`` (or final) shard whose header records the same
   plan and whose recorded source digests equal the source's (:func:`finished`), and recomputes the
   others.  A run holds ``DST/.quantspec.lock`` (``flock``) so that two runs never write one directory.
+
+Every error writing ``DST`` is a :class:`~quantspec.errors.TensorFileError` that keeps the finished
+shards (``keeps_finished``): a rerun after the cause is fixed (space freed) resumes from them.
 """
 
 from __future__ import annotations
@@ -19,16 +29,31 @@ import errno
 import json
 import os
 import struct
-import tempfile
 from pathlib import Path
 
 from ..errors import TensorFileError
-from .layout import Plan, Shard
+from .layout import CARRIED, Plan, Shard
 
-__all__ = ["Output", "PARTIAL", "DONE"]
+__all__ = ["Output", "PARTIAL", "DONE", "OLD"]
 
-PARTIAL, DONE = ".partial", ".done"
+PARTIAL, DONE, OLD, TMP = ".partial", ".done", ".old", ".tmp"
 LOCK = ".quantspec.lock"
+_SPACE = (errno.ENOSPC, errno.EDQUOT)
+#: what an ``fsync`` of a directory answers on file systems that do not do it (not a failure)
+_NO_DIR_SYNC = (errno.EINVAL, errno.EBADF, errno.EACCES, getattr(errno, "ENOTSUP", errno.EINVAL),
+                getattr(errno, "EOPNOTSUPP", errno.EINVAL))
+
+
+def _write_error(e: OSError, what: str, path, left: str) -> TensorFileError:
+    """The error of a failed write to ``DST`` (``what``: the step, ``left``: what it left): it keeps
+    the shards finished before (``keeps_finished``) for the next run, and says how to go on."""
+    space = e.errno in _SPACE
+    rule = f"ran out of space {what}" if space else f"could not be written {what}"
+    again = ("free some space and run the same conversion again" if space
+             else "run the same conversion again once the cause is fixed")
+    err = TensorFileError("dst", f"{rule}; {left}: {again}", str(path), detail=e.strerror or str(e))
+    err.keeps_finished = True
+    return err
 
 
 def _hidden(name: str, suffix: str) -> str:
@@ -46,7 +71,6 @@ class Output:
     # -- the directory ----------------------------------------------------------------------------
     def open(self) -> None:
         """Create ``DST`` (it must be empty or hold an earlier conversion's files) and lock it."""
-        fmt = self.plan.format
         if self.dir.exists() and not self.dir.is_dir():
             raise TensorFileError("dst", "must be a directory (it is created when missing)", str(self.dir))
         try:
@@ -86,18 +110,37 @@ class Output:
             self._lock = None
 
     def _ours(self) -> set[str]:
-        """The names an earlier quantspec conversion left in ``DST`` (from its index)."""
+        """The names an earlier quantspec conversion left in ``DST`` (from its index), and those this
+        one writes.  The copies of the source's files (``config.json``, ...) count only beside
+        another sign of a conversion (its manifest, index, shards or hidden files): a directory that
+        holds nothing but a ``config.json`` is someone else's."""
         fmt = self.plan.format
-        names = {fmt.index_name, fmt.manifest_name, *fmt.extra_names}
+        names = {fmt.index_name, fmt.manifest_name}
         with contextlib.suppress(Exception):
             index = json.loads((self.dir / fmt.index_name).read_text())
-            names.update(index["weight_map"].values())
-        with contextlib.suppress(Exception):         # an earlier conversion to another layout, and its files
-            earlier = json.loads((self.dir / fmt.manifest_name).read_text())["format"]
-            if earlier == "compressed-tensors":
-                names.add("config.json")
+            names.update(v for v in index["weight_map"].values() if isinstance(v, str) and Path(v).name == v)
         names.update(sh.name for sh in self.plan.shards)
+        if self._converted(names):
+            names.update(CARRIED)
+            names.update(fmt.extra_names)
         return names
+
+    def _converted(self, names: set[str]) -> bool:
+        """Whether ``DST`` holds a sign of a quantspec conversion (finished or not)."""
+        try:
+            entries = list(self.dir.iterdir())
+        except OSError:
+            return False
+        for p in entries:
+            if p.name.startswith("."):
+                if p.name.endswith((DONE, OLD, PARTIAL)):
+                    return True
+            elif p.name.endswith(".safetensors"):
+                if self._is_ours(p):
+                    return True
+            elif p.name in names:                    # the index or the manifest
+                return True
+        return False
 
     def _is_ours(self, path: Path) -> bool:
         header = read_header(path)
@@ -169,33 +212,94 @@ class Output:
                 os.close(fd)
             os.replace(path, self.done(sh))
         except OSError as e:
-            raise TensorFileError("dst", "could not be written", str(path), detail=e.strerror or str(e)) from None
+            raise _write_error(e, f"finishing shard {sh.name}", path,
+                               "the shards finished before it are kept for the next run") from None
 
     def commit(self, manifest: dict) -> None:
-        """Every shard is done: final names, then the index and the manifest, then stale files away."""
+        """Every shard is done: publish the checkpoint (module docstring).  Any ``OSError`` on the way
+        leaves ``DST`` as it was (the renames made are undone) but for the ``.done`` shards and raises
+        a :class:`~quantspec.errors.TensorFileError` that keeps them."""
         fmt = self.plan.format
         old = self._ours()
-        try:
-            for sh in self.plan.shards:
-                if self.done(sh).exists() or not self.final(sh).exists():   # else: kept where it was
-                    os.replace(self.done(sh), self.final(sh))
-            _atomic_json(self.dir / fmt.index_name, fmt.index(self.plan))
-            for name, content in fmt.extra_files(self.plan).items():
-                _atomic_json(self.dir / name, content)
-            _atomic_json(self.dir / fmt.manifest_name, manifest)
+        files = dict(fmt.extra_files(self.plan))
+        files[fmt.index_name] = fmt.index(self.plan)
+        files[fmt.manifest_name] = manifest              # last: its arrival completes the checkpoint
+        for sh in self.plan.shards:
+            if not self.done(sh).exists() and not self.final(sh).exists():
+                err = TensorFileError("dst", f"lost shard {sh.name} before the conversion was committed (neither "
+                                      f"{self.done(sh).name} nor {sh.name} is there)", str(self.dir))
+                err.keeps_finished = True
+                raise err
+        staged: list[tuple[str, Path]] = []
+        try:                                             # 1. everything that needs room, under temporary names
+            for name, content in files.items():
+                tmp = self.dir / _hidden(name, TMP)
+                staged.append((name, tmp))
+                _write_file(tmp, content)
         except OSError as e:
-            raise TensorFileError("dst", "could not be written", str(self.dir), detail=e.strerror or str(e)) from None
-        keep = {fmt.index_name, fmt.manifest_name, *fmt.extra_names} | {sh.name for sh in self.plan.shards}
-        for name in old - keep:
+            for _, tmp in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            raise _write_error(e, "while writing the finished checkpoint's files", self.dir,
+                               "nothing was placed under a final name, and the finished shards are kept") from None
+        moves: list[tuple[Path, Path]] = []             # renames made, to undo newest first
+        replaced = [n for n in (fmt.manifest_name, fmt.index_name) if n in files]
+        replaced += [n for n in files if n not in replaced]
+        replaced += [sh.name for sh in self.plan.shards if self.done(sh).exists()]
+        try:                                             # 2. renames only
+            for name in replaced:                        # what an earlier conversion holds under these names
+                if os.path.lexists(self.dir / name):
+                    self._move(self.dir / name, self.dir / _hidden(name, OLD), moves)
+            for sh in self.plan.shards:                  # a shard without .done is kept where it is
+                if self.done(sh).exists():
+                    self._move(self.done(sh), self.final(sh), moves)
+            for name, tmp in staged:
+                self._move(tmp, self.dir / name, moves)
+            _fsync_dir(self.dir, strict=True)
+        except OSError as e:
+            failed = []
+            for src, dst in reversed(moves):
+                try:
+                    os.replace(dst, src)
+                except OSError:
+                    failed.append(dst.name)
+            for _, tmp in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            _fsync_dir(self.dir)
+            if failed:
+                left = ("undoing the renames failed too, so the directory may hold part of the new checkpoint under "
+                        f"final names ({', '.join(sorted(failed))}); the finished shards are kept")
+            else:
+                left = "the directory holds what it held before, and the finished shards are kept"
+            raise _write_error(e, "while placing the finished checkpoint under its final names", self.dir,
+                               left) from None
+        # 3. committed: what was set aside, and the earlier conversion's files this one does not have
+        keep = set(files) | {sh.name for sh in self.plan.shards}
+        for name in sorted(old - keep):
             with contextlib.suppress(OSError):
-                (self.dir / name).unlink()
+                os.unlink(self.dir / name)
+        self._remove_set_aside(old | keep)
         _fsync_dir(self.dir)
+
+    @staticmethod
+    def _move(src: Path, dst: Path, moves: list[tuple[Path, Path]]) -> None:
+        os.replace(src, dst)
+        moves.append((src, dst))
+
+    def _remove_set_aside(self, names: set[str]) -> None:
+        """Remove the files a commit set aside (``.NAME.old``), those of a run killed mid-commit too."""
+        for p in self.dir.glob(".*" + OLD):
+            inner = p.name[1:-len(OLD)]
+            if inner in names or inner in CARRIED or inner.endswith(".safetensors"):
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
 
     def clean(self, keep_done: bool = True) -> None:
         """Remove the temporary files of this or an earlier interrupted run (``.done`` shards too
         unless ``keep_done``)."""
         for p in self.dir.glob(".*"):
-            if p.name.endswith(PARTIAL) or p.name.endswith(".tmp") or (not keep_done and p.name.endswith(DONE)):
+            if p.name.endswith(PARTIAL) or p.name.endswith(TMP) or (not keep_done and p.name.endswith(DONE)):
                 with contextlib.suppress(OSError):
                     p.unlink()
 
@@ -226,26 +330,45 @@ def read_header(path: str | os.PathLike) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _atomic_json(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _write_file(path: Path, content: dict | bytes) -> None:
+    """Write ``content`` (a dict: as JSON) to ``path`` in full and ``fsync`` it; on an error the file
+    is removed and the ``OSError`` raised.  Only ``os`` calls (``open``, ``fchmod``, ``write``,
+    ``fsync``, ``close``), so that each step can fail and be seen to fail."""
+    data = content if isinstance(content, bytes) else (json.dumps(content, indent=1) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o644)             # readable by all, whatever the umask
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(path)
         raise
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError, AttributeError):
+def _fsync_dir(path: Path, strict: bool = False) -> None:
+    """Make the renames in ``path`` durable.  ``strict``: an error of the ``fsync`` itself is raised
+    (not one that says the file system does not sync directories)."""
+    try:
         fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
+    except AttributeError:               # pragma: no cover - not POSIX
+        return
+    except OSError as e:
+        if strict and e.errno not in _NO_DIR_SYNC:
+            raise
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if strict and e.errno not in _NO_DIR_SYNC:
+            raise
+    finally:
+        with contextlib.suppress(OSError):
             os.close(fd)
