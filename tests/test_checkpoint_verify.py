@@ -302,17 +302,23 @@ def test_unreadable_or_damaged_input_exits_2_with_one_line(corpus, tmp_path, cap
         checkpoint.verify(src, bad)
 
 
-def test_a_checkpoint_of_another_tool_needs_params_from_dst(ct_corpus, tmp_path):
+def test_a_checkpoint_of_another_tool_is_checked_by_compressed_tensors_arithmetic(ct_corpus, tmp_path):
     src, _ = ct_corpus
     out = _converted(src, "compressed-tensors", "int8", tmp_path.parent / "verify-out")
     foreign = tmp_path / "foreign"
     shutil.copytree(out, foreign)
     (foreign / "quantspec.json").unlink()                        # as another tool writes it: no manifest
-    with pytest.raises(InvalidArgumentError, match="params_from_dst"):
-        checkpoint.verify(src, foreign)
-    rep = checkpoint.verify(src, foreign, params_from_dst=True)
-    assert rep.ok and rep.layout == "compressed-tensors"
-    assert rep[NAME].scheme.startswith("compressed-tensors: int-quantized int8 channel symmetric")
+    # by default: compressed-tensors' own arithmetic (its int8 channel scale is amax / 127.5, rounded to
+    # the weight's type; onnxruntime's, which the int8 scheme follows, is amax / 127)
+    rep = checkpoint.verify(src, foreign)
+    assert not rep.ok and rep.rule == "compressed-tensors" and rep[NAME].scale_differing
+    assert "rule compressed-tensors" in rep.summary()
+    with pytest.raises(InvalidArgumentError, match="scheme needs the manifest"):
+        checkpoint.verify(src, foreign, rule="scheme")
+    for kw in ({"params_from_dst": True}, {"rule": "quantizelinear"}):
+        rep = checkpoint.verify(src, foreign, **kw)
+        assert rep.ok and rep.layout == "compressed-tensors" and "rule quantizelinear" in rep.summary()
+        assert rep[NAME].scheme.startswith("compressed-tensors: int-quantized int8 channel symmetric")
 
 
 def test_verify_on_a_dask_cluster(corpus, tmp_path):
@@ -445,7 +451,7 @@ def test_the_description_of_the_run_is_checked(fmt, tmp_path):
         ["quantspec.json: its recipe is damaged (recipe: is not a recipe's description (got 'int8'))"]
     assert damaged(lambda m: m.__setitem__("slab_bytes", -1)) == ["quantspec.json: its slab_bytes is damaged (-1)"]
     assert damaged(lambda m: m.__setitem__("version", "2")) == \
-        ["quantspec.json: its format version is '2' (this quantspec writes 2)"]
+        [f"quantspec.json: its format version is '2' (this quantspec writes {layout.FORMAT_VERSION})"]
     assert damaged(None, index=lambda ix: ix["metadata"].__setitem__("total_size", ix["metadata"]["total_size"] + 1)) \
         == ["model.safetensors.index.json: is not the index convert writes for these shards"]
     assert damaged(lambda m: m["source"].__setitem__("path", "/elsewhere")) == []   # where SRC was: not checked
@@ -522,8 +528,8 @@ def test_a_shard_header_is_the_one_convert_writes(fmt, tmp_path):
     hlen = struct.unpack("<Q", pristine[:8])[0]
     value = b'"format":"quantspec"' if fmt == "quantspec" else b'"quantspec.format":"compressed-tensors"'
     damages = [(value, value.replace(b'"q', b'"Q', 1).replace(b':"c', b':"C'))]
-    if fmt == "quantspec":                             # fp8 codes stored as bytes: their type in the metadata
-        damages.append((b'"quantspec.dtype.b.weight"', b'"quantspec.dtypeXb.weight"'))
+    if fmt == "quantspec":                             # the fp8 codes' stored dtype: the same bytes, another type
+        damages.append((b'"b.weight":{"dtype":"F8_E4M3"', b'"b.weight":{"dtype":"F8_E5M2"'))
     for old, new in damages:
         k = pristine.index(old, 8, 8 + hlen)
         shard.write_bytes(pristine[:k] + new + pristine[k + len(old):])

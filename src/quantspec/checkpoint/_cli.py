@@ -80,12 +80,20 @@ def verify_parser() -> argparse.ArgumentParser:
         "tool, such as compressed-tensors) and check only that each code is what the scheme's operator gives for "
         "them. Prints, per differing tensor, the count of differing elements, the largest code difference and the "
         "first positions with their float input, expected and found codes. Exit status: 0 identical, "
-        "1 differences, 2 unreadable input. See docs/checkpoints.md.",
+        "1 differences, 2 unreadable input. A compressed-tensors checkpoint made by another tool (llm-compressor) "
+        "is checked by compressed-tensors' own arithmetic (--rule compressed-tensors, its default), as are "
+        "quantspec's compressed-tensors presets. See docs/checkpoints.md.",
     )
     p.add_argument("src", metavar="SRC", help="the float checkpoint DST was made from")
     p.add_argument("dst", metavar="DST", help="the quantized checkpoint (quantspec or compressed-tensors layout)")
     p.add_argument("--params-from-dst", action="store_true", help="take DST's scales and zero points as given; "
                    "check only the codes")
+    p.add_argument("--rule", choices=("scheme", "quantizelinear", "compressed-tensors"), default=None,
+                   help="what the codes are checked against: scheme (DST's recorded scheme of each tensor, "
+                   "recomputed from SRC; the default for quantspec's own schemes), quantizelinear (ONNX QuantizeLinear "
+                   "of DST's stored parameters, as --params-from-dst), compressed-tensors (compressed-tensors' "
+                   "arithmetic recomputed from SRC, every tensor compared; the default for compressed-tensors "
+                   "checkpoints without a quantspec manifest and for presets)")
     p.add_argument("--dask", metavar="local:N|ADDRESS", help="run the checks on a Dask cluster, as convert --dask")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     return p
@@ -98,7 +106,7 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
     from .verify import verify
 
     try:
-        report = verify(args.src, args.dst, params_from_dst=args.params_from_dst, dask=args.dask,
+        report = verify(args.src, args.dst, params_from_dst=args.params_from_dst, rule=args.rule, dask=args.dask,
                         progress=False if args.json else None)
     except KeyboardInterrupt:
         print("quantspec verify: interrupted", file=sys.stderr)

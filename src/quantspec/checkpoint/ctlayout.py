@@ -145,7 +145,6 @@ class CompressedTensorsFormat(QuantspecFormat):
     name = "compressed-tensors"
     config_name = "config.json"
     ct_scales = True            # scales stored as compressed-tensors keeps them (encode's ``sround``)
-    extra_names = ("config.json",)
 
     def __init__(self):
         self._config: dict | None = None
@@ -336,10 +335,12 @@ class CompressedTensorsFormat(QuantspecFormat):
             "ignore": ignore, "kv_cache_scheme": None, "global_compression_ratio": None, "transform_config": {},
         }
 
-    def extra_files(self, plan) -> dict[str, dict]:
+    def extra_files(self, plan) -> dict[str, dict | bytes]:
+        files = super().extra_files(plan)               # config.json and generation_config.json, as they are
         config = dict(self._config or {})
         config["quantization_config"] = self.quantization_config(plan)
-        return {self.config_name: config}
+        files[self.config_name] = config
+        return files
 
 
 # -- the presets' outputs ---------------------------------------------------------------------------------

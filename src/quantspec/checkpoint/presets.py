@@ -97,8 +97,7 @@ _LIST = [
            None),
     Preset("MXFP4A16", Args("float", 4, "group", group=32, scale_dtype="uint8"), "mxfp4-pack-quantized", None),
     Preset("MXFP4", Args("float", 4, "group", group=32, scale_dtype="uint8"), "mxfp4-pack-quantized",
-           _a(num_bits=4, type="float", strategy="group", group_size=32, dynamic=True, scale_dtype="torch.uint8",
-              zp_dtype="torch.uint8")),
+           _a(num_bits=4, type="float", strategy="group", group_size=32, dynamic=True, scale_dtype="torch.uint8")),
 ]
 #: the presets, by upper-case name (``INT8`` is the tool's alias of ``W8A8``)
 PRESETS: dict[str, Preset] = {p.name: p for p in _LIST}

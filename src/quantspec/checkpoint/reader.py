@@ -214,12 +214,89 @@ class QuantizedCheckpoint:
         return Stored(name, s.name, s.name, self.layout, tuple(shape), s.codes, s.granularity, s.block, scale_type,
                       s.codes_rule.name, cpart, spart, zpart)
 
+    # -- compressed-tensors' own arithmetic (presets beyond QuantizeLinear's reach) ----------------------
+    def _arith(self, name: str):
+        """(preset, module) of a tensor stored by compressed-tensors' arithmetic in a form this reader's
+        QuantizeLinear view (:meth:`stored`) does not express — quantspec's compressed-tensors presets,
+        and other tools' NVFP4, MXFP4, 2-D block, tensor-group or densely packed (not 4-bit) weights —
+        else None."""
+        rec = self._record(name)
+        if rec["scheme"] == KEEP or self.layout != "compressed-tensors":
+            return None
+        m = name[:-len(".weight")]
+        if not self.foreign:
+            s = SCHEMES.get(rec["scheme"])
+            return (s.preset, m) if s is not None and s.preset is not None else None
+        from .ctverify import group_preset
+
+        g = self._foreign.modules[m]
+        w, fmt = self._foreign._args(m)
+        bits, type_, strategy = w.get("num_bits"), w.get("type"), w.get("strategy")
+        plain = ((type_ == "int" and bits in (4, 8) and strategy in ("tensor", "channel", "group")
+                  and not (m + ".weight_packed" in self._where and bits != 4))
+                 or (type_ == "float" and bits == 8 and strategy in ("tensor", "channel")))
+        if plain:
+            return None
+        return group_preset(g, self._foreign.default_format, str(self.path / _CONFIG)), m
+
+    def _arith_parts(self, name: str):
+        """(preset, codes as unpacked values, scale values (float32; MX: the exponent's value), zero point
+        (int8) or None, global scale or None, weight type) of :meth:`_arith`'s tensors."""
+        import ml_dtypes
+
+        from . import ctarith as ar
+        from .ctverify import _codes_of
+
+        p, m = self._arith(name)
+
+        def get(suffix):
+            n = f"{m}.{suffix}"
+            return self.raw(n) if n in self._where else None
+
+        a = p.weights
+        scale = get("weight_scale")
+        packed = get("weight_packed")
+        codes = packed if packed is not None else get("weight")
+        st = self._tensor(f"{m}.weight_scale")
+        wt = {"BF16": "bfloat16", "F16": "float16", "F32": "float"}.get(_stored_code(st), "bfloat16")
+        if p.format == "pack-quantized":
+            shape = tuple(int(v) for v in get("weight_shape").reshape(-1))
+        elif p.format in ("nvfp4-pack-quantized", "mxfp4-pack-quantized"):
+            shape = (codes.shape[0], codes.shape[1] * 2)
+        else:
+            shape = tuple(codes.shape)
+        if codes.dtype == np.uint16 or _stored_code(self._tensor(f"{m}.weight" if packed is None else
+                                                                 f"{m}.weight_packed")) == "F8_E4M3":
+            codes = codes.view(ml_dtypes.float8_e4m3fn)
+        c = _codes_of(p, codes, *shape)
+        zp = get("weight_zero_point")
+        if zp is not None and p.format == "pack-quantized":
+            zp = ar.unpack_ints(zp.astype(np.int32), a.bits, a.param_shape(*shape)[0], axis=0)
+        g = get("weight_global_scale")
+        g = np.float32(g.reshape(-1)[0]) if g is not None else None
+        if a.mx:
+            sv = ar.mx_value(scale, "bfloat16")
+        elif scale.dtype == np.uint8 and _stored_code(st) == "F8_E4M3":
+            sv = scale.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+        else:
+            sv = _float_bits(scale, _stored_code(st))
+        if p.format in ("nvfp4-pack-quantized", "mxfp4-pack-quantized"):
+            wt = "bfloat16"                          # compressed-tensors unpacks float4 codes to bfloat16
+        return p, c, sv, zp, g, wt
+
     def codes(self, name: str) -> np.ndarray:
         """The codes, unpacked, as their numpy / ml_dtypes type, in the source shape (a kept tensor:
         its data)."""
         rec = self._record(name)
         if rec["scheme"] == KEEP:
             return self._kept(name, rec)
+        if self._arith(name) is not None:
+            import ml_dtypes
+
+            p, c, *_ = self._arith_parts(name)
+            if p.weights.type == "int":
+                return c.astype(np.int8)
+            return c.astype(ml_dtypes.float8_e4m3fn if p.weights.bits == 8 else ml_dtypes.float4_e2m1fn)
         st = self.stored(name)
         return st.codes(0, st.rows).reshape(st.shape)
 
@@ -250,7 +327,20 @@ class QuantizedCheckpoint:
         """``(scale, zero point or None, attributes)``: the scale (as stored: float32, float8e8m0 for
         the MX schemes, the model's type in the compressed-tensors layout) and zero point in the shape
         ONNX QuantizeLinear takes them, and its ``axis`` and ``block_size`` attributes (empty for
-        per-tensor)."""
+        per-tensor).  A compressed-tensors preset's weight: the scale as float32 values — NVFP4's group
+        scale divided by its global scale (what its decompression multiplies by), MX exponents as the
+        powers of two they stand for — and for 2-D blocks (FP8_BLOCK) ``{"block_shape": (rows, cols)}``,
+        which ONNX does not take."""
+        if self._record(name)["scheme"] != KEEP and self._arith(name) is not None:
+            p, c, sv, zp, g, wt = self._arith_parts(name)
+            a = p.weights
+            if g is not None:
+                sv = (sv / g).astype(np.float32)
+            if a.strategy == "block":
+                return sv, zp, {"block_shape": tuple(a.block)}
+            if a.strategy == "channel":
+                return sv.reshape(-1), zp, {"axis": 0}
+            return sv, zp, {"axis": 1, "block_size": a.group}
         st = self.stored(name)
         return st.scale(0, st.rows), st.zero_point(0, st.rows), st.attributes()
 
@@ -266,6 +356,11 @@ class QuantizedCheckpoint:
                 return data.astype(np.float32) if qtype(data.dtype).kind == "float" else data
             except Exception:
                 return data
+        if self._arith(name) is not None:         # compressed-tensors' decompression
+            from . import ctarith as ar
+
+            p, c, sv, zp, g, wt = self._arith_parts(name)
+            return ar.dequantize(c, sv, zp, p.weights, wt, g)
         from ..onnx import dequantize_linear
 
         st = self.stored(name)
@@ -298,6 +393,16 @@ class QuantizedCheckpoint:
 
 
 _CODES_TYPE = {"BF16": "bfloat16", "F16": "float16", "F32": "float"}
+
+
+def _float_bits(a: np.ndarray, code: str) -> np.ndarray:
+    """float32 values of a stored float tensor read by :meth:`QuantizedCheckpoint.raw` (bfloat16 as its
+    bit patterns)."""
+    import ml_dtypes
+
+    if code == "BF16":
+        return a.view(ml_dtypes.bfloat16).astype(np.float32) if a.dtype != ml_dtypes.bfloat16 else a.astype(np.float32)
+    return a.astype(np.float32)
 
 
 def _stored_code(t: sources.SourceTensor) -> str:

@@ -251,6 +251,10 @@ class VerifyReport:
     tensors: list[TensorCheck] = field(default_factory=list)
     seconds: float = 0.0
     files: list[str] = field(default_factory=list)   # differences outside the tensors (config.json)
+    #: what the codes were checked against: "scheme" (each tensor's recorded scheme, recomputed from
+    #: the source), "quantizelinear" (QuantizeLinear of the stored parameters), "compressed-tensors"
+    #: (compressed-tensors' arithmetic, recomputed from the source)
+    rule: str = ""
 
     @property
     def ok(self) -> bool:
@@ -268,7 +272,11 @@ class VerifyReport:
 
     def summary(self) -> str:
         bad = self.different
-        mode = "codes from the stored parameters" if self.params_from_dst else "codes, scales and zero points"
+        rule = self.rule or ("quantizelinear" if self.params_from_dst else "scheme")
+        mode = {"quantizelinear": "rule quantizelinear: codes = QuantizeLinear of the stored parameters",
+                "compressed-tensors": "rule compressed-tensors: every tensor as compressed-tensors' arithmetic "
+                                      "makes it from the source",
+                }.get(rule, "rule scheme: codes, scales and zero points of each tensor's scheme")
         files = "; " + "; ".join(self.files) if self.files else ""
         if not bad:
             return (f"{len(self.tensors)} tensors identical ({mode}; {self.layout} layout){files}, "
@@ -282,5 +290,6 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         return {"src": self.src, "dst": self.dst, "ok": self.ok, "params_from_dst": self.params_from_dst,
+                "rule": self.rule or ("quantizelinear" if self.params_from_dst else "scheme"),
                 "layout": self.layout, "seconds": self.seconds, "files": list(self.files),
                 "tensors": [t.to_dict() for t in self.tensors]}

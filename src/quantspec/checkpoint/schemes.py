@@ -57,7 +57,7 @@ from typing import Any, NamedTuple
 
 from ..dtypes import qtype
 from ..errors import InvalidArgumentError
-from .presets import PRESETS
+from .presets import PRESETS, REFUSED, preset
 from .rules import (AMAX, CODES_RULES, CT_CODES, CT_PRESET, LITERT, LITERT_CODES, MX, ONNX, ORT_INT, ORT_NBITS,
                     ORT_NBITS_CODES, CodesRule, ParamRule)
 
@@ -288,6 +288,8 @@ def scheme(name: Any, argument: str = "scheme") -> Scheme:
         return name
     if isinstance(name, str) and name not in SCHEMES and name.upper() in PRESETS:
         return SCHEMES[PRESETS[name.upper()].name]
+    if isinstance(name, str) and name.upper() in REFUSED:
+        preset(name)                               # raises: why this preset cannot be made without data
     if not isinstance(name, str) or name not in SCHEMES:
         raise InvalidArgumentError(argument, "must name a scheme: " + ", ".join(SCHEMES), name)
     return SCHEMES[name]

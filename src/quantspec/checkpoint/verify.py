@@ -259,12 +259,20 @@ def _offset(st: Stored) -> int:
 
 
 # -- the run ----------------------------------------------------------------------------------------
-def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: bool = False, dask: Any = None,
-           progress: Any = False) -> VerifyReport:
+RULES = ("scheme", "quantizelinear", "compressed-tensors")
+
+
+def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: bool = False, rule: str | None = None,
+           dask: Any = None, progress: Any = False) -> VerifyReport:
     """Check the quantized checkpoint ``dst`` against its float source ``src`` (module docstring).
 
     ``params_from_dst``: take ``dst``'s stored scales and zero points as given and check only the
-    codes (required for a checkpoint without a quantspec manifest).  ``dask``: as for ``convert``.
+    codes.  ``rule``: what the codes are checked against — "scheme" (the manifest's scheme of each
+    tensor, recomputed from ``src``), "quantizelinear" (QuantizeLinear of the stored parameters: the
+    same as ``params_from_dst=True``), "compressed-tensors" (compressed-tensors' arithmetic,
+    recomputed from ``src``: :mod:`.ctverify`); None: "compressed-tensors" for a compressed-tensors
+    checkpoint without a quantspec manifest or made with a compressed-tensors preset,
+    "quantizelinear" when ``params_from_dst``, else "scheme".  ``dask``: as for ``convert``.
     ``progress``: False (default), None (a bar on a terminal), True, or a callable.  Unreadable or
     damaged input raises a :class:`~quantspec.errors.TensorFileError`; differences are reported,
     not raised (``report.ok``)."""
@@ -273,14 +281,42 @@ def verify(src: str | os.PathLike, dst: str | os.PathLike, *, params_from_dst: b
         raise InvalidArgumentError("params_from_dst", "must be True or False", params_from_dst)
     if dask is not None:
         parse_dask(dask)
+    if rule is not None and rule not in RULES:
+        raise InvalidArgumentError("rule", "must be one of " + ", ".join(RULES), rule)
     src, dst = local_path(src, "src"), local_path(dst, "dst")
     ck = QuantizedCheckpoint(dst)
-    if ck.foreign and not params_from_dst:
-        raise InvalidArgumentError("params_from_dst", "must be True for a checkpoint without a quantspec manifest "
-                                   "(the rule that chose its parameters is unknown: check its codes against its "
-                                   "stored scales and zero points with --params-from-dst)", str(dst))
+    presets = not ck.foreign and any(SCHEMES.get(ck.scheme(n)) is not None and SCHEMES[ck.scheme(n)].preset
+                                     is not None for n in ck.names() if ck.scheme(n) != KEEP)
+    if rule is None:
+        presets = not ck.foreign and any(SCHEMES.get(ck.scheme(n)) is not None and SCHEMES[ck.scheme(n)].preset
+                                         is not None for n in ck.names() if ck.scheme(n) != KEEP)
+        rule = ("quantizelinear" if params_from_dst else "compressed-tensors" if ck.foreign or presets
+                else "scheme")
+    if rule == "compressed-tensors":
+        if params_from_dst:
+            raise InvalidArgumentError("params_from_dst", "is the quantizelinear rule; the compressed-tensors rule "
+                                       "recomputes every parameter from the source", True)
+        if ck.layout != "compressed-tensors":
+            raise InvalidArgumentError("rule", "compressed-tensors checks a compressed-tensors checkpoint; DST is in "
+                                       f"the {ck.layout} layout", rule)
+        from .ctverify import verify_ct
+
+        report = verify_ct(src, dst)
+        if ck.layout == "compressed-tensors" and not ck.foreign:
+            _check_config(ck, sources.discover(src), report)
+        report.seconds = time.perf_counter() - start
+        return report
+    if rule == "quantizelinear":
+        params_from_dst = True
+        if presets:
+            raise InvalidArgumentError("rule", "quantizelinear does not express compressed-tensors presets (their "
+                                       "quotient is rounded to the weight's type; NVFP4 and 2-D blocks have no "
+                                       "QuantizeLinear form): check them with the compressed-tensors rule", rule)
+    elif rule == "scheme" and ck.foreign:
+        raise InvalidArgumentError("rule", "scheme needs the manifest of a quantspec conversion (DST has none): check "
+                                   "it with the compressed-tensors rule, or quantizelinear", rule)
     source = sources.discover(src)
-    report = VerifyReport(str(src), str(dst), params_from_dst, ck.layout)
+    report = VerifyReport(str(src), str(dst), params_from_dst, ck.layout, rule=rule)
     checks, scans, steps = _plan(ck, source, params_from_dst, report)
     if ck.layout == "compressed-tensors" and not ck.foreign:
         _check_config(ck, source, report)
