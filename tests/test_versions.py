@@ -43,6 +43,18 @@ def test_the_lock_pins_every_package_at_one_exact_version():
 def test_the_environment_is_the_lock_and_the_lock_is_verified(name):
     """The suite runs on the lock's versions, and each runtime's is one quantspec lists as verified
     (so the conformance suites that just ran are what verified it)."""
+    if name == "llmcompressor":
+        # the oracle's own environment (requirements/llmcompressor.txt): llm-compressor and the
+        # compressed-tensors its release requires
+        import llmc
+
+        got = llmc.llmc_versions()
+        lock = dict(line.split("==", 1) for line in (Path(__file__).parents[1] / "requirements" /
+                                                      "llmcompressor.txt").read_text().splitlines()
+                    if "==" in line and not line.startswith("#"))
+        for dist in ("llmcompressor", "compressed-tensors"):
+            assert got[dist] == lock[dist] and versions.is_verified(dist, lock[dist]), dist
+        return
     if name in ("onnx", "onnxruntime", "tensorflow-cpu", "ai-edge-litert", "compressed-tensors"):
         require({"tensorflow-cpu": "tensorflow", "ai-edge-litert": "ai_edge_litert.interpreter",
                  "compressed-tensors": "compressed_tensors"}.get(name, name))

@@ -61,6 +61,9 @@ RUNTIMES = (
             checked_by="LiteRT kernels, models and zoo in the three resolvers"),
     Runtime("compressed-tensors", "the compressed-tensors checkpoint layout and its arithmetic",
             checked_by="compressed-tensors layout: decompression and arithmetic"),
+    Runtime("llmcompressor", "the compressed-tensors presets: model_free_ptq's checkpoints, byte for byte",
+            checked_by="presets against llm-compressor in an environment of its own (with compressed-tensors "
+                       "0.19.0, which its release requires)"),
 )
 
 #: versions the test suite has compared quantspec against (byte for byte, on its conformance corpora).
@@ -74,7 +77,8 @@ VERIFIED: dict[str, tuple[str, ...]] = {
     "onnxruntime": ("1.31.1", "1.32.0"),
     "tensorflow-cpu": ("2.21.0",),
     "ai-edge-litert": ("2.3.0",),
-    "compressed-tensors": ("0.20.0", "0.20.1"),
+    "compressed-tensors": ("0.20.0", "0.20.1", "0.19.0"),
+    "llmcompressor": ("0.14.0.1",),
 }
 
 
