@@ -300,3 +300,17 @@ def test_the_copies_follow_the_source_and_a_directory_that_is_not_a_conversion_i
     with pytest.raises(TensorFileError, match="not a quantspec conversion's.*config.json"):
         checkpoint.convert(src, tmp_path / "theirs", "int8", progress=False)
     assert (tmp_path / "theirs" / "config.json").read_text() == '{"mine": 1}'
+
+
+def test_the_compressed_tensors_layout_keeps_them_too(source, tmp_path):
+    src, values = source
+    out = tmp_path / "ct"
+    checkpoint.convert(src, out, "int8", format="compressed-tensors", progress=False)
+    header = _header(_shards(out)[0])
+    header.pop("__metadata__")
+    kept = {n: header[n]["dtype"] for n in ("norm.weight", "fp8.kept", "fp8e5.kept", "e8m0.kept", "ids")}
+    assert kept == {"norm.weight": "BF16", "fp8.kept": "F8_E4M3", "fp8e5.kept": "F8_E5M2", "e8m0.kept": "F8_E8M0",
+                    "ids": "I64"}
+    ck = checkpoint.open(out)
+    for name in kept:
+        assert ck.codes(name).tobytes() == np.ascontiguousarray(values[name]).tobytes(), name

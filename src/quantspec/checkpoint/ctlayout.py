@@ -104,9 +104,9 @@ CT_SCHEMES: Mapping[str, CTStorage] = _CTSchemes()
 # safetensors dtype codes of stored types
 _CODE = {"bfloat16": "BF16", "float16": "F16", "float": "F32", "double": "F64", "bool": "BOOL", "int8": "I8",
          "uint8": "U8", "int16": "I16", "uint16": "U16", "int32": "I32", "int64": "I64", "float8e4m3fn": "F8_E4M3",
-         "float8e5m2": "F8_E5M2", "<u4": "U32", "<u8": "U64"}
+         "float8e5m2": "F8_E5M2", "float8e8m0": "F8_E8M0", "<u4": "U32", "<u8": "U64"}
 _ITEM = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "BOOL": 1, "I8": 1, "U8": 1, "I16": 2, "U16": 2, "I32": 4, "I64": 8,
-         "F8_E4M3": 1, "F8_E5M2": 1, "U32": 4, "U64": 8}
+         "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "U32": 4, "U64": 8}
 
 
 def ct_args(scheme: Scheme) -> dict[str, Any]:
