@@ -389,6 +389,8 @@ def _preset_place(e, p, r0: int, r1: int, arrays: dict[str, np.ndarray]) -> list
         if o.role not in arrays:
             continue
         data = np.ascontiguousarray(arrays[o.role]).reshape(-1).view(np.uint8)
+        if o.role == "shape":                           # the whole weight's shape, not the slab's
+            data = np.array(e.source.shape, "<i8").view(np.uint8)
         if o.role in ("shape", "global_scale"):
             if r0 == 0:
                 out.append((o.role, o.offset, data))
