@@ -23,7 +23,6 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -31,51 +30,19 @@ import numpy as np
 from ..errors import TensorFileError
 from . import ctarith as ar
 from . import sources
-from .presets import PRESETS, Preset, fused_key
+from .presets import Preset, codes_of, fused_key, group_preset
 from .reader import QuantizedCheckpoint
 from .report import Difference, TensorCheck, VerifyReport
 
-__all__ = ["verify_ct", "group_preset", "RULE"]
+__all__ = ["verify_ct", "RULE"]
 
 RULE = "compressed-tensors"
 _PARAMS = ("weight_packed", "weight", "weight_scale", "weight_zero_point", "weight_shape", "weight_global_scale")
-_SD = {None: None, "torch.float8_e4m3fn": "float8e4m3fn", "torch.uint8": "uint8"}
 _NP = {"BF16": ml_dtypes.bfloat16, "F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8,
        "U8": np.uint8, "I16": np.int16, "U16": np.uint16, "I32": np.int32, "U32": np.uint32, "I64": np.int64,
        "U64": np.uint64, "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2, "BOOL": np.bool_}
 _WT = {"bfloat16": "BF16", "float16": "F16", "float": "F32"}
 POSITIONS = 8
-
-
-def group_preset(group: dict, default_format: str | None, where: str) -> Preset:
-    """The :class:`~quantspec.checkpoint.presets.Preset` of a config group: the preset whose weight
-    arguments and format these are, or one made of them (a preset's arithmetic with other group sizes)."""
-    w = group.get("weights") or {}
-    fmt = group.get("format") or default_format or ""
-    try:
-        strategy = w["strategy"]
-        bits = int(w["num_bits"])
-        type_ = w["type"]
-        sym = bool(w.get("symmetric", True))
-        gs = int(w.get("group_size") or 0)
-        bs = tuple(int(v) for v in (w.get("block_structure") or (0, 0)))
-        sd = _SD[w.get("scale_dtype")]
-    except (KeyError, TypeError, ValueError):
-        raise TensorFileError("dst", "has a config group whose weights compressed-tensors' arithmetic does not take",
-                              where, detail=json.dumps(w)[:300]) from None
-    args = ar.Args(type_, bits, strategy, group=gs, block=bs if len(bs) == 2 else (0, 0), symmetric=sym,
-                   scale_dtype=sd)
-    known = ("pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized", "mxfp4-pack-quantized")
-    ok = (fmt in known and strategy in ("channel", "group", "block", "tensor_group")
-          and ((type_ == "int" and 2 <= bits <= 8) or (type_ == "float" and bits in (4, 8))))
-    if not ok:
-        raise TensorFileError("dst", f"has a config group ({fmt}, {type_}{bits} {strategy}) that quantspec does not "
-                              "recompute by compressed-tensors' arithmetic", where)
-    for p in PRESETS.values():
-        if p.weights == args and p.format == fmt:
-            return p
-    return Preset(f"{type_}{bits}-{strategy}", args, fmt, group.get("input_activations"),
-                  w.get("zp_dtype"))
 
 
 class _Modules:
@@ -133,16 +100,6 @@ def _stored(ck: QuantizedCheckpoint, name: str) -> tuple[str, tuple[int, ...], n
 
 def _as_array(dtype: str, shape, raw: np.ndarray) -> np.ndarray:
     return raw.view(_NP.get(dtype, np.uint8)).reshape(shape) if dtype in _NP else raw
-
-
-def _codes_of(p: Preset, arr: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """Unpacked codes (int8 values, or float32 values of the float type) of a stored codes tensor."""
-    a = p.weights
-    if p.format == "pack-quantized":
-        return ar.unpack_ints(arr.astype(np.int32), a.bits, cols).astype(np.int16)
-    if p.format in ("nvfp4-pack-quantized", "mxfp4-pack-quantized"):
-        return ar.unpack_fp4(arr.astype(np.uint8))
-    return arr.astype(np.float32) if a.type == "float" else arr.astype(np.int16)
 
 
 def _diffs(want: np.ndarray, got: np.ndarray, x: np.ndarray | None, shape) -> tuple[int, float, list]:
@@ -215,8 +172,8 @@ def _check_module(ck, source_tensor: sources.SourceTensor, m: str, p: Preset, g:
             continue
         garr = _as_array(dtype, shape, got)
         if suffix in ("weight_packed", "weight"):
-            tc.differing, tc.max_code_diff, tc.positions = _diffs(_codes_of(p, want, rows, cols),
-                                                                  _codes_of(p, garr, rows, cols), x, (rows, cols))
+            tc.differing, tc.max_code_diff, tc.positions = _diffs(codes_of(p, want, rows, cols),
+                                                                  codes_of(p, garr, rows, cols), x, (rows, cols))
         elif suffix == "weight_scale":
             w32, g32 = (want, garr) if want.dtype == np.uint8 else (want.astype(np.float32), garr.astype(np.float32))
             tc.scale_differing, tc.scale_positions = _diffs(w32, g32, None, want.shape)[::2]

@@ -15,13 +15,18 @@ loader reads the same scheme from either checkpoint.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError
+import numpy as np
+
+from ..errors import InvalidArgumentError, TensorFileError
+from . import ctarith as ar
 from .ctarith import Args
 
-__all__ = ["Preset", "PRESETS", "preset", "is_preset", "config_group", "args_json", "FUSED", "fused_key"]
+__all__ = ["Preset", "PRESETS", "preset", "is_preset", "config_group", "args_json", "FUSED", "fused_key",
+           "group_preset", "codes_of"]
 
 
 @dataclass(frozen=True)
@@ -203,3 +208,48 @@ def encode_weight(p: Preset, x, wt: str, gscale=None, *, parts: bool = False) ->
     else:                                            # pragma: no cover - the table's formats
         raise AssertionError(p.format)
     return (out, (c, scale, zp)) if parts else out
+
+
+# -- reading what a preset stored ----------------------------------------------------------------------------
+_SD = {None: None, "torch.float8_e4m3fn": "float8e4m3fn", "torch.uint8": "uint8"}
+
+
+def group_preset(group: dict, default_format: str | None, where: str) -> Preset:
+    """The :class:`~quantspec.checkpoint.presets.Preset` of a config group: the preset whose weight
+    arguments and format these are, or one made of them (a preset's arithmetic with other group sizes)."""
+    w = group.get("weights") or {}
+    fmt = group.get("format") or default_format or ""
+    try:
+        strategy = w["strategy"]
+        bits = int(w["num_bits"])
+        type_ = w["type"]
+        sym = bool(w.get("symmetric", True))
+        gs = int(w.get("group_size") or 0)
+        bs = tuple(int(v) for v in (w.get("block_structure") or (0, 0)))
+        sd = _SD[w.get("scale_dtype")]
+    except (KeyError, TypeError, ValueError):
+        raise TensorFileError("dst", "has a config group whose weights compressed-tensors' arithmetic does not take",
+                              where, detail=json.dumps(w)[:300]) from None
+    args = Args(type_, bits, strategy, group=gs, block=bs if len(bs) == 2 else (0, 0), symmetric=sym,
+                   scale_dtype=sd)
+    known = ("pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized", "mxfp4-pack-quantized")
+    ok = (fmt in known and strategy in ("channel", "group", "block", "tensor_group")
+          and ((type_ == "int" and 2 <= bits <= 8) or (type_ == "float" and bits in (4, 8))))
+    if not ok:
+        raise TensorFileError("dst", f"has a config group ({fmt}, {type_}{bits} {strategy}) that quantspec does not "
+                              "recompute by compressed-tensors' arithmetic", where)
+    for p in PRESETS.values():
+        if p.weights == args and p.format == fmt:
+            return p
+    return Preset(f"{type_}{bits}-{strategy}", args, fmt, group.get("input_activations"),
+                  w.get("zp_dtype"))
+
+
+def codes_of(p: Preset, arr: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """Unpacked codes (int8 values, or float32 values of the float type) of a stored codes tensor."""
+    a = p.weights
+    if p.format == "pack-quantized":
+        return ar.unpack_ints(arr.astype(np.int32), a.bits, cols).astype(np.int16)
+    if p.format in ("nvfp4-pack-quantized", "mxfp4-pack-quantized"):
+        return ar.unpack_fp4(arr.astype(np.uint8))
+    return arr.astype(np.float32) if a.type == "float" else arr.astype(np.int16)

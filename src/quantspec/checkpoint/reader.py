@@ -227,7 +227,7 @@ class QuantizedCheckpoint:
         if not self.foreign:
             s = SCHEMES.get(rec["scheme"])
             return (s.preset, m) if s is not None and s.preset is not None else None
-        from .ctverify import group_preset
+        from .presets import group_preset
 
         g = self._foreign.modules[m]
         w, fmt = self._foreign._args(m)
@@ -245,7 +245,7 @@ class QuantizedCheckpoint:
         import ml_dtypes
 
         from . import ctarith as ar
-        from .ctverify import _codes_of
+        from .presets import codes_of
 
         p, m = self._arith(name)
 
@@ -268,7 +268,7 @@ class QuantizedCheckpoint:
         if codes.dtype == np.uint16 or _stored_code(self._tensor(f"{m}.weight" if packed is None else
                                                                  f"{m}.weight_packed")) == "F8_E4M3":
             codes = codes.view(ml_dtypes.float8_e4m3fn)
-        c = _codes_of(p, codes, *shape)
+        c = codes_of(p, codes, *shape)
         zp = get("weight_zero_point")
         if zp is not None and p.format == "pack-quantized":
             zp = ar.unpack_ints(zp.astype(np.int32), a.bits, a.param_shape(*shape)[0], axis=0)
