@@ -68,6 +68,29 @@ def check_main(argv: Sequence[str]) -> int:
 # quantspec run
 # ------------------------------------------------------------------------------------------------
 
+#: integer ops an id passes through on its way to the table it indexes (Keras' Embedding wraps negative
+#: ids with LESS / ADD / SELECT_V2 first)
+_ID_PATHS = frozenset({"ADD", "SUB", "SELECT", "SELECT_V2", "CAST", "RESHAPE", "SQUEEZE", "EXPAND_DIMS",
+                       "MAXIMUM", "MINIMUM"})
+
+
+def _index_bound(sg, t) -> int | None:
+    """For a model input whose values (directly or through :data:`_ID_PATHS`) are the positions of a
+    GATHER (an embedding's token ids): the size of the axis they index (the smallest, if several);
+    None where it reaches no GATHER.  Ids outside it make LiteRT and quantspec fail, as they should."""
+    reach, bound = {t.index}, None
+    for op in sg.operators:
+        if op.name == "GATHER" and len(op.inputs) >= 2 and op.inputs[1] in reach and op.inputs[0] >= 0:
+            shape = sg.tensors[op.inputs[0]].shape
+            axis = int(op.options.get("axis") or 0)
+            axis += len(shape) if axis < 0 else 0
+            if 0 <= axis < len(shape):
+                bound = int(shape[axis]) if bound is None else min(bound, int(shape[axis]))
+        elif op.name in _ID_PATHS and any(i in reach for i in op.inputs):
+            reach.update(op.outputs)
+    return bound
+
+
 def _load_inputs(interp, files: list[str], seed: int | None) -> list[np.ndarray]:
     inputs = interp.inputs
     if seed is not None:
@@ -79,7 +102,11 @@ def _load_inputs(interp, files: list[str], seed: int | None) -> list[np.ndarray]
             # the generator's float64 draws for an input the model declares larger than memory
             check_fits(t.shape, 8, "--random", f"the random values of input {t.name!r}")
             if t.dtype.kind == "int":
-                out.append(rng.integers(int(t.dtype.qmin), int(t.dtype.qmax) + 1, t.shape).astype(t.dtype.dtype))
+                lo, hi = int(t.dtype.qmin), int(t.dtype.qmax) + 1
+                rows = _index_bound(interp.subgraph, t) if t.params is None else None
+                if rows is not None:             # token ids / positions: inside the table they index
+                    lo, hi = 0, max(rows, 1)
+                out.append(rng.integers(lo, hi, t.shape).astype(t.dtype.dtype))
             elif t.dtype.kind == "bool":
                 out.append(rng.integers(0, 2, t.shape).astype(bool))
             else:
@@ -190,7 +217,8 @@ def run_main(argv: Sequence[str]) -> int:
                         help="input tensors: one .npy per model input, in order (repeat the option), or one "
                         ".npz/.safetensors file holding them by input name")
     parser.add_argument("--random", type=_seed, metavar="SEED", nargs="?", const=0, default=None,
-                        help="instead of --input, run on seeded random inputs (int8 over the full range); "
+                        help="instead of --input, run on seeded random inputs (int8 over the full range, the token "
+                             "ids of an embedding GATHER inside its table); "
                         "SEED defaults to 0")
     parser.add_argument("--compare-litert", action="store_true",
                         help="also run the LiteRT interpreter (reference kernels, needs ai-edge-litert) and report "

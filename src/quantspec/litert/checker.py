@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import QuantSpecError
+from ..errors import AxisError, QuantSpecError, ShapeError
 from . import optable
 from .model import Model, Operator, Subgraph, Tensor, load_model
 
@@ -330,6 +330,87 @@ _OTHER_KERNELS = {"float": "LiteRT has float32 kernels: it runs the op unquantiz
 #: prepare pass (optable.LIMITS: int16-zero-point, int16-output-scale, int16-bias-type, ...).
 
 
+#: the non-quantized types of the shape arithmetic converter-made models put around dynamic dimensions
+#: (SHAPE, STRIDED_SLICE, REDUCE_PROD, PACK, GATHER, SELECT_V2... on index, shape and mask tensors):
+#: outside the int8 spec, which is about quantized tensors, and so never findings of its rules
+OUTSIDE_SPEC_TYPES = ("INT32", "INT64", "BOOL", "STRING")
+
+
+def _shape_arithmetic(t: Tensor | None, trule: optable.TensorRule | None) -> bool:
+    """A tensor of shape arithmetic: not quantized, of one of :data:`OUTSIDE_SPEC_TYPES`, and not the
+    bias or weights of an operator (an unquantized int32 bias is a real violation)."""
+    if t is None or t.params is not None or t.type_name not in OUTSIDE_SPEC_TYPES:
+        return False
+    return trule is None or trule.role not in (optable.BIAS, optable.WEIGHT)
+
+
+def _float(t: Tensor | None) -> bool:
+    return t is not None and t.params is None and t.type_name == "FLOAT32"
+
+
+#: operators at the edges of a float region, which the spec has (a float input quantized, a float output)
+_EDGES = frozenset({"QUANTIZE", "DEQUANTIZE"})
+
+
+def _float_islands(sg: Subgraph, found: list[Violation]) -> list[Violation]:
+    """In a quantized model, the findings about float32 computation (a ``dtype`` finding whose type is
+    float, an ``op-not-in-spec`` operator computing on float32) merged into one ``dtype`` finding per
+    float island: a connected region of operators that read or write unquantized float32 tensors
+    (QUANTIZE and DEQUANTIZE, its edges, aside), connected through those tensors."""
+    ops = [op for op in sg.operators if op.name not in _EDGES
+           and any(_float(sg.tensors[i]) for i in (*op.inputs, *op.outputs) if i >= 0)]
+    if not ops:
+        return found
+    parent = {op.index: op.index for op in ops}
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    users: dict[int, int] = {}
+    for op in ops:
+        for i in (*op.inputs, *op.outputs):
+            if i >= 0 and _float(sg.tensors[i]) and sg.tensors[i].data is None:
+                if i in users:
+                    parent[root(op.index)] = root(users[i])
+                else:
+                    users[i] = op.index
+    island = {op.index: root(op.index) for op in ops}
+
+    def about_float(v: Violation) -> bool:
+        if v.op_index not in island or v.subgraph != sg.index:
+            return False
+        if v.rule == "dtype":
+            return v.found == "float" and v.litert is None and (
+                v.tensor_index is None or _float(sg.tensors[v.tensor_index]))
+        return v.rule == "op-not-in-spec"
+
+    merged: dict[int, list[Violation]] = {}
+    out: list[Violation] = []
+    for v in found:
+        if about_float(v):
+            group = merged.setdefault(island[v.op_index], [])
+            if not group:
+                out.append(v)              # its place in the report: the island's first finding
+            group.append(v)
+        else:
+            out.append(v)
+    names = {op.index: op.name for op in sg.operators}
+    for k, v in enumerate(out):
+        group = merged.get(island.get(v.op_index, -1)) if about_float(v) else None
+        if not group or group[0] is not v:
+            continue
+        members = sorted(i for i, r in island.items() if r == island[v.op_index])
+        listed = ", ".join(f"{i} {names[i]}" for i in members[:8]) + (", ..." if len(members) > 8 else "")
+        out[k] = Violation(rule="dtype", op_index=members[0], tensor_index=None,
+                           message=f"a float32 island of {len(members)} operator(s) ({listed}) computes unquantized "
+                           "inside the quantized model", op_name=names[members[0]], expected="int8",
+                           found="float", litert=None, litert_check=_OTHER_KERNELS["float"], subgraph=sg.index)
+    return out
+
+
 def _runs_16x8(rule_op: optable.OpRule, specs_in: list) -> bool:
     """True when the op's first activation input is int16 and LiteRT has a 16x8 kernel for it."""
     if rule_op.name not in optable.SIXTEEN_BY_EIGHT:
@@ -360,6 +441,9 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
         return f"{side} {k}" + (f" ({name})" if name else "")
 
     if rule_op is None:
+        tensors = [sg.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
+        if tensors and all(_shape_arithmetic(t, None) for t in tensors):
+            return                         # shape arithmetic on int32 / int64 / bool: outside the int8 spec
         c.add("op-not-in-spec", op, None, "the operator is not in the LiteRT int8 spec's list", expected="an op of "
               "the spec's int8 list", found=op.name, litert=None,
               check="no spec guarantee: LiteRT runs the op with whatever kernel it has, or rejects it")
@@ -392,6 +476,8 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
         indices = op.inputs if f.side == "input" else op.outputs
         t = sg.tensors[indices[f.index]]
         trule = rule_op.input_rule(f.index) if f.side == "input" else rule_op.outputs[f.index]
+        if prepares and _shape_arithmetic(t, trule):
+            continue                       # int32 / int64 / bool index and shape tensors: outside the int8 spec
         pos = position(f.side, f.index, trule.name if trule else None)
         e = f.enforcement
         rule, litert, stage, check = f.rule, e.action, e.stage, e.check
@@ -524,7 +610,7 @@ def _prepare_pass(c: _Collector, op: Operator, refusals: dict[int, Any]) -> bool
     """Prepare the operator with quantspec's kernel, as the interpreter does: every LiteRT limit the
     model breaks (optable.LIMITS, each kernel error tagged with its rule) becomes a violation, so
     that check_model reports exactly the models the interpreter refuses."""
-    from .interpreter import CONTROL_FLOW, STATEFUL, prepare_operator, tensor_spec as runtime_spec
+    from .interpreter import CONTROL_FLOW, STATEFUL, _dynamic, prepare_operator, tensor_spec as runtime_spec
     from .kernels import OPS
 
     kernel = OPS.get(op.name)
@@ -544,28 +630,41 @@ def _prepare_pass(c: _Collector, op: Operator, refusals: dict[int, Any]) -> bool
         with np.errstate(all="ignore"):
             prepare_operator(op, kernel, dict(op.options), specs)
         return True
+    except (ShapeError, AxisError) as e:
+        if getattr(e, "limit", None) is None and any(_dynamic(sg.tensors[i]) for i in used):
+            # a model with dynamic dimensions stores 1 for each, so the stored shapes of the tensors
+            # computed from them need not agree; LiteRT (and quantspec's interpreter) prepare on the
+            # shapes a run computes: the types passed the kernel's checks
+            return True
+        return _refused(c, op, e)
     except QuantSpecError as e:
-        rule = getattr(e, "limit", None)
-        if rule is not None and any(v.op_index == op.index and v.rule == rule for v in c.out):
-            return                         # a table rule the op-table pass reported already
-        lim = optable.LIMITS.get(rule) if rule is not None else None
-        if lim is not None:
-            litert, stage, check = lim.action, lim.stage if lim.fails else None, lim.source
-            message = e.rule if isinstance(e.rule, str) else str(e)
-            expected = lim.requires
-        elif rule is not None:             # a table rule the table pass could not see (e.g. on int16)
-            litert, stage, check, message, expected = REJECTS, "prepare", "the kernel's check", str(e.rule), None
-        else:
-            if any(v.op_index == op.index and v.rule == "dtype" for v in c.out):
-                return False               # a type outside the spec: the table pass reported it
-            rule, litert, stage, check = "quantspec-unsupported", None, None, ""
-            message, expected = str(e), None
-        c.add(rule, op, None, message, expected=expected, found=_jsonable(e.value), litert=litert, stage=stage,
-              check=check)
-        return False
+        return _refused(c, op, e)
     except (ValueError, MemoryError) as e:  # pragma: no cover - a damaged model's sizes
         c.add("quantspec-unsupported", op, None, f"{type(e).__name__}: {e}", litert=None)
         return False
+
+
+def _refused(c: _Collector, op: Operator, e: QuantSpecError) -> bool | None:
+    """The prepare pass's verdict on a kernel's error: a violation of the limit it names, or of the
+    table rule it reports, or a ``quantspec-unsupported`` note."""
+    rule = getattr(e, "limit", None)
+    if rule is not None and any(v.op_index == op.index and v.rule == rule for v in c.out):
+        return                         # a table rule the op-table pass reported already
+    lim = optable.LIMITS.get(rule) if rule is not None else None
+    if lim is not None:
+        litert, stage, check = lim.action, lim.stage if lim.fails else None, lim.source
+        message = e.rule if isinstance(e.rule, str) else str(e)
+        expected = lim.requires
+    elif rule is not None:             # a table rule the table pass could not see (e.g. on int16)
+        litert, stage, check, message, expected = REJECTS, "prepare", "the kernel's check", str(e.rule), None
+    else:
+        if any(v.op_index == op.index and v.rule == "dtype" for v in c.out):
+            return False               # a type outside the spec: the table pass reported it
+        rule, litert, stage, check = "quantspec-unsupported", None, None, ""
+        message, expected = str(e), None
+    c.add(rule, op, None, message, expected=expected, found=_jsonable(e.value), litert=litert, stage=stage,
+          check=check)
+    return False
 
 
 def check_model(path_or_bytes: Any) -> CheckReport:
@@ -576,6 +675,7 @@ def check_model(path_or_bytes: Any) -> CheckReport:
     violations: list[Violation] = _load_checks(model)
     unsupported: list[Violation] = []
     n_ops = n_tensors = 0
+    quantized = _mode(model) != "none"     # float islands: in a quantized model, one finding per island
     for sg in model.subgraphs:
         c = _Collector(sg)
         refusals = {t.index: r for t in sg.tensors if (r := _load_refusal(t)) is not None}
@@ -593,6 +693,8 @@ def check_model(path_or_bytes: Any) -> CheckReport:
         for t in sg.tensors:  # tensors no operator uses (graph inputs passed straight through, leftovers)
             if t.index not in used:
                 _tensor_checks(c, None, t, "", refusals.get(t.index))
+        if quantized:
+            c.out = _float_islands(sg, c.out)
         violations += [v for v in c.out if v.rule != "quantspec-unsupported"]
         unsupported += [v for v in c.out if v.rule == "quantspec-unsupported"]
         n_ops += len(sg.operators)

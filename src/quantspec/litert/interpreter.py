@@ -36,7 +36,7 @@ from .._fastpath import runner as core
 from .._fastpath import jit
 from .._semantics.arrays import from_foreign
 from .._fastpath import threads
-from ..errors import InvalidArgumentError, ModelError, QuantSpecError, ShapeError, DTypeError, UnsupportedError
+from ..errors import AxisError, DTypeError, InvalidArgumentError, ModelError, QuantSpecError, ShapeError, UnsupportedError
 from ..versions import note_reproducing
 from .model import Model, Operator, SignatureDef, Subgraph, Tensor, load_model
 from .regions import Deopt
@@ -155,7 +155,19 @@ class _Graph:
                     raise UnsupportedError(f"{where} tensor {i} ({t.name!r})",
                                            "has a type quantspec's kernels do not compute with", t.type_name)
             self.options.append(options)
-            self.prepared.append((op, kernel, prepare_operator(op, kernel, options, self.specs, self.where)))
+            try:
+                prepared = prepare_operator(op, kernel, options, self.specs, self.where)
+            except (ShapeError, AxisError) as e:
+                # a model with dynamic dimensions stores 1 for each of them (shape_signature -1), so
+                # the stored shapes of the tensors computed from them need not agree with each other
+                # (a [-1] concatenation of three [-1] tensors is stored [1]); LiteRT computes every
+                # shape when it prepares, and so does a run here: the operator is prepared on the
+                # shapes the run gives it, and the error stands where they agree with the stored ones
+                if not any(i >= 0 and _dynamic(sg.tensors[i]) for i in (*op.inputs, *op.outputs)):
+                    raise
+                prepared = Deferred(e)
+                self.programmable = False
+            self.prepared.append((op, kernel, prepared))
         # after its last use, an intermediate tensor's array is dropped (unless all are kept)
         last_use: dict[int, int] = {}
         for k, op in enumerate(sg.operators):
@@ -189,7 +201,8 @@ class _Graph:
         self.program_ops: list[int] = []
         self.fold = not interp.preserve_all_tensors       # tables folded into one (see _make_program)
         self.programmable = not any(op.name in CONTROL_FLOW or op.name in STATEFUL for op in sg.operators) \
-            and all(t.dtype is not None for t in sg.tensors)
+            and all(t.dtype is not None for t in sg.tensors) \
+            and not any(isinstance(p, Deferred) for _, _, p in self.prepared)
         # the program's tensor slots before a run: the constants in place, one slot more at the end,
         # always None, for the absent optional inputs (tensor index -1)
         self.template: list = [None] * (len(sg.tensors) + 1)
@@ -207,7 +220,7 @@ class _Graph:
             for step in self.steps:
                 k, op, kernel, prepared = step[:4]
                 plan = None
-                if kernel is REGISTRY.get(op.name):        # plans reproduce the reference kernels
+                if kernel is REGISTRY.get(op.name) and not isinstance(prepared, Deferred):   # plans: the reference kernels
                     plan = plans.make(op.name, kernel, prepared, [None if i < 0 else self.specs[i] for i in op.inputs],
                                       [self.specs[i] for i in op.outputs], self.options[k])
                 steps.append(step if plan is None else (k, op, plan, None, *step[4:]))
@@ -369,7 +382,8 @@ class _Graph:
             raise
         return [slots[i] for i in self.sg.outputs], slots
 
-    def _run_steps(self, inputs: Sequence[np.ndarray], keep_all: bool = False) -> tuple[list[np.ndarray], dict]:
+    def _run_steps(self, inputs: Sequence[np.ndarray], keep_all: bool = False,
+                   changed: dict[int, Any] | None = None) -> tuple[list[np.ndarray], dict]:
         """The run loop of the reference path, and of the fast path until a run has checked the plans'
         outputs or where an operator's input differs from the model's shape or type."""
         sg = self.sg
@@ -381,12 +395,12 @@ class _Graph:
         # output's shape (and, for ops such as ARG_MAX, its type) itself, when it prepares the op or,
         # where the shape depends on a run-time tensor (RESHAPE's shape, PAD's paddings, ...), when
         # it runs it, and prepares the ops that read it again; so does this interpreter
-        changed: dict[int, Any] = {}
+        changed = dict(changed or {})
         planned = PLANS and jit.enabled()
         steps = self.plan_steps() if planned else self.steps
         for k, op, kernel, prepared, op_inputs, op_outputs, release, known in steps:
             ins = [arrays[i] for i in op_inputs]
-            if changed and any(i in changed for i in op_inputs):
+            if (changed and any(i in changed for i in op_inputs)) or type(prepared) is Deferred:
                 _check_working_memory(op, ins, self.where)
                 kernel = self.prepared[k][1]              # the kernel itself: a plan is for the model's shapes
                 prepared = self._prepared_again(k, changed)
@@ -453,6 +467,20 @@ MOVES = frozenset({"CONCATENATION", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSP
 CONTROL_FLOW = frozenset({"WHILE", "IF", "CALL_ONCE"})
 #: operators that use the interpreter's resource variables (``options["quantspec_state"]``)
 STATEFUL = frozenset({"CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
+
+
+class Deferred:
+    """The prepared record of an operator whose stored tensor shapes (of a model with dynamic
+    dimensions) do not agree: every run prepares it on the shapes it computes."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+def _dynamic(t: Tensor) -> bool:
+    return t.shape_signature is not None and -1 in t.shape_signature
 
 
 def prepare_operator(op: Operator, kernel: Any, options: dict, specs: Any, where: str = "") -> Any:
@@ -543,6 +571,15 @@ def tensor_spec(t: Tensor):
     if t.dtype is None:
         return None
     return TensorSpec(shape=tuple(t.shape), dtype=t.dtype, params=t.params, data=t.data, name=t.name)
+
+
+def _fits_signature(t: Tensor, shape: tuple[int, ...]) -> bool:
+    """Whether ``shape`` is one the model input ``t`` may take: its ``shape_signature`` has -1 (a
+    dynamic dimension) where ``shape`` differs from the stored shape, and the same rank."""
+    sig = t.shape_signature
+    if sig is None or len(sig) != len(t.shape) or len(shape) != len(t.shape):
+        return False
+    return all(s == d or (g == -1 and s >= 0) for s, d, g in zip(shape, t.shape, sig))
 
 
 def _actual(t: Tensor, y: np.ndarray):
@@ -814,14 +851,25 @@ class Interpreter:
             if x.dtype != t.dtype.dtype:
                 raise DTypeError(where, f"must have dtype {t.dtype.dtype}, the type of model input {t.index}",
                                  str(x.dtype))
-            if tuple(x.shape) != tuple(t.shape):
-                raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}",
+            if tuple(x.shape) != tuple(t.shape) and not _fits_signature(t, x.shape):
+                raise ShapeError(where, f"must have shape {list(t.shape)}, the shape of model input {t.index}"
+                                 + ("" if t.shape_signature is None or -1 not in t.shape_signature else
+                                    f" (or of its signature {list(t.shape_signature)}, -1 = any size)"),
                                  list(x.shape))
             checked.append(x)
         return self._finish(checked, fast)
 
     def _finish(self, checked: list[np.ndarray], fast: bool | None = None) -> list[np.ndarray]:
         self._last = {}
+        sg = self._main.sg
+        resized = {i: _actual(sg.tensors[i], x) for i, x in zip(sg.inputs, checked)
+                   if tuple(x.shape) != tuple(sg.tensors[i].shape)}
+        if resized:
+            # an input resized along a dynamic dimension (LiteRT's resize_tensor_input): the operators
+            # that read it are prepared again for its shape, on the loop that does so
+            outputs, arrays = self._main._run_steps(checked, keep_all=self.preserve_all_tensors, changed=resized)
+            self._last = arrays
+            return [np.array(y, copy=True) for y in outputs]
         outputs, arrays = self._main.run(checked, keep_all=self.preserve_all_tensors, fast=fast)
         self._last = arrays
         return [np.array(y, copy=True) for y in outputs]

@@ -175,11 +175,11 @@ class ArgMax(Kernel):
         x, axis = c.count(self.name, inputs, outputs, 2, names=("input", "axis"))
         c.require_type(self.name, [("input", x)], ("int8", "uint8", "int32", "bool"))
         if axis.dtype.name not in ("int32", "int64"):
-            raise DTypeError("ARG_MAX axis", "must be int32 or int64 (LiteRT rejects others)", axis.dtype.name)
+            raise DTypeError(f"{self.name} axis", "must be int32 or int64 (LiteRT rejects others)", axis.dtype.name)
         if int(np.prod(axis.shape, dtype=np.int64)) != 1:
-            raise InvalidArgumentError("ARG_MAX axis", "must hold exactly one element", axis.shape)
+            raise InvalidArgumentError(f"{self.name} axis", "must hold exactly one element", axis.shape)
         if len(x.shape) < 1:
-            raise InvalidArgumentError("ARG_MAX input", "must have at least one dimension", x.shape)
+            raise InvalidArgumentError(f"{self.name} input", "must have at least one dimension", x.shape)
         out_type = c.option(options, "output_type", None)
         if out_type not in ("INT32", "INT64"):
             raise InvalidArgumentError("output_type", "must be 'INT32' or 'INT64' (LiteRT rejects others at "
@@ -190,14 +190,14 @@ class ArgMax(Kernel):
         return ArgMaxParams(tuple(x.shape), x.dtype.dtype, tuple(axis.shape), axis.dtype.dtype, a,
                             np.dtype(np.int32 if out_type == "INT32" else np.int64))
 
-    @staticmethod
-    def _axis(a: int, shape: tuple[int, ...]) -> int:
+    def _axis(self, a: int, shape: tuple[int, ...]) -> int:
         rank = len(shape)
         v = a + rank if a < 0 else a
         if not 0 <= v < rank:
-            raise AxisError("ARG_MAX axis", f"must be in [{-rank}, {rank - 1}]", a)
+            raise AxisError(f"{self.name} axis", f"must be in [{-rank}, {rank - 1}]", a)
         if shape[v] == 0:
-            raise InvalidArgumentError("ARG_MAX axis", "cannot reduce an empty dimension (LiteRT rejects it)", v)
+            raise InvalidArgumentError(f"{self.name} axis", "cannot reduce an empty dimension (LiteRT rejects it)",
+                                       v)
         return v
 
     def compute(self, p: ArgMaxParams, arrays):

@@ -18,12 +18,14 @@ from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .reduce import Mean, Sum
 from .resize import ResizeBilinear
 from .unary import Logistic, Quantize, Tanh
+from ..shape_arithmetic import XnnpackNeg
 
 __all__ = ["OPS", "declines", "fails"]
 
 _OWN: dict[str, Kernel] = {k.name: k for k in (cls() for cls in (Conv2D, DepthwiseConv2D, FullyConnected, Add, Sub, Mul,
                                                                    Mean, Sum, Quantize, Logistic, Tanh, ResizeBilinear,
-                                                                   LeakyRelu, BatchMatMul, TransposeConv, MaxPool2D))}
+                                                                   LeakyRelu, BatchMatMul, TransposeConv, MaxPool2D,
+                                                                   XnnpackNeg))}
 
 #: operator name -> the kernel that reproduces XNNPACK's bytes, for every operator the delegate can take
 #: (and quantspec has a reference kernel for: the XNNPACK kernels validate with it)

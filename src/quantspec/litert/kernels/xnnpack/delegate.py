@@ -328,6 +328,15 @@ def _transpose_conv(inputs, outputs, options) -> str | None:
     return None
 
 
+def _neg(inputs, outputs, options) -> str | None:
+    """NEG: the delegate takes it on float32 (xnn_define_negate; measured: it computes ``0 - x``, so
+    -0.0 and +0.0 both give +0.0), never on integer types."""
+    x, out = inputs[0], outputs[0]
+    if x is None or x.dtype.name != "float" or out.dtype.name != "float":
+        return "the XNNPACK delegate takes NEG on float32 only"
+    return _rank(x, "the input")
+
+
 #: operator -> the delegate's check (None: the operator is never delegated in int8)
 RULES: dict[str, Callable[..., str | None]] = {
     "CONV_2D": _conv,
@@ -353,6 +362,7 @@ RULES: dict[str, Callable[..., str | None]] = {
     "LEAKY_RELU": _leaky_relu,
     "BATCH_MATMUL": _batch_matmul,
     "TRANSPOSE_CONV": _transpose_conv,
+    "NEG": _neg,
 }
 
 
