@@ -8,8 +8,9 @@
   DequantizeLinear node as the spec does (and as quantspec's ``compat="onnxruntime"`` does); 1:
   it departed from the spec at some node (or from ``compat="onnxruntime"``); 2: bad input, or a model
   onnxruntime cannot run.  ``--static`` runs nothing and exits 0.
-- ``quantspec convert MODEL.onnx OUT.onnx --scheme NAME``: weight-only quantization of a float model
-  (:func:`quantspec.onnxmodels.convert_model`).  Exit status 0: written; 2: bad input.
+- ``quantspec convert MODEL.onnx OUT.onnx --scheme NAME [--format qdq|matmulnbits]``: weight-only
+  quantization of a float model (:func:`quantspec.onnxmodels.convert_model`).  Exit status 0: written;
+  2: bad input.
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--include", metavar="GLOB", action="append", help="quantize only initializers matching a glob "
                    "(repeatable)")
     p.add_argument("--exclude", metavar="GLOB", action="append", help="keep initializers matching this glob (repeatable)")
+    p.add_argument("--format", choices=("qdq", "matmulnbits"), default="qdq",
+                   help="qdq (default): DequantizeLinear feeding each weight's operator; matmulnbits (schemes "
+                   "int4-bN, uint4-bN-asym): each MatMul with a float32 weight becomes a com.microsoft MatMulNBits "
+                   "node, byte-identical to onnxruntime's MatMulNBitsQuantizer")
     p.add_argument("--external-data", action="store_true", help="write the large initializers to OUT.onnx.data "
                    "(default: as the source did, or when the model exceeds 2 GB)")
     p.add_argument("--report", action="store_true", help="print a line per initializer (scheme, use, bytes, error)")
@@ -133,7 +138,8 @@ def convert_main(argv: Sequence[str]) -> int:
     if args is None:
         return code
     report = convert_model(args.src, args.dst, args.scheme, recipe=args.recipe, include=args.include,
-                           exclude=args.exclude, external_data=True if args.external_data else None)
+                           exclude=args.exclude, external_data=True if args.external_data else None,
+                           format=args.format)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     elif not args.quiet:

@@ -17,6 +17,14 @@ where ``compat="reference"`` differs from the spec (what onnx.reference would do
 onnxruntime differs from ``compat="onnxruntime"`` — which must be nowhere: quantspec reproduces
 onnxruntime, and the audit says so for every node.  Nodes inside subgraphs are audited statically
 only.
+
+Each com.microsoft MatMulNBits node of the main graph (constant B, scales and zero points) is audited
+too (:class:`NBitsAudit`): quantspec dequantizes its weight as the operator defines it
+(:func:`quantspec.onnxmodels.nbits.dequantize`), and onnxruntime computes the node alone on rows of
+the identity matrix, whose product is the weight it multiplies by (each output element is ``1 * w``
+plus exact zeros: bit-exact but for the sign of a zero).  Other quantized operators (QLinearConv,
+QLinearMatMul, MatMulInteger, ConvInteger, MatMulNBits the audit cannot take) are listed as not
+audited.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from ..onnx.reference import ort_plain_mask
 from .graph import DEFAULT_DOMAINS, MS_DOMAIN, Graph, Node, read_graph
 from .io import type_name
 
-__all__ = ["audit", "AuditReport", "NodeAudit", "Risk", "MODES"]
+__all__ = ["audit", "AuditReport", "NodeAudit", "NBitsAudit", "Risk", "MODES"]
 
 MODES = ("spec", "reference", "onnxruntime")
 _TABLE = {d.key: d for d in DIVERGENCES}
@@ -105,11 +113,40 @@ class NodeAudit:
 
 
 @dataclass(frozen=True)
+class NBitsAudit:
+    """One com.microsoft MatMulNBits node: ``elements`` (K * N) of its weight compared, ``differences``
+    the elements where onnxruntime's weight (the node run on identity rows) differs from quantspec's
+    dequantization of B, scales and zero points; both None when it was not run (``reason`` says why;
+    ``first``: the first difference)."""
+
+    node_index: int
+    output: str
+    node_name: str | None = None
+    attributes: dict = field(default_factory=dict)
+    elements: int | None = None
+    differences: int | None = None
+    reason: str = ""
+    first: dict | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.elements is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node_index": self.node_index, "node_name": self.node_name, "op_type": "MatMulNBits",
+                "domain": MS_DOMAIN, "output": self.output, "attributes": dict(self.attributes),
+                "elements": self.elements, "differences": self.differences, "reason": self.reason,
+                "first_difference": self.first}
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """The result of :func:`audit`.  ``ran``: the model was run in onnxruntime (``inputs`` says on
     what); ``departures``: the nodes where onnxruntime's output differs from the spec's;
     ``confirmed``: quantspec's ``compat="onnxruntime"`` gave onnxruntime's bytes at every node run;
-    ``ok``: run, confirmed, and no departure."""
+    ``matmul_nbits``: the MatMulNBits audits (``nbits_departures``: those where onnxruntime's weight
+    differs from the operator's dequantization); ``not_audited``: the quantization nodes not computed,
+    with the reason; ``ok``: run, confirmed, and no departure of either kind."""
 
     nodes: tuple[NodeAudit, ...]
     model: str | None = None
@@ -118,10 +155,22 @@ class AuditReport:
     inputs: str = "none"
     onnxruntime: str | None = None
     notes: tuple[str, ...] = ()
+    matmul_nbits: tuple[NBitsAudit, ...] = ()
+    #: the quantized nodes that were not audited, each described with the reason
+    not_audited: tuple[str, ...] = ()
 
     @property
     def departures(self) -> tuple[NodeAudit, ...]:
         return tuple(n for n in self.nodes if n.onnxruntime_vs_spec)
+
+    @property
+    def nbits_departures(self) -> tuple[NBitsAudit, ...]:
+        return tuple(n for n in self.matmul_nbits if n.differences)
+
+    @property
+    def audited(self) -> int:
+        """The nodes whose outputs were computed by onnxruntime and compared."""
+        return sum(n.ran for n in self.nodes) + sum(n.ran for n in self.matmul_nbits)
 
     @property
     def confirmed(self) -> bool:
@@ -130,7 +179,7 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
-        return self.ran and self.confirmed and not self.departures
+        return self.ran and self.confirmed and not self.departures and not self.nbits_departures
 
     def node(self, index_or_name: int | str, graph: str = "") -> NodeAudit:
         """A node's audit by its index (in ``graph``) or its name."""
@@ -144,7 +193,10 @@ class AuditReport:
         return {"model": self.model, "opset": self.opset, "ran": self.ran, "inputs": self.inputs,
                 "onnxruntime": self.onnxruntime, "ok": self.ok, "confirmed": self.confirmed,
                 "notes": list(self.notes), "nodes": [n.to_json() for n in self.nodes],
+                "matmul_nbits": [n.to_json() for n in self.matmul_nbits], "not_audited": list(self.not_audited),
                 "summary": {"nodes": len(self.nodes), "run": sum(n.ran for n in self.nodes),
+                            "matmul_nbits": len(self.matmul_nbits),
+                            "matmul_nbits_run": sum(n.ran for n in self.matmul_nbits),
                             "departures": len(self.departures),
                             "elements_onnxruntime_vs_spec": sum(n.onnxruntime_vs_spec or 0 for n in self.nodes),
                             "elements_reference_vs_spec": sum(n.reference_vs_spec or 0 for n in self.nodes),
@@ -155,17 +207,41 @@ class AuditReport:
 
     def render(self) -> str:
         head = self.model or "model"
-        out = [f"{head}: {len(self.nodes)} QuantizeLinear/DequantizeLinear node(s), opset {self.opset}"]
+        out = [f"{head}: {len(self.nodes)} QuantizeLinear/DequantizeLinear node(s)"
+               + (f", {len(self.matmul_nbits)} MatMulNBits node(s)" if self.matmul_nbits else "")
+               + f", opset {self.opset}"]
         if self.ran:
             out.append(f"run by onnxruntime {self.onnxruntime} (graph optimizations off) on {self.inputs}")
             elements = sum(n.onnxruntime_vs_spec or 0 for n in self.nodes)
-            out.append("onnxruntime computed every node as the spec does" if not self.departures else
-                       f"onnxruntime departed from the spec at {len(self.departures)} node(s), {elements} element(s)")
+            if self.departures:
+                out.append(f"onnxruntime departed from the spec at {len(self.departures)} node(s), {elements} element(s)")
+            elif not self.not_audited:
+                out.append("onnxruntime computed every node as the spec does")
+            else:
+                k = len(self.not_audited)
+                out.append(f"onnxruntime computed the {self.audited} audited node(s) as the spec does ({k} quantized "
+                           f"node{'s' if k > 1 else ''} not audited)")
+            if self.nbits_departures:
+                k = sum(n.differences or 0 for n in self.nbits_departures)
+                out.append(f"onnxruntime's MatMulNBits weight DIFFERED from the operator's dequantization at "
+                           f"{len(self.nbits_departures)} node(s), {k} element(s)")
             out.append('quantspec compat="onnxruntime" gave onnxruntime\'s bytes at every node' if self.confirmed
                        else 'quantspec compat="onnxruntime" DIFFERED from onnxruntime (a quantspec bug: please report it)')
         else:
             out.append("static audit (not run)")
         out += [f"note: {n}" for n in self.notes]
+        out += [f"not audited: {n}" for n in self.not_audited]
+        for n in self.matmul_nbits:
+            a = n.attributes
+            what = (f"MatMulNBits node {n.node_index} {n.output} (K={a.get('K')}, N={a.get('N')}, bits={a.get('bits')}, "
+                    f"block_size={a.get('block_size')}): ")
+            if n.ran:
+                out.append(what + (f"{n.elements} weight elements, {n.differences} differ from the operator's "
+                                   "dequantization" if n.differences else
+                                   f"onnxruntime's weight equals the operator's dequantization ({n.elements} elements)"))
+                if n.first:
+                    out.append(f"  first difference at {tuple(n.first['index'])}: onnxruntime {n.first['onnxruntime']}, "
+                               f"spec {n.first['spec']}")
         cols = ("node", "op", "output", "elements", "ort!=spec", "ref!=spec", "ort!=compat", "can diverge")
         rows = []
         for n in self.nodes:
@@ -602,6 +678,9 @@ def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int
     """
     g = read_graph(path_or_model)
     nodes = _qdq_nodes(g)
+    constant_nodes = "the nodes' constant inputs" if nodes or any(
+        n.op_type == "MatMulNBits" and n.domain == MS_DOMAIN and not n.graph for n in g.nodes) else \
+        "nothing (no QuantizeLinear / DequantizeLinear node)"
     values: dict[str, np.ndarray] = {}
     notes: list[str] = []
     ran, described, version = False, "none", None
@@ -630,10 +709,10 @@ def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int
             feeds = _given_feeds(g, inputs)
             run_exposed(g, [o.name for o in g.model.proto.graph.output], feeds, notes)
             notes.append("the whole model ran on the given inputs in onnxruntime")
-            described = "the nodes' constant inputs" if nodes else "nothing (no QuantizeLinear / DequantizeLinear node)"
+            described = constant_nodes
         else:
             run_exposed(g, [], {}, notes)     # the whole model must load in onnxruntime, as a user's session does
-            described = "the nodes' constant inputs" if nodes else "nothing (no QuantizeLinear / DequantizeLinear node)"
+            described = constant_nodes
         if any(not n.graph and n not in dynamic for n in nodes):
             notes.append("the nodes whose inputs are all constants (weights) ran alone in onnxruntime, one at a time")
         if any(n.graph for n in nodes):
@@ -643,9 +722,132 @@ def audit(path_or_model: Any, inputs: Any = None, *, run: bool = True, seed: int
     # a small model: the numpy reference kernels (the same bytes) finish before numba would have loaded
     with jit.reference_only() if jit.prefer_reference(elements) else contextlib.nullcontext():
         audits = [_audit_node(g, n, values, ran and not n.graph, notes) for n in nodes]
+    nbits_audits, not_audited = _audit_others(g, ran, notes)
+    not_audited = [f"{a.op_type} node {a.node_index} {a.output}: not run ("
+                   + ("inside a subgraph" if a.graph else "see its errors") + ")"
+                   for a in audits if ran and not a.ran] + not_audited
     path = None if g.model.path is None else str(g.model.path)
     return AuditReport(nodes=tuple(audits), model=path, opset=g.opset, ran=ran, inputs=described,
-                       onnxruntime=version, notes=tuple(notes))
+                       onnxruntime=version, notes=tuple(notes), matmul_nbits=tuple(nbits_audits),
+                       not_audited=tuple(not_audited))
+
+
+# ------------------------------------------------------------------------------------------------
+# com.microsoft MatMulNBits, and the quantized operators the audit does not compute
+# ------------------------------------------------------------------------------------------------
+
+#: bytes of identity rows fed to onnxruntime at a time
+_IDENTITY_BYTES = 16 << 20
+
+
+def _nbits_refusal(g: Graph, n: Node) -> str | None:
+    """Why the audit cannot compute this MatMulNBits node, or None."""
+    a = n.attrs
+    for key in ("K", "N", "block_size"):
+        if not isinstance(a.get(key), int) or isinstance(a.get(key), bool) or a[key] <= 0:
+            return f"its attribute {key} is missing or not a positive integer"
+    bits = a.get("bits", 4)
+    if bits not in (2, 4, 8) or a["block_size"] * bits % 8:
+        return f"bits {bits!r} with block_size {a['block_size']}"
+    if n.graph:
+        return "inside a subgraph"
+    if n.input(4):
+        return "it has g_idx (act-order), which the audit does not compute"
+    t1 = g.info(n.input(2)).type_name       # T1: A's type, the scales' type
+    if t1 != "float":
+        return f"its scales (and A) are {t1 or 'of unknown type'} (the audit computes float32 nodes)"
+    for k, role in ((1, "B"), (2, "scales")):
+        if g.constant(n.input(k)) is None:
+            return f"its {role} is not a constant"
+    z = n.input(3)
+    if z and (g.constant(z) is None or g.info(z).type_name != "uint8"):
+        return "its zero points are not constant packed uint8"
+    return None
+
+
+def _audit_nbits(g: Graph, n: Node, run: bool, notes: list[str]) -> NBitsAudit:
+    from .nbits import dequantize
+
+    a = n.attrs
+    attrs = {k: a[k] for k in ("K", "N", "bits", "block_size", "accuracy_level") if k in a}
+    out = n.outputs[0] if n.outputs else ""
+    why = _nbits_refusal(g, n)
+    if why is None and not run:
+        why = "static audit (not run)"
+    if why is not None:
+        return NBitsAudit(n.index, out, n.name or None, attrs, reason=why)
+    K, N, bits, block = a["K"], a["N"], a.get("bits", 4), a["block_size"]
+    try:
+        z = n.input(3)
+        spec = dequantize(g.value(n.input(1)), g.value(n.input(2)), g.value(z) if z else None, K, N, bits, block)
+        ort_w = _nbits_weight(g, n, notes)
+    except QuantSpecError as e:
+        return NBitsAudit(n.index, out, n.name or None, attrs, reason=f"{type(e).__name__}: {e}")
+    # a zero's sign does not survive the product (1 * -0 + 0 * w is +0): values are compared as numbers
+    diff = ~((ort_w == spec) | (np.isnan(ort_w) & np.isnan(spec)))
+    count = int(diff.sum())
+    first = None
+    if count:
+        i = np.unravel_index(int(np.argmax(diff.reshape(-1))), diff.shape)
+        first = {"index": [int(v) for v in i], "onnxruntime": float(ort_w[i]), "spec": float(spec[i])}
+    return NBitsAudit(n.index, out, n.name or None, attrs, elements=int(spec.size), differences=count, first=first)
+
+
+def _nbits_weight(g: Graph, n: Node, notes: list[str]) -> np.ndarray:
+    """The weight ``[K, N]`` onnxruntime multiplies by at MatMulNBits node ``n``: the node alone (no
+    bias; no accuracy_level, whose int8 arithmetic would round the identity) run on rows of the
+    identity matrix."""
+    from .ortrun import _fetch, _load, ort_module
+
+    onnx = g._onnx
+    ort = ort_module()
+    K, N = n.attrs["K"], n.attrs["N"]
+    proto = onnx.NodeProto()
+    proto.CopyFrom(n.proto)
+    del proto.input[4:]
+    kept = [x for x in proto.attribute if x.name != "accuracy_level"]
+    del proto.attribute[:]
+    proto.attribute.extend(kept)
+    proto.input[0], proto.output[0] = "A", "Y"
+    inits = []
+    for name in dict.fromkeys(i for i in proto.input[1:] if i):
+        t = g.constant(name)
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            t = onnx.numpy_helper.from_array(np.asarray(g.model.values(t, mapped=False)), name)
+        inits.append(t)
+    graph = onnx.helper.make_graph([proto], "matmulnbits", [onnx.helper.make_tensor_value_info("A", onnx.TensorProto.FLOAT,
+                                                                                              [None, K])],
+                                   [onnx.helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+                                   initializer=inits)
+    model = onnx.helper.make_model(graph, opset_imports=list(g.model.proto.opset_import))
+    model.ir_version = g.model.proto.ir_version
+    sess = _load(ort, model, None, notes)
+    out = np.empty((K, N), np.float32)
+    step = max(1, min(K, _IDENTITY_BYTES // (4 * K)))
+    for k0 in range(0, K, step):
+        m = min(step, K - k0)
+        eye = np.zeros((m, K), np.float32)
+        eye[np.arange(m), k0 + np.arange(m)] = 1
+        out[k0:k0 + m] = _fetch(ort, sess, ["Y"], {"A": eye})["Y"]
+    return out
+
+
+def _audit_others(g: Graph, run: bool, notes: list[str]) -> tuple[list[NBitsAudit], list[str]]:
+    """The MatMulNBits audits, and the quantized nodes not audited (with the reason)."""
+    from . import qops
+
+    audits, skipped = [], []
+    for n in g.nodes:
+        if n.op_type == "MatMulNBits" and n.domain == MS_DOMAIN:
+            a = _audit_nbits(g, n, run, notes)
+            audits.append(a)
+            if run and not a.ran:
+                skipped.append(f"MatMulNBits node {n.index} {a.output}: {a.reason}")
+        elif run and n.op_type not in ("QuantizeLinear", "DequantizeLinear") and qops.find(n.op_type, n.domain):
+            where = f" in {n.graph}" if n.graph else ""
+            skipped.append(f"{n.op_type} node {n.index}{where} {n.outputs[0] if n.outputs else ''}: the audit computes "
+                           "QuantizeLinear, DequantizeLinear and MatMulNBits nodes only")
+    return audits, skipped
 
 
 def _audit_node(g: Graph, n: Node, values: dict[str, np.ndarray], run: bool, notes: list[str]) -> NodeAudit:

@@ -544,7 +544,21 @@ def _check_nbits(c: _Collector, g: Graph, node: Node) -> None:
     if "K" not in attrs or "N" not in attrs:
         return
     K, N = attrs["K"], attrs["N"]
+    if K <= 0 or N <= 0:
+        c.add("shape", node, None, "K and N must be positive", position="attribute K" if K <= 0 else "attribute N",
+              expected="> 0", found=K if K <= 0 else N)
+        return
     k_blocks = -(-K // block)
+    a_shape = g.info(node.input(0)).shape
+    if a_shape and a_shape[-1] is not None and a_shape[-1] != K:
+        c.add("shape", node, node.input(0), "A's last dimension must be K", position=_position(0, names),
+              expected=K, found=a_shape[-1])
+    bias = node.input(5)
+    if bias:
+        b_info = g.info(bias).shape
+        if b_info is not None and tuple(b_info) != (N,):
+            c.add("shape", node, bias, "bias must hold one value per output column: (N,)", position=_position(5, names),
+                  expected=(N,), found=b_info)
     b_shape = g.info(node.input(1)).shape
     want_b = (N, k_blocks, block * bits // 8)
     if b_shape is not None and tuple(b_shape) != want_b:

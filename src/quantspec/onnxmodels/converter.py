@@ -20,6 +20,14 @@ The steps, each before the next:
    DequantizeLinear output is float32, the checkpoint's dequantized value), so every consumer, in
    subgraphs too, reads the same name.  External data as the source had it, or when the model is
    over 2 GB.
+
+With ``format="matmulnbits"`` (schemes int4-bN and uint4-bN-asym) step 4 instead replaces each
+MatMul whose B is a float32 weight by a com.microsoft MatMulNBits node equal to onnxruntime's
+``MatMulNBitsQuantizer`` (:mod:`.nbits`); the opset is kept (MatMulNBits is a contrib operator).
+
+The opset upgrade (step 2) runs ``onnx.version_converter`` on the model *without* its large
+initializers' data (:func:`upgrade_opset`): the converter never touches weight values, and copying
+and checking a model of weights is most of its time.
 """
 
 from __future__ import annotations
@@ -41,10 +49,16 @@ from ..onnx import opsets
 from .convreport import ModelConversionReport, WeightReport
 from .encoder import Quantized, quantize_weight
 from .graph import read_graph
+from . import nbits
 from .io import OnnxModel, load_model, onnx_module, save_model
-from .weights import OUT_IN, Candidate, find_weights
+from .weights import IN_OUT, OUT_IN, Candidate, find_weights
 
-__all__ = ["convert_model", "required_opset", "dequantize_attributes", "onnxruntime_refusal", "markdown"]
+__all__ = ["convert_model", "required_opset", "dequantize_attributes", "onnxruntime_refusal", "markdown",
+           "upgrade_opset", "FORMATS"]
+
+#: the output formats of :func:`convert_model`: DequantizeLinear (QDQ) weights, or com.microsoft
+#: MatMulNBits nodes
+FORMATS = ("qdq", "matmulnbits")
 
 
 def dequantize_attributes(s: Scheme) -> tuple[str, ...]:
@@ -150,13 +164,71 @@ def _plan(cands: list[Candidate], rules, src: str) -> list[tuple[Candidate, str,
     return plan
 
 
-def _upgrade(proto: Any, opset: int, target: int, why: str) -> Any:
-    """The model at default-domain opset ``target`` (onnx.version_converter)."""
+#: initializers of at least this many bytes travel through the version converter without their data
+_LIGHT_FROM = 1 << 10
+
+
+def _light(proto: Any) -> tuple[Any, dict[str, Any]]:
+    """A copy of ``proto`` whose large main-graph initializers hold no data (name, type and dims
+    kept), and those initializers by name."""
+    from .io import without_initializers
+
+    out = without_initializers(proto)
+    held = {}
+    for t in proto.graph.initializer:
+        if t.ByteSize() < _LIGHT_FROM or t.name in held:
+            out.graph.initializer.append(t)
+            continue
+        stub = out.graph.initializer.add()
+        stub.name, stub.data_type = t.name, t.data_type
+        stub.dims.extend(t.dims)
+        held[t.name] = t
+    return out, held
+
+
+def _has_data(t: Any) -> bool:
+    return bool(t.raw_data or t.float_data or t.int32_data or t.int64_data or t.double_data or t.uint64_data
+                or t.string_data or t.external_data)
+
+
+def upgrade_opset(proto: Any, target: int) -> Any:
+    """``onnx.version_converter.convert_version(proto, target)`` without carrying the weights: the
+    converter runs on a copy whose large initializers hold no data, then the initializers are put
+    back.  Only initializers of 1 kB or more travel empty (shapes, axes and other small constants an
+    adapter may read keep their values).  Should the converter fail on the light model, or an adapter
+    write into, drop or retype an initializer it was given empty, the whole model is converted as
+    before (the tests compare both results on several models and find them byte-identical)."""
     onnx_module()
     from onnx import version_converter
 
+    light, held = _light(proto)
+    if not held:
+        return version_converter.convert_version(proto, target)
     try:
-        out = version_converter.convert_version(proto, target)
+        out = version_converter.convert_version(light, target)
+    except Exception:  # the converter's own error, from the model as it is, is the one to report
+        return version_converter.convert_version(proto, target)
+    seen = set()
+    for t in out.graph.initializer:
+        orig = held.get(t.name)
+        if orig is None:
+            continue
+        if t.data_type != orig.data_type or list(t.dims) != list(orig.dims) or _has_data(t):
+            return version_converter.convert_version(proto, target)
+        seen.add(t.name)
+    if seen != set(held):      # an initializer dropped or renamed: let the converter see everything
+        return version_converter.convert_version(proto, target)
+    for t in out.graph.initializer:
+        orig = held.get(t.name)
+        if orig is not None:
+            t.CopyFrom(orig)
+    return out
+
+
+def _upgrade(proto: Any, opset: int, target: int, why: str) -> Any:
+    """The model at default-domain opset ``target`` (:func:`upgrade_opset`)."""
+    try:
+        out = upgrade_opset(proto, target)
     except Exception as e:  # the converter raises RuntimeError, ValueError, its own errors...
         raise UnsupportedError("src", f"is at opset {opset}, and {why} needs opset {target}; onnx.version_converter "
                                f"cannot upgrade this model (convert it to opset {target} or later first, or choose "
@@ -254,9 +326,81 @@ def _rewrite(proto: Any, done: dict[str, tuple[Candidate, Scheme, Quantized]], i
     return out, arrays
 
 
+def _nbits_plan(plan: list[tuple[Candidate, str, str]]) -> list[tuple[Candidate, str, str]]:
+    """``format="matmulnbits"``: the planned weights that become MatMulNBits (a float32 ``[K, N]``
+    B of main-graph MatMul nodes alone); the others are kept, with the reason."""
+    out = []
+    for c, s_name, reason in plan:
+        if s_name == KEEP:
+            out.append((c, s_name, reason))
+            continue
+        why = None
+        if any(u.node.op_type != "MatMul" or u.input != 1 for u in c.uses):
+            why = "--format matmulnbits quantizes MatMul weights (B) only"
+        elif any(u.node.graph for u in c.uses):
+            why = "--format matmulnbits replaces MatMul nodes of the main graph only (this one is in a subgraph)"
+        elif c.dtype != "float" or c.layout is not IN_OUT or len(c.shape) != 2:
+            why = f"--format matmulnbits takes float32 [K, N] weights (this is {c.dtype} {list(c.shape)})"
+        out.append((c, KEEP, why) if why else (c, s_name, reason))
+    return out
+
+
+def _rewrite_nbits(proto: Any, done: dict[str, tuple[Candidate, Scheme, nbits.NBitsWeight]]):
+    """The output model of ``format="matmulnbits"``: each MatMul whose B was quantized replaced by a
+    com.microsoft MatMulNBits node (named as MatMulNBitsQuantizer names it), its packed weight, scales
+    and zero points appended to the initializers; returns (model, arrays for save_model)."""
+    onnx = onnx_module()
+    from onnx import helper
+
+    from .io import without_initializers
+
+    tensors, node_names = _all_names(proto.graph)
+    fresh, fresh_node = _Names(tensors), _Names(node_names)
+    out = without_initializers(proto)
+    for t in proto.graph.initializer:
+        if t.name not in done:
+            out.graph.initializer.append(t)
+    arrays: dict[str, np.ndarray] = {}
+    written: dict[str, list[str]] = {}
+    nodes = []
+    for n in proto.graph.node:
+        if n.op_type != "MatMul" or len(n.input) < 2 or n.input[1] not in done:
+            nodes.append(n)
+            continue
+        c, s, p = done[n.input[1]]
+        names = written.get(c.name)
+        if names is None:
+            names = []
+            for role, a in ((f"Q{nbits.BITS}", p.b), ("scales", p.scales), ("zero_points", p.zero_points)):
+                if a is None:
+                    continue
+                name = fresh(f"{c.name}_{role}")
+                stub = out.graph.initializer.add()
+                stub.name, stub.data_type = name, qtype(a.dtype).onnx
+                stub.dims.extend(int(d) for d in a.shape)
+                arrays[name] = a
+                names.append(name)
+            written[c.name] = names
+        nodes.append(helper.make_node("MatMulNBits", [n.input[0], *names], [n.output[0]],
+                                      name=fresh_node(f"{n.name}_Q{nbits.BITS}") if n.name else "",
+                                      domain=nbits.DOMAIN, **p.attributes))
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    keep = [i for i in out.graph.input if i.name not in done]
+    del out.graph.input[:]
+    out.graph.input.extend(keep)
+    for o in out.opset_import:
+        if o.domain == nbits.DOMAIN:
+            o.version = 1
+            break
+    else:
+        out.opset_import.append(onnx.helper.make_opsetid(nbits.DOMAIN, 1))
+    return out, arrays
+
+
 def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *, recipe: Any = None,
                   include: Any = None, exclude: Any = None, external_data: bool | None = None,
-                  workers: int | None = None) -> ModelConversionReport:
+                  workers: int | None = None, format: str = "qdq") -> ModelConversionReport:
     """Quantize the weights of the float ONNX model ``src`` and write the result to ``dst``.
 
     ``src``: a path, the serialized bytes or an ``onnx.ModelProto`` (external data is read from the
@@ -268,7 +412,10 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
     1-D tensor, a stack of matrices, one used elsewhere too), is kept and reported with the reason.
     ``external_data``: True writes the large initializers to an external data file, False never,
     None (default) as the source did or when the model exceeds 2 GB.  ``workers``: threads (default
-    the cores).  See ``docs/onnx-models.md``.
+    the cores).  ``format``: ``"qdq"`` (default) as above; ``"matmulnbits"`` (schemes int4-bN and
+    uint4-bN-asym) replaces each MatMul whose B is a float32 ``[K, N]`` weight by a com.microsoft
+    MatMulNBits node, byte-identical to onnxruntime's ``MatMulNBitsQuantizer`` (QOperator, RTN), and
+    keeps every other weight.  See ``docs/onnx-models.md``.
     """
     start = time.perf_counter()
     rules = load_recipe(recipe, scheme, include, exclude)
@@ -276,6 +423,13 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
         raise InvalidArgumentError("external_data", "must be True, False or None", external_data)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise InvalidArgumentError("workers", "must be a positive number of threads, or None", workers)
+    if not isinstance(format, str) or format not in FORMATS:
+        raise InvalidArgumentError("format", f"must be one of {', '.join(FORMATS)}", format)
+    if format == "matmulnbits":
+        for name in {rules.default, *(r for _, r in rules.rules)} - {None, KEEP}:
+            why = nbits.takes(SCHEMES[name])
+            if why is not None:
+                raise InvalidArgumentError("scheme", why, name)
     model = load_model(src)
     where = str(model.path) if model.path is not None else type(src).__name__
     out_path = _destination(dst, model)
@@ -284,8 +438,11 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
     if opset is None:
         raise ModelError("src", "imports no default-domain (ai.onnx) opset", where)
     plan = _plan(find_weights(graph), rules, where)
+    if format == "matmulnbits":
+        plan = _nbits_plan(plan)
     used = {s for _, s, _ in plan if s != KEEP}
-    target = max([opset, *(required_opset(s) for s in used)])
+    # MatMulNBits is a com.microsoft operator: the default-domain opset stays
+    target = opset if format == "matmulnbits" else max([opset, *(required_opset(s) for s in used)])
     proto = model.proto
     if target > opset:
         why = max(used, key=required_opset)
@@ -299,9 +456,12 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
     # a small model: the encoders' numpy reference path (the same bytes) is done before numba would have loaded
     with jit.reference_only() if jit.prefer_reference(elements) else contextlib.nullcontext():
         for c, s_name, reason in plan:
-            reports.append(_convert_one(model, c, s_name, reason, where, workers, done))
-    ir_floor = helper.find_min_ir_version_for([helper.make_opsetid("", target)], ignore_unknown=True)
-    out, arrays = _rewrite(proto, done, ir_floor, graph.ir_version < 4)
+            reports.append(_convert_one(model, c, s_name, reason, where, workers, done, format))
+    if format == "matmulnbits":
+        out, arrays = _rewrite_nbits(proto, done)
+    else:
+        ir_floor = helper.find_min_ir_version_for([helper.make_opsetid("", target)], ignore_unknown=True)
+        out, arrays = _rewrite(proto, done, ir_floor, graph.ir_version < 4)
     if external_data is None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.proto.graph.initializer):
         external_data = True
     files = save_model(OnnxModel(out, path=model.path, base_dir=model.base_dir), out_path, external_data=external_data,
@@ -313,7 +473,7 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
 
 
 def _convert_one(model: OnnxModel, c: Candidate, s_name: str, reason: str, where: str, workers: int | None,
-                 done: dict) -> WeightReport:
+                 done: dict, format: str = "qdq") -> WeightReport:
     """Quantize one planned weight (recorded in ``done``), or keep it; its report."""
     bytes_in = c.nbytes
     if s_name == KEEP:
@@ -329,6 +489,12 @@ def _convert_one(model: OnnxModel, c: Candidate, s_name: str, reason: str, where
         raise RangeError("src", f"weight {c.name!r} has values too large for scheme {s.name}: a scale is not finite",
                          where, detail="nothing was written; keep the tensor (--exclude NAME, or a recipe rule with "
                          "scheme 'keep')")
+    if format == "matmulnbits":
+        p = nbits.pack(s, w, q.scale, q.zero_point)
+        done[c.name] = (c, s, p)
+        out_bytes = sum(int(a.nbytes) for a in (p.b, p.scales, p.zero_points) if a is not None)
+        return WeightReport(c.name, s.name, c.dtype, c.shape, bytes_in, out_bytes, use=c.where(), reason=reason,
+                            layout="MatMulNBits", attributes=dict(p.attributes), rel_rms=p.rel_rms, max_abs=p.max_abs)
     done[c.name] = (c, s, q)
     out_bytes = sum(_nbytes(a) for a in (q.codes, q.scale, q.zero_point) if a is not None)
     return WeightReport(c.name, s.name, c.dtype, c.shape, bytes_in, out_bytes, use=c.where(), reason=reason,

@@ -38,7 +38,7 @@ RULES: dict[str, str] = {
     "same-params": "DequantizeLinear -> an op that only moves values -> QuantizeLinear keeps the scale and zero "
                    "point (and, around MaxPool / ReduceMax / ReduceMin, a positive scale)",
     "shape": "other inputs the quantization parameters rely on have the shape they must (QLinearConv's bias, "
-             "MatMulNBits' packed weights)",
+             "MatMulNBits' packed weights, A's last dimension K and bias (N,))",
 }
 
 
