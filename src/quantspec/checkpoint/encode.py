@@ -238,9 +238,15 @@ def encode_preset(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, 
                   ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A compressed-tensors preset's outputs of a slab (:func:`quantspec.checkpoint.presets.encode_weight`,
     by role: codes, scale, zero_point, shape, global_scale) and its error sums against compressed-tensors'
-    decompression; ``params``: ``(global scale,)`` for NVFP4."""
+    decompression; ``params``: ``(global scale,)`` for NVFP4.  The kernels of :mod:`._jitted_ct` when the
+    fast path is on (:func:`_preset_fast`: the arrays are then this thread's scratch buffers, valid until
+    its next call), else the numpy path (:mod:`.ctarith`)."""
     from . import ctarith
 
+    if jit.enabled():
+        fast = _preset_fast(s.preset, dtype, raw, rows, cols, params)
+        if fast is not None:
+            return fast
     x = _as_float32(raw, dtype, rows, cols)
     stats = np.zeros(4)
     stats[3] = -1
@@ -250,6 +256,8 @@ def encode_preset(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, 
         return stats, {}
     p = s.preset
     g = np.float32(params[0]) if params else None
+    if g is None and p.weights.strategy == "tensor_group":
+        g = ctarith.global_scale(ctarith.absmax(x), dtype)    # the slab's own (encode_weight's), for dq too
     tensors, (c, scale, zp) = _presets().encode_weight(p, x, dtype, g, parts=True)
     dq = ctarith.dequantize(c, scale, zp, p.weights, dtype, g)
     x64 = x.astype(np.float64)
@@ -259,6 +267,87 @@ def encode_preset(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, 
     roles = {"weight_packed": "codes", "weight": "codes", "weight_scale": "scale", "weight_zero_point": "zero_point",
              "weight_shape": "shape", "weight_global_scale": "global_scale"}
     return stats, {roles[k]: v for k, v in tensors.items()}
+
+
+def _preset_fast(p, dtype: str, raw: np.ndarray, rows: int, cols: int, params: tuple | None
+                 ) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """:func:`encode_preset` on the kernels of :mod:`._jitted_ct` (the same bytes and statistics as the
+    numpy path), or None where they do not apply and the numpy path runs (and says what is wrong): no
+    rows, fewer bytes than the rows hold, a shape the preset does not take, a big-endian machine, NVFP4
+    with a global scale that is not finite and positive, or a case without a kernel (an asymmetric
+    int-quantized preset; packed rows that are not whole int32 words: neither is in the table).  The
+    outputs are this thread's scratch buffers (bytes, each a whole number of 8-byte words and 8 to
+    spare), viewed as the stored types and shapes of :func:`quantspec.checkpoint.presets.encode_weight`."""
+    import ml_dtypes
+
+    from . import ctarith
+
+    a = p.weights
+    src = np.ascontiguousarray(raw).reshape(-1).view(np.uint8)
+    if (rows <= 0 or cols <= 0 or src.size < rows * cols * (4 if dtype == "float" else 2) or sys.byteorder != "little"
+            or a.takes(rows, cols) is not None):
+        return None
+    tg = a.strategy == "tensor_group"
+    if tg:
+        g = np.float32(params[0]) if params else ctarith.global_scale(
+            ctarith.absmax(_as_float32(raw, dtype, rows, cols)), dtype)
+        if not (np.isfinite(g) and g > 0):
+            return None
+    if (p.format == "int-quantized" and not a.symmetric) or (p.format == "pack-quantized" and cols % 32):
+        return None
+
+    def buffer(name: str, nbytes: int, zero: bool = False) -> np.ndarray:
+        b = _scratch(name, (nbytes + 7) // 8 * 8 + 8)
+        if zero:
+            b[:] = 0
+        return b
+
+    k = jit.load("quantspec.checkpoint._jitted_ct")
+    kind = _KIND[dtype]
+    wt = np.dtype(ctarith.WT[dtype])
+    pr, pc = a.param_shape(rows, cols)
+    stats = np.zeros(4)
+    stats[3] = -1
+    out: dict[str, np.ndarray] = {}
+    if p.format in ("pack-quantized", "int-quantized"):
+        packed = p.format == "pack-quantized"
+        words = -(-cols * a.bits // 32)
+        codes = buffer("ct_codes", rows * words * 4 if packed else rows * cols)
+        scale = buffer("ct_scale", pr * pc * wt.itemsize)
+        zr = -(-rows * a.bits // 32)
+        zp = buffer("ct_zp", 0 if a.symmetric else zr * pc * 4, zero=True)
+        k.INTS[kind](src, rows, cols, a.bits, cols if a.strategy == "channel" else a.group, a.symmetric, packed,
+                     codes, scale, zp, stats)
+        if packed:
+            out["codes"] = codes[:rows * words * 4].view(np.int32).reshape(rows, words)
+        else:
+            out["codes"] = codes[:rows * cols].view(np.int8).reshape(rows, cols)
+        out["scale"] = scale[:pr * pc * wt.itemsize].view(wt).reshape(pr, pc)
+        if not a.symmetric:
+            out["zero_point"] = zp[:zr * pc * 4].view(np.int32).reshape(zr, pc)
+        if packed:
+            out["shape"] = np.array([rows, cols], np.int64)
+    elif p.format == "float-quantized":
+        bh, bw = (1, cols) if a.strategy == "channel" else a.block
+        codes = buffer("ct_codes", rows * cols)
+        scale = buffer("ct_scale", pr * pc * wt.itemsize)
+        k.FP8[kind](src, rows, cols, bh, bw, codes, scale, stats)
+        out["codes"] = codes[:rows * cols].view(ml_dtypes.float8_e4m3fn).reshape(rows, cols)
+        out["scale"] = scale[:pr * pc * wt.itemsize].view(wt).reshape(pr, pc)
+    elif p.format in ("nvfp4-pack-quantized", "mxfp4-pack-quantized"):
+        codes = buffer("ct_codes", rows * cols // 2)
+        scale = buffer("ct_scale", pr * pc)
+        k.FP4[kind](src, rows, cols, not tg, float(g) if tg else 1.0, codes, scale, stats)
+        out["codes"] = codes[:rows * cols // 2].reshape(rows, cols // 2)
+        out["scale"] = scale[:pr * pc].view(ml_dtypes.float8_e4m3fn if tg else np.uint8).reshape(pr, pc)
+        if tg:
+            out["global_scale"] = np.array([g], np.float32)
+    else:                                            # pragma: no cover - the table's formats
+        return None
+    if stats[3] >= 0:
+        stats[:3] = 0
+        return stats, {}
+    return stats, out
 
 
 def _presets():
