@@ -189,6 +189,15 @@ def _checkpoint_jobs() -> Iterator[Callable[[], object]]:
                 checkpoint.convert(src, os.path.join(d, "out"), scheme, progress=False)
                 checkpoint.verify(src, os.path.join(d, "out"), progress=False)
         yield run
+    # the compressed-tensors presets: one of each kernel family (integer groups, float8, float4)
+    for preset, dtype in itertools.product(("W4A16", "FP8_BLOCK", "NVFP4A16"),
+                                           (np.float32, np.float16, ml_dtypes.bfloat16)):
+        def run(preset=preset, dtype=dtype):
+            with tempfile.TemporaryDirectory(prefix="quantspec-warmup-") as d:
+                src = os.path.join(d, "model.safetensors")
+                write_tensors(src, {"m.weight": _x(dtype, (64, 256))})
+                checkpoint.convert(src, os.path.join(d, "out"), preset, progress=False)
+        yield run
 
 
 def _equiv_jobs() -> Iterator[Callable[[], object]]:
