@@ -144,7 +144,7 @@ def test_warmup_covers_calibrate_checkpoint_and_equiv():
     assert warmup.GROUPS == ("onnx", "tf", "litert", "calibrate", "checkpoint", "equiv")
     assert {spec for spec, _ in warmup.jobs()} == set(warmup.GROUPS)
     ckpt = list(warmup._JOBS["checkpoint"]())
-    assert len(ckpt) == 3 * len(checkpoint.SCHEMES)
+    assert len(ckpt) == 3 * len(checkpoint.SCHEMES) + 9         # and three presets in the three types
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for job in warmup._JOBS["calibrate"]():
@@ -153,8 +153,11 @@ def test_warmup_covers_calibrate_checkpoint_and_equiv():
             job()
         for s in range(len(checkpoint.SCHEMES)):       # each scheme from one of the three source types
             ckpt[3 * s + s % 3]()
+        for job in ckpt[3 * len(checkpoint.SCHEMES):]:
+            job()
     kernels = warmup._jitted()
-    for module in ("quantspec.calibrate._jitted", "quantspec.checkpoint._jitted", "quantspec.equiv._jitted"):
+    for module in ("quantspec.calibrate._jitted", "quantspec.checkpoint._jitted", "quantspec.equiv._jitted",
+                   "quantspec.checkpoint._jitted_ct"):
         assert any(k.startswith(module) for k in kernels), module
 
 
