@@ -19,7 +19,6 @@ machine's threads.
 from __future__ import annotations
 
 import json
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..errors import TensorFileError
 from . import ctarith as ar
 from . import sources
 from .presets import Preset, codes_of, fused_key, group_preset
-from .reader import QuantizedCheckpoint
+from .reader import QuantizedCheckpoint, config_group_of
 from .report import Difference, TensorCheck, VerifyReport
 
 __all__ = ["verify_ct", "RULE"]
@@ -68,25 +67,12 @@ class _Modules:
             if p == "weight_scale" and (m + ".weight" in names or m + ".weight_packed" in names):
                 self.modules[m] = self._preset(m, where)
 
-    @staticmethod
-    def _named(target: str, module: str) -> bool:
-        if target.startswith("re:"):
-            try:
-                return re.match(target[3:], module) is not None
-            except re.error:
-                return False
-        return target == module
-
     def _preset(self, m: str, where: str) -> Preset:
-        for targets, p in self.groups:
-            if any(isinstance(t, str) and self._named(t, m) for t in targets):
-                return p
-        classes = [p for targets, p in self.groups if any(isinstance(t, str) and not t.startswith("re:")
-                                                          and "." not in t and t[:1].isupper() for t in targets)]
-        if len(classes) == 1 and not any(self._named(i, m) for i in self.ignore):
-            return classes[0]
-        raise TensorFileError("dst", f"stores quantization parameters for module {m!r}, which no config group "
-                              "names", where)
+        p = config_group_of(m, self.groups, self.ignore)
+        if p is None:
+            raise TensorFileError("dst", f"stores quantization parameters for module {m!r}, which no config group "
+                                  "names", where)
+        return p
 
 
 def _stored(ck: QuantizedCheckpoint, name: str) -> tuple[str, tuple[int, ...], np.ndarray]:

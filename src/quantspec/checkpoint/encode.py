@@ -247,12 +247,8 @@ def encode_preset(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, 
         fast = _preset_fast(s.preset, dtype, raw, rows, cols, params)
         if fast is not None:
             return fast
-    x = _as_float32(raw, dtype, rows, cols)
-    stats = np.zeros(4)
-    stats[3] = -1
-    finite = np.isfinite(x).all(axis=1)
-    if not finite.all():
-        stats[3] = int(np.argmin(finite))
+    x, stats = _finite_rows(raw, dtype, rows, cols)
+    if stats[3] >= 0:
         return stats, {}
     p = s.preset
     g = np.float32(params[0]) if params else None
@@ -382,6 +378,18 @@ def _minmax(raw: np.ndarray, dtype: str, rows: int, cols: int) -> np.ndarray:
         return out
     out[:] = x.min(), x.max(), -1
     return out
+
+
+def _finite_rows(raw: np.ndarray, dtype: str, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """The reference path's float32 rows of a slab and its zeroed error sums, whose last entry is the
+    first row holding NaN or infinity (-1: none)."""
+    x = _as_float32(raw, dtype, rows, cols)
+    stats = np.zeros(4)
+    stats[3] = -1
+    finite = np.isfinite(x).all(axis=1)
+    if not finite.all():
+        stats[3] = int(np.argmin(finite))
+    return x, stats
 
 
 def _as_float32(raw: np.ndarray, dtype: str, rows: int, cols: int) -> np.ndarray:
@@ -517,12 +525,8 @@ def _ordered_sum(a: np.ndarray) -> float:
 
 def _reference_outputs(s: Scheme, dtype: str, raw: np.ndarray, rows: int, cols: int, params, name: str, path: str,
                        sround: int, scale_store: str) -> tuple[np.ndarray, dict]:
-    x = _as_float32(raw, dtype, rows, cols)
-    stats = np.zeros(4)
-    stats[3] = -1
-    finite = np.isfinite(x).all(axis=1)
-    if not finite.all():
-        stats[3] = int(np.argmin(finite))
+    x, stats = _finite_rows(raw, dtype, rows, cols)
+    if stats[3] >= 0:
         return stats, {}
     codes, scale, zp = reference.encode(s, x, params, scale_store)
     s.param_rule.check_scale(scale, name, path)

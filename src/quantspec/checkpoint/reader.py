@@ -415,6 +415,31 @@ def _stored_code(t: sources.SourceTensor) -> str:
 
 
 # -- compressed-tensors checkpoints written by other tools -------------------------------------------
+def _named(target: str, module: str) -> bool:
+    """Whether a config group's target (or an ``ignore`` entry) names ``module``: its exact name, or a
+    ``re:`` pattern matching it from its start."""
+    if target.startswith("re:"):
+        try:
+            return re.match(target[3:], module) is not None
+        except re.error:
+            return False
+    return target == module
+
+
+def config_group_of(module: str, groups: list, ignore: list[str]):
+    """The value of the ``(targets, value)`` pair of ``groups`` whose targets name ``module`` (by name or
+    ``re:`` pattern), as compressed-tensors matches them; else the one group targeting a class (such
+    as ``Linear``) when ``ignore`` does not name the module; else None."""
+    for targets, value in groups:
+        if any(isinstance(t, str) and _named(t, module) for t in targets):
+            return value
+    classes = [value for targets, value in groups if any(isinstance(t, str) and not t.startswith("re:")
+                                                         and "." not in t and t[:1].isupper() for t in targets)]
+    if len(classes) == 1 and not any(_named(i, module) for i in ignore):
+        return classes[0]
+    return None
+
+
 class _ForeignLayout:
     """The quantized modules of a compressed-tensors checkpoint, from its config.json: a module whose
     ``weight_scale`` is stored is quantized by the config group whose targets name it (an exact name
@@ -465,24 +490,11 @@ class _ForeignLayout:
                 rec["source"]["shape"], rec["source"]["dtype"] = list(t.shape), t.dtype
 
     def _group(self, module: str) -> dict:
-        def named(target: str) -> bool:
-            if target.startswith("re:"):
-                try:
-                    return re.match(target[3:], module) is not None
-                except re.error:
-                    return False
-            return target == module
-
-        for _, g in self.groups:
-            if any(isinstance(t, str) and named(t) for t in g["targets"]):
-                return g
-        classes = [g for _, g in self.groups if any(isinstance(t, str) and not t.startswith("re:") and "." not in t
-                                                    and t[:1].isupper() for t in g["targets"])]
-        if len(classes) == 1 and not any(module == i or (i.startswith("re:") and re.match(i[3:], module))
-                                         for i in self.ignore):
-            return classes[0]
-        raise TensorFileError("path", f"stores quantization parameters for module {module!r}, which no config group "
-                              "names (by name or re: pattern)", str(self.ck.path / _CONFIG))
+        g = config_group_of(module, [(g["targets"], g) for _, g in self.groups], self.ignore)
+        if g is None:
+            raise TensorFileError("path", f"stores quantization parameters for module {module!r}, which no config "
+                                  "group names (by name or re: pattern)", str(self.ck.path / _CONFIG))
+        return g
 
     def _args(self, module: str) -> tuple[dict, str]:
         g = self.modules[module]

@@ -297,14 +297,8 @@ def _rewrite(proto: Any, done: dict[str, tuple[Candidate, Scheme, Quantized]], i
         c, s, q = hit
         inputs = []
         for role, a in (("quantized", q.codes), ("scale", q.scale), ("zero_point", q.zero_point)):
-            if a is None:
-                continue
-            name = fresh(f"{c.name}_{role}")
-            stub = out.graph.initializer.add()
-            stub.name, stub.data_type = name, qtype(a.dtype).onnx
-            stub.dims.extend(int(d) for d in a.shape)
-            arrays[name] = a
-            inputs.append(name)
+            if a is not None:
+                inputs.append(_stub(out, fresh(f"{c.name}_{role}"), a, arrays))
         attrs = dict(q.attributes)
         if s.scale_type == "float8e8m0":
             attrs["output_dtype"] = onnx.TensorProto.FLOAT
@@ -372,14 +366,8 @@ def _rewrite_nbits(proto: Any, done: dict[str, tuple[Candidate, Scheme, nbits.NB
         if names is None:
             names = []
             for role, a in ((f"Q{nbits.BITS}", p.b), ("scales", p.scales), ("zero_points", p.zero_points)):
-                if a is None:
-                    continue
-                name = fresh(f"{c.name}_{role}")
-                stub = out.graph.initializer.add()
-                stub.name, stub.data_type = name, qtype(a.dtype).onnx
-                stub.dims.extend(int(d) for d in a.shape)
-                arrays[name] = a
-                names.append(name)
+                if a is not None:
+                    names.append(_stub(out, fresh(f"{c.name}_{role}"), a, arrays))
             written[c.name] = names
         nodes.append(helper.make_node("MatMulNBits", [n.input[0], *names], [n.output[0]],
                                       name=fresh_node(f"{n.name}_Q{nbits.BITS}") if n.name else "",
@@ -504,3 +492,13 @@ def _convert_one(model: OnnxModel, c: Candidate, s_name: str, reason: str, where
 def _nbytes(a) -> int:
     t = qtype(a.dtype)
     return (a.size * t.bits + 7) // 8
+
+
+def _stub(out, name: str, a, arrays: dict) -> str:
+    """Add an initializer ``name`` of ``a``'s type and shape to ``out`` without its data (``arrays``
+    holds the data, written when the model is saved); returns ``name``."""
+    stub = out.graph.initializer.add()
+    stub.name, stub.data_type = name, qtype(a.dtype).onnx
+    stub.dims.extend(int(d) for d in a.shape)
+    arrays[name] = a
+    return name
