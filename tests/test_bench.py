@@ -56,3 +56,78 @@ def test_litert_model_inputs_that_index_rows_get_valid_positions(tmp_path):
         case.run()
         case.peers[0].run()
         assert bench._equal(case, case.peers[0], np.asarray(case.output()))
+
+
+# -- the convert section's compressed-tensors presets (quantspec bench --only convert) ---------------------
+_PRESET_HEAD = "preset       process         runs"
+_COMPILED = r"(  \(compiled kernels: numba's cache missed\))?"      # a run that compiled says so
+
+
+def _convert_section(presets):
+    from quantspec.checkpoint import bench as convert_bench
+
+    # a 2 MiB checkpoint, one round, no other scheme, no onnxruntime: the presets' rows alone
+    return convert_bench.run(2 << 20, 1, schemes=(), presets=presets, ort=False)
+
+
+def test_bench_convert_presets_rows_without_llm_compressor(capsys, monkeypatch):
+    """Without ``$QUANTSPEC_LLMC_PYTHON`` the convert section times each preset in this process and in a
+    fresh process, and says in one line that llm-compressor was skipped."""
+    import re
+
+    from llmc import ENV
+
+    monkeypatch.delenv(ENV, raising=False)
+    assert _convert_section(("w4a16", "FP8_BLOCK"))        # preset names in any case
+    out = capsys.readouterr().out
+    for name in ("W4A16", "FP8_BLOCK"):
+        assert f"convert {name} (compressed-tensors)" in out
+        assert re.search(rf"^{name}\s+quantspec\s+1(\s+[0-9.]+){{6}}{_COMPILED}$", out, re.M), out
+    assert f"llm-compressor: skipped, ${ENV} is not set" in out
+    assert _PRESET_HEAD in out and "goals (the issue's):" in out and "not measured (no llm-compressor)" in out
+    assert "DIFFERENT" not in out and "FAILED" not in out
+
+
+def test_bench_convert_presets_beside_llm_compressor(capsys, monkeypatch):
+    """With llm-compressor's environment (``$QUANTSPEC_LLMC_PYTHON``; a failure, not a skip, under
+    QUANTSPEC_REQUIRE_REFERENCES=1) each preset has a row for ``model_free_ptq`` in a fresh process, the
+    ratios, and its tensors are identical to quantspec's."""
+    import re
+
+    from llmc import ENV, llmc_python
+
+    monkeypatch.setenv(ENV, llmc_python())
+    assert _convert_section(("W4A16", "NVFP4A16"))
+    out = capsys.readouterr().out
+    assert "llm-compressor: llm-compressor " in out and "ignore=['model.embed_tokens'], max_workers=2" in out
+    for name in ("W4A16", "NVFP4A16"):
+        assert re.search(rf"^{name}\s+quantspec\s+1(\s+[0-9.]+){{6}}{_COMPILED}\n"
+                         rf"\s+llm-compressor\s+[1-9](\s+[0-9.]+){{6}}\n"
+                         rf"\s+llm-compressor / quantspec: [0-9.]+x the time \(call\), [0-9.]+x \(total\); "
+                         rf"[0-9.]+x the peak RSS; tensors identical \([1-9][0-9]*\)$", out, re.M), out
+    assert "met in" in out and "DIFFERENT" not in out and "FAILED" not in out
+
+
+def test_bench_convert_compares_outputs_tensor_by_tensor(tmp_path):
+    """The consistency check behind "identical": names, dtypes, shapes and bytes over all shards."""
+    import ml_dtypes
+    import numpy as np
+
+    from quantspec._tensorfiles import tensorio
+    from quantspec.checkpoint.bench import compare_outputs
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    tensorio.write_tensors(a / "model-00001-of-00002.safetensors", {"w": x})
+    tensorio.write_tensors(a / "model-00002-of-00002.safetensors", {"s": x[0].astype(ml_dtypes.bfloat16)})
+    tensorio.write_tensors(b / "model.safetensors", {"s": x[0].astype(ml_dtypes.bfloat16), "w": x})
+    assert compare_outputs(a, b) == (True, 2, [])
+    y = x.copy()
+    y[2, 3] = 0
+    tensorio.write_tensors(b / "model.safetensors", {"s": x[0].astype(ml_dtypes.bfloat16), "w": y})
+    assert compare_outputs(a, b) == (False, 2, ["w"])
+    tensorio.write_tensors(b / "model.safetensors", {"s": x[0].astype(np.float32), "w": x})     # another dtype
+    assert compare_outputs(a, b) == (False, 2, ["s"])
+    tensorio.write_tensors(b / "model.safetensors", {"w": x})                                    # one missing
+    assert compare_outputs(a, b) == (False, 2, ["s"])
