@@ -17,6 +17,7 @@ import errno
 import itertools
 import os
 import shutil
+import types
 from pathlib import Path
 
 import ml_dtypes
@@ -237,3 +238,42 @@ def test_the_command_line_says_so_in_one_line_and_exits_2(source, clean, tmp_pat
     assert "No space left on device" in err and _finals(dst) == {}
     assert main(["convert", str(source), str(dst), "--scheme", SCHEME, "--max-shard-size", SHARD, "--quiet"]) == 0
     assert _finals(dst) == clean
+
+
+def test_a_full_disk_while_writing_a_slab_keeps_the_shards_finished_before(source, clean, tmp_path, monkeypatch):
+    """A slab's ``pwrite`` fails (a file system without preallocation fills up mid-shard): the error says
+    so, the shards finished before stay (hidden) for the rerun, which completes."""
+    from quantspec.checkpoint import encode
+
+    shards: set[str] = set()
+
+    def pwrite(fd, data, offset):
+        shards.add(os.readlink(f"/proc/self/fd/{fd}"))
+        if len(shards) == 2:                         # the second shard's first slab
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return os.pwrite(fd, data, offset)
+
+    faulty = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+    faulty.pwrite = pwrite
+    monkeypatch.setattr(encode, "os", faulty)            # the slabs' writes only (not the shard headers)
+    dst = tmp_path / "out"
+    with pytest.raises(TensorFileError, match="ran out of space while writing a shard") as e:
+        _convert(source, dst)
+    assert e.value.keeps_finished and "No space left on device" in str(e.value)
+    monkeypatch.setattr(encode, "os", os)
+    assert _finals(dst) == {} and len(list(dst.glob(".*.done"))) == 1
+    rep = _convert(source, dst)
+    assert len(rep.resumed) == 1 and _finals(dst) == clean
+
+
+def test_a_full_disk_while_creating_a_shard_is_an_error_of_its_own(source, tmp_path, monkeypatch):
+    """The placeholder header's write fails: a quantspec error naming it, not an OSError."""
+    def pwrite(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    faulty = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+    faulty.pwrite = pwrite
+    monkeypatch.setattr(writer, "os", faulty)
+    with pytest.raises(TensorFileError, match="ran out of space while creating a shard"):
+        _convert(source, tmp_path / "out")
+    assert _finals(tmp_path / "out") == {}

@@ -170,8 +170,10 @@ def write_at(path: str, offset: int, data: np.ndarray) -> None:
         if own:
             f, fd = fd, -1
             os.close(f)          # on a network file system, close reports a failed write
-    except OSError as e:   # a full disk, a quota, an I/O error
-        raise TensorFileError("dst", "could not be written", path, detail=e.strerror or str(e)) from None
+    except OSError as e:   # a full disk, a quota, an I/O error: the shards finished before are kept
+        from .writer import _write_error
+
+        raise _write_error(e, "while writing a shard", path, "the shards finished before are kept") from None
     finally:
         if own and fd >= 0:
             os.close(fd)

@@ -183,13 +183,20 @@ class Output:
                     os.ftruncate(fd, sh.size)
             except OSError as e:
                 if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise TensorFileError("dst", "ran out of space", str(path),
-                                          detail=f"shard {sh.name} needs {sh.size / 1e9:.2f} GB") from None
+                    err = TensorFileError("dst", "ran out of space", str(path),
+                                          detail=f"shard {sh.name} needs {sh.size / 1e9:.2f} GB")
+                    err.keeps_finished = True
+                    raise err from None
                 if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
                     raise
                 os.ftruncate(fd, sh.size)
             header = self.plan.header(sh)
             os.pwrite(fd, struct.pack("<Q", len(header)) + header, 0)
+        except OSError as e:            # a full disk, a quota, an I/O error while making the file
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise _write_error(e, "while creating a shard", path, "the shards finished before are kept") from None
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):
