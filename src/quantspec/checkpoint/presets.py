@@ -236,8 +236,8 @@ def group_preset(group: dict, default_format: str | None, where: str) -> Preset:
     ok = (fmt in known and strategy in ("channel", "group", "block", "tensor_group")
           and ((type_ == "int" and 2 <= bits <= 8) or (type_ == "float" and bits in (4, 8))))
     if not ok:
-        raise TensorFileError("dst", f"has a config group ({fmt}, {type_}{bits} {strategy}) that quantspec does not "
-                              "recompute by compressed-tensors' arithmetic", where)
+        raise TensorFileError("dst", f"has a config group ({fmt or 'no format'}: {type_}{bits}, strategy {strategy}) "
+                              "that quantspec does not recompute by compressed-tensors' arithmetic", where)
     for p in PRESETS.values():
         if p.weights == args and p.format == fmt:
             return p
