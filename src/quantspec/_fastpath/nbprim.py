@@ -72,7 +72,7 @@ def kernel(func=None):
 
 __all__ = ["inline", "shared", "function", "kernel", "f32_bits", "f32_from_bits", "narrow_code", "round_f16",
            "round_bf16", "ftz", "HARDWARE_FTZ", "MXCSR_FTZ_DAZ", "mxcsr_get", "mxcsr_set", "round_half_away", "cvtt_int32", "cvtt_int64_low32", "uadd", "usub", "uand", "uor", "ushl", "ushr", "uxor", "prefetch", "minmax_keys16", "minmax_keys32", "amax_bits32", "iadd", "isub", "iand", "ixor",
-           "claim", "finished"]
+           "claim", "finished", "widen_row"]
 
 
 
@@ -445,3 +445,39 @@ def finished(typingctx, claims, count):
         return builder.add(old, n)
 
     return types.int64(claims, count), codegen
+
+
+@shared
+def widen_row(src, kind, r, n, buf):
+    """Row ``r`` (``n`` elements) of a slab of raw bytes ``src`` (``kind`` 0, 1, 2: float32, float16,
+    bfloat16) widened to float32 into ``buf``, exactly; 1 when the row holds a NaN or an infinity,
+    else 0.  (An exponent field of all ones is found in 32-bit integers, which vectorise at full
+    width: ``(bits & 0x7F800000) + 0x00800000`` has bit 31 set exactly then.)"""
+    bad = np.uint32(0)
+    n = np.uint64(n)
+    base = np.uint64(r) * n
+    if kind == 2:                                    # bfloat16: the high half of a float32
+        s = src.view(np.uint16)
+        for j in range(n):
+            u = ushl(s[base + j], 16)
+            bad = uor(bad, uadd(uand(u, 0x7F800000), 0x00800000))
+            buf[j] = f32_from_bits(u)
+    elif kind == 1:                                  # float16: rebiased, subnormals scaled exactly
+        s = src.view(np.uint16)
+        for j in range(n):
+            h = np.uint32(s[base + j])
+            sign = ushl(uand(h, 0x8000), 16)
+            e = uand(ushr(h, 10), 0x1F)
+            m = uand(h, 0x3FF)
+            normal = uor(ushl(uadd(e, 112), 23), ushl(m, 13))
+            special = uor(0x7F800000, ushl(m, 13))
+            tiny = f32_bits(np.float32(m) * np.float32(5.960464477539063e-08))
+            bad = uor(bad, ushl(uadd(e, 1), 26))     # e == 31: bit 31 set (e + 1 == 32)
+            buf[j] = f32_from_bits(uor(sign, special if e == 31 else (tiny if e == 0 else normal)))
+    else:
+        f = src.view(np.float32)
+        for j in range(n):
+            v = f[base + j]
+            bad = uor(bad, uadd(uand(f32_bits(v), 0x7F800000), 0x00800000))
+            buf[j] = v
+    return ushr(bad, 31)

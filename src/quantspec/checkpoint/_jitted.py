@@ -39,7 +39,7 @@ from numba import njit
 from ..dtypes import qtype
 from ..onnx.fast import float_format
 
-from .._fastpath.nbprim import (cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
+from .._fastpath.nbprim import (widen_row, cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
                             amax_bits32, minmax_keys16, minmax_keys32, prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",
@@ -61,41 +61,6 @@ _E2M1, _E2M3, _E3M2, _E4M3, _E5M2 = (float_format(qtype(t), True, "spec") for t 
 _U0, _U1, _U2, _U3, _U4, _U6, _U7, _U8, _U16, _U32, _U64 = (np.uint64(k) for k in (0, 1, 2, 3, 4, 6, 7, 8, 16, 32, 64))
 _TINY32 = 1.1754943508222875e-38       # float32's smallest normal (numpy.finfo(float32).tiny)
 _FLT_MAX = np.float32(3.4028234663852886e38)
-
-
-@inline
-def _row(src, kind, r, cols, buf):
-    """Row ``r`` of the slab (raw bytes ``src``) widened to float32 into ``buf``; 1 when it holds a
-    NaN or an infinity, else 0.  (An exponent field of all ones is found in 32-bit integers, which
-    vectorise at full width: ``(bits & 0x7F800000) + 0x00800000`` has bit 31 set exactly then.)"""
-    bad = np.uint32(0)
-    n = np.uint64(cols)
-    base = np.uint64(r) * n
-    if kind == 2:                                    # bfloat16: the high half of a float32
-        s = src.view(np.uint16)
-        for j in range(n):
-            u = ushl(s[base + j], 16)
-            bad = uor(bad, uadd(uand(u, 0x7F800000), 0x00800000))
-            buf[j] = f32_from_bits(u)
-    elif kind == 1:                                  # float16, exactly
-        s = src.view(np.uint16)
-        for j in range(n):
-            h = np.uint32(s[base + j])
-            sign = ushl(uand(h, 0x8000), 16)
-            e = uand(ushr(h, 10), 0x1F)
-            m = uand(h, 0x3FF)
-            normal = uor(sign, uor(ushl(e + 112, 23), ushl(m, 13)))
-            special = uor(sign, uor(0x7F800000, ushl(m, 13)))
-            tiny = uor(f32_bits(np.float32(m) * np.float32(5.960464477539063e-08)), sign)
-            bad = uor(bad, ushl(uadd(e, 1), 26))     # e == 31: bit 31 set (e + 1 == 32)
-            buf[j] = f32_from_bits(special if e == 31 else (tiny if e == 0 else normal))
-    else:
-        s = src.view(np.float32)
-        for j in range(n):
-            v = s[base + j]
-            bad = uor(bad, uadd(uand(f32_bits(v), 0x7F800000), 0x00800000))
-            buf[j] = v
-    return ushr(bad, 31)
 
 
 @inline
@@ -409,7 +374,7 @@ def minmax(src, kind, rows, cols, out, buf):
                 out[2] = r
                 return
         else:
-            if _row(src, kind, r, cols, buf):
+            if widen_row(src, kind, r, cols, buf):
                 out[2] = r
                 return
             a, b = _minmax(buf, _U0, n)
@@ -437,7 +402,7 @@ def channel(src, kind, rows, cols, mode, fmt, maxv, codes, scale, zp, stats, buf
     fk = _fmt_kind(fmt)
     n = np.uint64(cols)
     for r in range(rows):
-        if _row(src, kind, r, cols, buf):
+        if widen_row(src, kind, r, cols, buf):
             stats[3] = r
             return
         mn, mx = _minmax(buf, _U0, n)
@@ -506,7 +471,7 @@ def tensor(src, kind, rows, cols, mode, s, fmt, codes, stats, buf, dq):
     fk = _fmt_kind(fmt)
     n = np.uint64(cols)
     for r in range(rows):
-        if _row(src, kind, r, cols, buf):
+        if widen_row(src, kind, r, cols, buf):
             stats[3] = r
             return
         base = np.uint64(r) * n
@@ -556,7 +521,7 @@ def nbits(src, kind, rows, cols, block, sym, codes, scale, zp, stats, buf, dq, c
     fhi = np.float32(7.0 if sym else 15.0)
     f0 = np.float32(0.0)
     for r in range(rows):
-        if _row(src, kind, r, cols, buf):
+        if widen_row(src, kind, r, cols, buf):
             stats[3] = r
             return
         base = np.uint64(r) * n
@@ -650,7 +615,7 @@ def mx(src, kind, rows, cols, emax, shift, is_int, fmt, bits, codes, scale, stat
     nb = (n + B - _U1) // B
     fk = _fmt_kind(fmt)
     for r in range(rows):
-        if _row(src, kind, r, cols, buf):
+        if widen_row(src, kind, r, cols, buf):
             stats[3] = r
             return
         base = np.uint64(r) * n

@@ -46,7 +46,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from .._fastpath.nbprim import (amax_bits32, f32_bits, f32_from_bits, inline, kernel, minmax_keys16, narrow_code,
+from .._fastpath.nbprim import (amax_bits32, widen_row, f32_bits, f32_from_bits, inline, kernel, minmax_keys16, narrow_code,
                                 round_f16, shared, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["ints_bf16", "ints_f16", "ints_f32", "fp8_bf16", "fp8_f16", "fp8_f32", "fp4_bf16", "fp4_f16", "fp4_f32",
@@ -114,40 +114,6 @@ def _put_wt(out16, out32, i, v, kind):
         out16[i] = np.uint16(_f16_bits(v))
     else:
         out32[i] = v
-
-
-@shared
-def _widen(src, kind, r, n, buf):
-    """Row ``r`` (``n`` elements) of the slab ``src`` (raw bytes) widened to float32 into ``buf``; 1
-    when it holds a NaN or an infinity, else 0.  (An all-ones exponent field is found in 32-bit
-    integers: ``(bits & 0x7F800000) + 0x00800000`` has bit 31 set exactly then.)"""
-    bad = np.uint32(0)
-    base = np.uint64(r) * n
-    if kind == 2:                                    # bfloat16: the high half of a float32
-        s = src.view(np.uint16)
-        for j in range(n):
-            u = ushl(s[base + j], 16)
-            bad = uor(bad, uadd(uand(u, 0x7F800000), 0x00800000))
-            buf[j] = f32_from_bits(u)
-    elif kind == 1:                                  # float16: rebias, subnormals scaled exactly
-        s = src.view(np.uint16)
-        for j in range(n):
-            h = np.uint32(s[base + j])
-            sign = ushl(uand(h, 0x8000), 16)
-            e = uand(ushr(h, 10), 0x1F)
-            m = uand(h, 0x3FF)
-            normal = uor(ushl(uadd(e, 112), 23), ushl(m, 13))
-            special = uor(0x7F800000, ushl(m, 13))
-            tiny = f32_bits(np.float32(m) * np.float32(5.960464477539063e-08))
-            bad = uor(bad, ushl(uadd(e, 1), 26))     # e == 31: bit 31 set
-            buf[j] = f32_from_bits(uor(sign, special if e == 31 else (tiny if e == 0 else normal)))
-    else:
-        f = src.view(np.float32)
-        for j in range(n):
-            v = f[base + j]
-            bad = uor(bad, uadd(uand(f32_bits(v), 0x7F800000), 0x00800000))
-            buf[j] = v
-    return ushr(bad, 31)
 
 
 # -- ranges -------------------------------------------------------------------------------------------------
@@ -455,7 +421,7 @@ def _ints(src, kind, rows, cols, bits, group, sym, packed, codes, scale, zp, sta
     s1 = 0.0
     mbits = np.uint32(0)
     for r in range(rows):
-        if _widen(src, kind, r, n, buf):
+        if widen_row(src, kind, r, n, buf):
             stats[3] = r
             return
         base = np.uint64(r) * n
@@ -557,7 +523,7 @@ def _fp8(src, kind, rows, cols, bh, bw, codes, scale, stats):
         for b in range(pc):
             pa[b] = 0
         for r in range(r0, r1):                      # the band's ranges (a zero-padded block: the same)
-            if _widen(src, kind, r, n, buf):
+            if widen_row(src, kind, r, n, buf):
                 stats[3] = r
                 return
             for b in range(pc):
@@ -573,7 +539,7 @@ def _fp8(src, kind, rows, cols, bh, bw, codes, scale, stats):
             _put_wt(s16, s32, (r0 // BH) * pc + b, s, kind)
         for r in range(r0, r1):
             if r1 - r0 > _U1:                        # a band's rows widened again (one row is in buf)
-                _widen(src, kind, r, n, buf)
+                widen_row(src, kind, r, n, buf)
             base = np.uint64(r) * n
             for b in range(pc):
                 if BW == np.uint64(128) and b < full:
@@ -686,7 +652,7 @@ def _fp4_rows(src, kind, rows, cols, mx, gscale, codes, scale, stats):
     s1 = 0.0
     mbits = np.uint32(0)
     for r in range(rows):
-        if _widen(src, kind, r, n, buf):
+        if widen_row(src, kind, r, n, buf):
             stats[3] = r
             return
         o = np.uint64(r) * ng
