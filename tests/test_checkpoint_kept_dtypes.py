@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from quantspec import checkpoint
+from refs import require
 from quantspec.checkpoint import layout
 from quantspec.errors import TensorFileError
 
@@ -119,7 +120,7 @@ def test_every_tensor_is_stored_as_its_safetensors_dtype(converted):
 
 
 def test_torch_reads_bfloat16_norms_and_float8_codes(source, converted):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")                     # a failure, not a skip, in CI
     from safetensors.torch import load_file
 
     _, values = source
