@@ -14,7 +14,8 @@ import numpy as np
 from .._fastpath.nbprim import claim, finished, inline, kernel
 from ._jitted import rdbpot, srdhm, wrap32
 
-__all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate"]
+__all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate", "depthwise_mode", "mean_spatial",
+           "reduce_fp32"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_jitted.py", "fast.py")
@@ -114,3 +115,108 @@ def _depthwise_accumulate(x, filt, bias, g, zx, out, claims, step):
 
 
 depthwise_accumulate = kernel(_depthwise_accumulate)
+
+
+def _depthwise_mode(x, filt, bias, mult, shift, scale, vec, g, kind, zx, zo, lo, hi, out, claims, step):
+    """DEPTHWISE_CONV_2D of the optimized (``kind`` 0) or XNNPACK (``kind`` 1) mode in one pass: the
+    int32 accumulators of :func:`depthwise_accumulate`, then per output channel ``k`` the optimized
+    kernel's requantization (``vec[k]``: the vector loop's half-up rounding, else the reference
+    one) or XNNPACK's float32 one (``scale[k]``), the zero point and the clamp."""
+    h, w, c, kh, kw, m, oh, ow = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+    sh, sw, dh, dw, ph, pw = g[8], g[9], g[10], g[11], g[12], g[13]
+    oc = c * m
+    rows = out.size // (ow * oc)
+    accs = np.empty(oc, np.int64)
+    flo = np.float32(lo - zo)
+    fhi = np.float32(hi - zo)
+    while True:
+        r0 = claim(claims, step)
+        if r0 >= rows:
+            break
+        r1 = min(r0 + step, rows)
+        for row in range(r0, r1):
+            b = row // oh
+            oy = row - b * oh
+            for ox in range(ow):
+                for k in range(oc):
+                    accs[k] = bias[k]
+                for ky in range(kh):
+                    iy = oy * sh - ph + ky * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    for kx in range(kw):
+                        ix = ox * sw - pw + kx * dw
+                        if ix < 0 or ix >= w:
+                            continue
+                        xb = np.uint64(((b * h + iy) * w + ix) * c)
+                        fb = np.uint64((ky * kw + kx) * oc)
+                        if m == 1:
+                            for ic in range(np.uint64(c)):
+                                accs[ic] += (np.int64(x[xb + ic]) - zx) * filt[fb + ic]
+                        else:
+                            for ic in range(np.uint64(c)):
+                                v = np.int64(x[xb + ic]) - zx
+                                for mm in range(np.uint64(m)):
+                                    accs[ic * np.uint64(m) + mm] += v * filt[fb + ic * np.uint64(m) + mm]
+                ob = np.uint64((row * ow + ox) * oc)
+                if kind == 0:
+                    for k in range(np.uint64(oc)):
+                        v = _requantize(wrap32(accs[k]), mult[k], shift[k], vec[k] != 0)
+                        v = wrap32(v + zo)
+                        out[ob + k] = np.int8(min(max(v, np.int64(lo)), np.int64(hi)))
+                else:
+                    for k in range(np.uint64(oc)):
+                        f = np.float32(np.float32(np.int32(wrap32(accs[k]))) * scale[k])
+                        f = min(max(f, flo), fhi)
+                        out[ob + k] = np.int8(np.int64(np.rint(f)) + zo)
+        finished(claims, r1 - r0)
+    return finished(claims, 0)
+
+
+depthwise_mode = kernel(_depthwise_mode)
+
+
+def _mean_spatial(x, n, hw, depth, mult, shift, vec, bias, out):
+    """The optimized MEAN over the two spatial axes of int8 (N, H, W, C) (``x`` flat): per image and
+    channel the int32 sum ``S`` of the raw codes, then ``clamp(requantize(S) + bias)`` with the
+    vector loop's half-up rounding where ``vec[c]``, else the reference one."""
+    acc = np.zeros(depth, np.int64)
+    for b in range(n):
+        for c in range(depth):
+            acc[c] = 0
+        base = b * hw * depth
+        for i in range(hw):
+            ib = base + i * depth
+            for c in range(depth):
+                acc[c] += np.int64(x[ib + c])
+        for c in range(depth):
+            v = _requantize(wrap32(acc[c]), mult, shift, vec[c] != 0)
+            v = wrap32(v + bias)
+            out[b * depth + c] = np.int8(min(max(v, np.int64(-128)), np.int64(127)))
+
+
+mean_spatial = kernel(_mean_spatial)
+
+
+def _reduce_fp32(x, outer, red, inner, scale, zp, out):
+    """XNNPACK's MEAN / SUM over the middle axis of int8 ``x`` seen as (outer, red, inner): the int32
+    sum ``S`` of the raw codes, then ``clamp(rint(f32(f32(S) * scale) + zp), -128, 127)`` (a NaN
+    becomes 0)."""
+    acc = np.zeros(inner, np.int64)
+    for o in range(outer):
+        for i in range(inner):
+            acc[i] = 0
+        base = o * red * inner
+        for r in range(red):
+            rb = base + r * inner
+            for i in range(inner):
+                acc[i] += np.int64(x[rb + i])
+        for i in range(inner):
+            v = np.float32(np.float32(np.float32(np.int32(wrap32(acc[i]))) * scale) + zp)
+            if np.isnan(v):
+                v = np.float32(0)
+            v = min(max(np.rint(v), np.float32(-128)), np.float32(127))
+            out[o * inner + i] = np.int8(v)
+
+
+reduce_fp32 = kernel(_reduce_fp32)

@@ -15,7 +15,8 @@ from .._fastpath.nbprim import kernel, shared
 from ._jitted import I32_MAX, I32_MIN, clamp, mbqm, rdbpot, round_double, srdhm, wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
-           "lut", "fc8", "resize8", "gather", "gather2_checked", "gather3", "MBQM32", "MBQM64", "DOUBLE32", "DOUBLE64"]
+           "lut", "fc8", "fc8q", "resize8", "gather", "gather2_checked", "gather3", "gather2_lanes", "MBQM32",
+           "MBQM64", "DOUBLE32", "DOUBLE64", "HALFUP32", "FP32"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_jitted.py", "fast.py")
@@ -23,8 +24,29 @@ KERNEL_SOURCES = ("_jitted.py", "fast.py")
 #: the requantizations of :func:`epilogue`: the accumulator wrapped to int32 then gemmlowp's
 #: ``MultiplyByQuantizedMultiplier`` (CONV_2D, DEPTHWISE_CONV_2D, BATCH_MATMUL int8); the int64
 #: accumulator and the int64 overload (the 16x8 kernels); the int32 accumulator and REF
-#: FULLY_CONNECTED's ``int32(round(double(acc) * eff))``; the same on an int64 accumulator
-MBQM32, MBQM64, DOUBLE32, DOUBLE64 = 0, 1, 2, 3
+#: FULLY_CONNECTED's ``int32(round(double(acc) * eff))``; the same on an int64 accumulator; the
+#: optimized kernels' ``MultiplyByQuantizedMultiplier`` whose final shift rounds ties up (ruy, the
+#: optimized CONV_2D and FULLY_CONNECTED); XNNPACK's float32 requantization
+#: ``clamp(rint(f32(int32 acc) * f32 scale))`` (``eff`` holding the float32 scales)
+MBQM32, MBQM64, DOUBLE32, DOUBLE64, HALFUP32, FP32 = 0, 1, 2, 3, 4, 5
+
+
+@shared
+def mbqm_half_up(x, m, s):
+    """The optimized kernels' MultiplyByQuantizedMultiplier: ``x << max(s, 0)`` (int32, wrapping),
+    SaturatingRoundingDoublingHighMul, then a right shift by ``max(-s, 0)`` rounding ties up."""
+    left = s if s > 0 else np.int64(0)
+    right = -s if s < 0 else np.int64(0)
+    v = srdhm(wrap32(x << left), m)
+    return (v + ((np.int64(1) << (right - 1)) if right > 0 else np.int64(0))) >> right
+
+
+@shared
+def requantize_fp32(acc, scale, zo, lo, hi):
+    """XNNPACK: ``clamp(rint(f32(int32 acc) * scale), lo - zo, hi - zo) + zo`` (ties to even)."""
+    v = np.float32(np.float32(np.int32(acc)) * np.float32(scale))
+    v = min(max(v, np.float32(lo - zo)), np.float32(hi - zo))
+    return np.int64(np.rint(v)) + zo
 
 
 @shared
@@ -38,8 +60,8 @@ def _epilogue(g, split, corr, mult, shift, eff, kind, zo, lo, hi, out):
     """out[r, c] = clamp(requantize(acc[r, c] + corr[c]) + zo) over flat (rows, cols) arrays: ``acc``
     the exact integer a GEMM left in ``g`` (float32 or float64 holding integers, or int64), or with
     ``split`` the int16 operand's two byte halves, ``256 * g[r] + g[rows + r]``; ``kind`` one of
-    MBQM32, MBQM64, DOUBLE32, DOUBLE64 (``mult``/``shift`` per channel for the first two, ``eff`` for
-    the others).  One loop per kind, so that each loop has no branch on it."""
+    MBQM32, MBQM64, DOUBLE32, DOUBLE64, HALFUP32, FP32 (``mult``/``shift`` per channel for MBQM32,
+    MBQM64 and HALFUP32, ``eff`` for the others).  One loop per kind, so that each loop has no branch on it."""
     cols = np.uint64(corr.size)
     n = np.uint64(out.size)
     rows = n // cols
@@ -65,12 +87,24 @@ def _epilogue(g, split, corr, mult, shift, eff, kind, zo, lo, hi, out):
                 if split:
                     acc += np.int64(g[low + base + c])
                 out[base + c] = clamp(wrap32(round_double(wrap32(acc), eff[c]) + zo), lo, hi)
-        else:
+        elif kind == 3:
             for c in range(cols):
                 acc = np.int64(g[base + c]) * scale + corr[c]
                 if split:
                     acc += np.int64(g[low + base + c])
                 out[base + c] = clamp(wrap32(round_double(acc, eff[c]) + zo), lo, hi)
+        elif kind == 4:
+            for c in range(cols):
+                acc = np.int64(g[base + c]) * scale + corr[c]
+                if split:
+                    acc += np.int64(g[low + base + c])
+                out[base + c] = clamp(wrap32(mbqm_half_up(wrap32(acc), mult[c], shift[c]) + zo), lo, hi)
+        else:
+            for c in range(cols):
+                acc = np.int64(g[base + c]) * scale + corr[c]
+                if split:
+                    acc += np.int64(g[low + base + c])
+                out[base + c] = requantize_fp32(wrap32(acc), eff[c], zo, lo, hi)
 
 
 epilogue = kernel(_epilogue)
@@ -198,6 +232,30 @@ def _gather2(x, y, table, dims, xs, ys, out):
 
 
 gather2 = kernel(_gather2)
+
+
+def _gather2_lanes(x, y, tables, lanes, dims, xs, ys, out):
+    """:func:`gather2` from one of several tables per output element: ``out[k] =
+    tables[(lanes[k] << 16) | (x << 8) | y]`` (the optimized ADD / MUL, whose vector lanes and
+    scalar tails compute differently)."""
+    k = np.uint64(0)
+    d3 = np.uint64(dims[3])
+    x3, y3 = np.uint64(xs[3]), np.uint64(ys[3])
+    for i0 in range(dims[0]):
+        for i1 in range(dims[1]):
+            bx1 = i0 * xs[0] + i1 * xs[1]
+            by1 = i0 * ys[0] + i1 * ys[1]
+            for i2 in range(dims[2]):
+                bx = np.uint64(bx1 + i2 * xs[2])
+                by = np.uint64(by1 + i2 * ys[2])
+                for i3 in range(d3):
+                    j = k + i3
+                    out[j] = tables[(np.uint64(lanes[j]) << np.uint64(16))
+                                    | (np.uint64(x[bx + i3 * x3]) << np.uint64(8)) | np.uint64(y[by + i3 * y3])]
+                k += d3
+
+
+gather2_lanes = kernel(_gather2_lanes)
 
 
 @shared
@@ -399,6 +457,42 @@ def _fc8(x, w, corr, eff, zo, lo, hi, acc, out):
 
 
 fc8 = kernel(_fc8)
+
+
+def _fc8q(x, w, corr, mult, shift, eff, kind, zo, lo, hi, acc, out):
+    """:func:`fc8` with the requantization of :func:`epilogue`'s ``kind`` (int32 accumulators:
+    MBQM32, DOUBLE32, HALFUP32 or FP32): the optimized and XNNPACK kernel modes' small layers."""
+    units = corr.size
+    depth = w.size // units
+    rows = out.size // units
+    for r in range(rows):
+        xb = r * depth
+        for c in range(units):
+            acc[c] = 0.0
+        for k in range(depth):
+            xv = np.float32(x[xb + k])
+            wb = k * units
+            for c in range(units):
+                acc[c] += xv * w[wb + c]
+        ob = r * units
+        if kind == 4:
+            for c in range(units):
+                a = wrap32(np.int64(acc[c]) + corr[c])
+                out[ob + c] = clamp(wrap32(mbqm_half_up(a, mult[c], shift[c]) + zo), lo, hi)
+        elif kind == 5:
+            for c in range(units):
+                out[ob + c] = requantize_fp32(wrap32(np.int64(acc[c]) + corr[c]), eff[c], zo, lo, hi)
+        elif kind == 0:
+            for c in range(units):
+                a = wrap32(np.int64(acc[c]) + corr[c])
+                out[ob + c] = clamp(wrap32(mbqm(a, mult[c], shift[c]) + zo), lo, hi)
+        else:
+            for c in range(units):
+                a = np.int64(acc[c]) + corr[c]
+                out[ob + c] = clamp(wrap32(round_double(wrap32(a), eff[c]) + zo), lo, hi)
+
+
+fc8q = kernel(_fc8q)
 
 
 def _resize8(x, dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out):

@@ -223,6 +223,12 @@ class _Graph:
                 if kernel is REGISTRY.get(op.name) and not isinstance(prepared, Deferred):   # plans: the reference kernels
                     plan = plans.make(op.name, kernel, prepared, [None if i < 0 else self.specs[i] for i in op.inputs],
                                       [self.specs[i] for i in op.outputs], self.options[k])
+                elif self.engines[k] != "reference" and not isinstance(prepared, Deferred):   # the modes' kernels
+                    from . import modeplans
+
+                    plan = modeplans.make(op.name, kernel, prepared,
+                                          [None if i < 0 else self.specs[i] for i in op.inputs],
+                                          [self.specs[i] for i in op.outputs], self.options[k])
                 steps.append(step if plan is None else (k, op, plan, None, *step[4:]))
             self.planned = steps
         return self.planned
