@@ -8,6 +8,8 @@
     quantspec audit MODEL.onnx [--input FILE] [--json]
     quantspec run MODEL.tflite --input FILE.npy [--compare-litert]
     quantspec convert SRC DST --scheme NAME       # a checkpoint, or MODEL.onnx OUT.onnx
+    quantspec convert MODEL.onnx OUT.onnx --static --calibration DATA.npz [options]
+    quantspec calibrate MODEL.onnx DATA.npz [--method M|all] [--json]
     quantspec bench [--quick]
     quantspec demo
     quantspec warmup [--spec {onnx,tf,litert,calibrate,checkpoint,equiv}]
@@ -106,7 +108,8 @@ def _delegate(module: str, func: str, argv: Sequence[str]) -> int:
 
 
 #: options of check / convert that take a value (to find the file among the arguments)
-_VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask")
+_VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask",
+                  "--calibration", "--quant-format", "--activation-type", "--weight-type", "--calibrate-method")
 
 
 def _first_file(argv: Sequence[str]) -> str | None:
@@ -164,6 +167,8 @@ COMMANDS = {
               lambda a: _delegate("quantspec.onnxmodels._cli", "audit_main", a)),
     "run": ("run a .tflite model on quantspec's kernels", lambda a: _delegate("quantspec.litert._cli", "run_main", a)),
     "convert": ("quantize a whole checkpoint (safetensors, sharded or not), or an ONNX model's weights", _convert),
+    "calibrate": ("an ONNX model's activation ranges and parameters, as onnxruntime's quantize_static calibrates",
+                  lambda a: _delegate("quantspec.onnxmodels._cli", "calibrate_main", a)),
     "verify": ("check a quantized checkpoint against its float source, byte for byte",
                lambda a: _delegate("quantspec.checkpoint._cli", "verify_main", a)),
     "bench": ("side-by-side throughput against the installed peers", lambda a: _delegate("quantspec.bench", "main", a)),

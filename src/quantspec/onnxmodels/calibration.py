@@ -291,20 +291,20 @@ def _as_array(value, where: str) -> np.ndarray:
         raise InvalidArgumentError(where, "must be an array", type(value).__name__) from None
 
 
-def _read_npz(path) -> dict[str, np.ndarray]:
+def _read_npz(path, argument: str = "calibration_data") -> dict[str, np.ndarray]:
     p = Path(path)
     if not p.is_file():
-        raise InvalidArgumentError("calibration_data", "must be an .npz file that exists", str(path))
+        raise InvalidArgumentError(argument, "must be an .npz file that exists", str(path))
     try:
         with np.load(str(p), allow_pickle=False) as f:
             if not hasattr(f, "files"):
-                raise InvalidArgumentError("calibration_data", "must be an .npz file (one array per model input), "
-                                           "not a single .npy array", str(path))
+                raise InvalidArgumentError(argument, "must be an .npz file (one array per model input), not a single "
+                                           ".npy array", str(path))
             return {k: f[k] for k in f.files}
     except InvalidArgumentError:
         raise
     except Exception as e:
-        raise InvalidArgumentError("calibration_data", "must be an .npz file numpy can read", str(path),
+        raise InvalidArgumentError(argument, "must be an .npz file numpy can read", str(path),
                                    detail=f"{type(e).__name__}: {e}") from None
 
 

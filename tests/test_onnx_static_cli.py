@@ -1,0 +1,189 @@
+"""`quantspec calibrate MODEL.onnx DATA.npz` and `quantspec convert MODEL.onnx OUT.onnx --static`, run
+in-process through quantspec.cli.main.
+
+calibrate: every tensor's range equals onnxruntime's calibrator's (create_calibrator + collect_data +
+compute_data, as quantize_static runs it), and the zero point and scale equal onnxruntime's own
+``compute_scale_zp`` on that range.  convert --static: the written model's initializers and nodes
+equal those of onnxruntime's quantize_static on the same data (once quantspec.onnxmodels has
+quantize_static; without it the command fails with exit 2 and one line).  Bad input: exit 2, one
+line on stderr, no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from refs import require
+
+from quantspec.cli import main
+from test_onnx_calibration import Reader, cnn_data, cnn_model, ort_ranges, transformer_model, ids_data
+
+
+@pytest.fixture
+def files(tmp_path):
+    onnx = require("onnx")
+    x = cnn_data()
+    onnx.save(cnn_model(), str(tmp_path / "m.onnx"))
+    np.savez(tmp_path / "d.npz", x=x)
+    np.savez(tmp_path / "unnamed.npz", x)
+    return tmp_path, x
+
+
+def _ort_params(td, qtype: str, symmetric: bool):
+    from onnx import TensorProto
+    from onnxruntime.quantization.quant_utils import compute_scale_zp, get_qmin_qmax_for_qType
+
+    t = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "uint16": TensorProto.UINT16,
+         "int16": TensorProto.INT16}[qtype]
+    qmin, qmax = get_qmin_qmax_for_qType(t, symmetric=symmetric)
+    return compute_scale_zp(td.range_value[0], td.range_value[1], qmin, qmax, symmetric=symmetric)
+
+
+def _f32(v) -> float:
+    return float(np.ravel(np.asarray(v, np.float32))[0])
+
+
+@pytest.mark.parametrize("method,qtype,symmetric", [("minmax", "uint8", False), ("entropy", "int8", True),
+                                                     ("percentile", "int8", False), ("distribution", "uint16", False)])
+def test_calibrate_json_equals_onnxruntime(files, capsys, method, qtype, symmetric):
+    require("onnxruntime")
+    d, x = files
+    argv = ["calibrate", str(d / "m.onnx"), str(d / "d.npz"), "--method", method, "--activation-type", qtype,
+            "--json"] + (["--symmetric"] if symmetric else [])
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["samples"] == len(x) and out["methods"] == [method]
+    import onnx
+
+    want = ort_ranges(onnx.load(str(d / "m.onnx")), [{"x": a} for a in x], method)
+    assert set(out["tensors"]) == set(want.keys())
+    for name in want.keys():
+        got = out["tensors"][name][method]
+        td = want[name]
+        assert got["lowest"] == _f32(td.range_value[0]) and got["highest"] == _f32(td.range_value[1]), name
+        zp, scale = _ort_params(td, qtype, symmetric)
+        assert got["zero_point"] == int(np.ravel(zp)[0]) and got["scale"] == _f32(scale), (name, got, zp, scale)
+
+
+def test_calibrate_all_methods_text(files, capsys):
+    d, x = files
+    assert main(["calibrate", str(d / "m.onnx"), str(d / "unnamed.npz"), "--method", "all"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith("quantspec calibrate:") and f"{len(x)} samples" in text[0]
+    assert text[1].split()[:4] == ["tensor", "method", "lowest", "highest"]
+    rows = [line.split() for line in text[2:]]
+    assert len(rows) == 11 * 4 and {r[1] for r in rows} == {"minmax", "entropy", "percentile", "distribution"}
+
+
+def test_calibrate_transformer_json(tmp_path, capsys):
+    onnx = require("onnx")
+    onnx.save(transformer_model(), str(tmp_path / "t.onnx"))
+    ids = ids_data()
+    np.savez(tmp_path / "ids.npz", ids=ids)
+    assert main(["calibrate", str(tmp_path / "t.onnx"), str(tmp_path / "ids.npz"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    want = ort_ranges(transformer_model(), [{"ids": a} for a in ids], "minmax")
+    assert set(out["tensors"]) == set(want.keys())
+
+
+def _one_error_line(capsys, *words):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    for w in words:
+        assert w in err[0], err
+    return err[0]
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["calibrate", "{d}/m.onnx", "{d}/missing.npz"], ["DATA.npz", "exists"]),
+    (["calibrate", "{d}/m.onnx", "{d}/m.onnx"], ["DATA.npz", ".npz"]),
+    (["calibrate", "{d}/m.onnx", "{d}/wrong.npz"], ["DATA.npz", "'y'"]),
+    (["calibrate", "{d}/nosuch.onnx", "{d}/d.npz"], ["model", "exists"]),
+    (["calibrate", "{d}/m.onnx", "{d}/d64.npz"], ["dtype", "float64"]),
+    (["convert", "{d}/m.onnx", "{d}/o.onnx", "--static", "--scheme", "int8", "--calibration", "{d}/d.npz"],
+     ["--static", "--scheme"]),
+    (["convert", "{d}/m.onnx", "{d}/o.onnx", "--static", "--format", "qdq", "--calibration", "{d}/d.npz"],
+     ["--static", "--format"]),
+    (["convert", "{d}/m.onnx", "{d}/o.onnx", "--static"], ["--calibration", "required"]),
+    (["convert", "{d}/m.onnx", "{d}/o.onnx", "--scheme", "int8", "--per-channel"], ["--per-channel", "--static"]),
+    (["convert", "{d}/m.onnx", "{d}/o.onnx", "--static", "--calibration", "{d}/wrong.npz"], ["DATA.npz"]),
+])
+def test_bad_input_exit_2(files, capsys, argv, words):
+    d, x = files
+    np.savez(d / "wrong.npz", y=x)
+    np.savez(d / "d64.npz", x=x.astype(np.float64))
+    assert main([a.format(d=d) for a in argv]) == 2
+    _one_error_line(capsys, *words)
+    assert not (d / "o.onnx").exists()
+
+
+def test_calibrate_usage_errors(files, capsys):
+    d, _ = files
+    assert main(["calibrate", str(d / "m.onnx")]) == 2
+    assert main(["calibrate", str(d / "m.onnx"), str(d / "d.npz"), "--method", "kl"]) == 2
+    assert main(["calibrate", "--help"]) == 0
+    assert "DATA.npz" in capsys.readouterr().out
+
+
+def _has_static() -> bool:
+    import quantspec.onnxmodels as om
+
+    try:
+        om.quantize_static  # noqa: B018
+    except AttributeError:
+        return False
+    return True
+
+
+def _model_bytes(path):
+    """(initializer name -> (dtype, dims, bytes), node (op type, inputs, outputs) list) of a model."""
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load(str(path))
+    inits = {}
+    for t in m.graph.initializer:
+        a = numpy_helper.to_array(t)
+        inits[t.name] = (t.data_type, tuple(t.dims), a.tobytes())
+    nodes = sorted((n.op_type, tuple(n.input), tuple(n.output)) for n in m.graph.node)
+    return inits, nodes
+
+
+@pytest.mark.parametrize("fmt,per_channel,method", [("qdq", False, "minmax"), ("qoperator", True, "entropy"),
+                                                    ("qdq", True, "percentile")])
+def test_convert_static_equals_onnxruntime(files, capsys, fmt, per_channel, method):
+    d, x = files
+    argv = ["convert", str(d / "m.onnx"), str(d / "o.onnx"), "--static", "--calibration", str(d / "d.npz"),
+            "--quant-format", fmt, "--calibrate-method", method] + (["--per-channel"] if per_channel else [])
+    if not _has_static():
+        assert main(argv) == 2
+        _one_error_line(capsys, "--static", "quantize_static")
+        assert not (d / "o.onnx").exists()
+        return
+    ort = require("onnxruntime")
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
+
+    assert main(argv) == 0
+    quantize_static(str(d / "m.onnx"), str(d / "ort.onnx"), Reader([{"x": a} for a in x]),
+                    quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator, per_channel=per_channel,
+                    calibrate_method=getattr(CalibrationMethod, {"minmax": "MinMax", "entropy": "Entropy",
+                                                                  "percentile": "Percentile"}[method]))
+    got_inits, got_nodes = _model_bytes(d / "o.onnx")
+    want_inits, want_nodes = _model_bytes(d / "ort.onnx")
+    assert got_inits == want_inits and got_nodes == want_nodes
+    assert ort is not None
+
+
+def test_options_before_the_model_route_to_onnx(files, capsys):
+    """quantspec.cli finds MODEL.onnx behind the static options' values (an ONNX source: the ONNX converter)."""
+    d, _ = files
+    code = main(["convert", "--static", "--calibration", str(d / "d.npz"), "--quant-format", "qdq",
+                 str(d / "m.onnx"), str(d / "o.onnx")])
+    if not _has_static():
+        assert code == 2
+        _one_error_line(capsys, "quantize_static")
+    else:
+        assert code == 0 and (d / "o.onnx").exists()
