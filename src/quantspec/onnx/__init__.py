@@ -27,7 +27,14 @@ __all__ = ["quantize_linear", "quantize_linear_packed", "dequantize_linear", "pa
 _MOVED = ("check_model", "audit", "CheckReport", "AuditReport", "convert_model", "ModelConversionReport", "models")
 
 
+#: names of the ONNX model tools that belong to this package's contract, loaded when first used (no
+#: warning): the static quantization of a float model
+_CONTRACT = {"quantize_static": "quantspec.onnxmodels.static"}
+
+
 def __getattr__(name: str):
+    if name in _CONTRACT:
+        return getattr(importlib.import_module(_CONTRACT[name]), name)
     if name in _MOVED:
         new = "quantspec.onnxmodels" + ("" if name == "models" else f".{name}")
         warnings.warn(f"quantspec.onnx.{name} is {new} (the ONNX model tools are a package of their own)",

@@ -21,11 +21,11 @@ from .report import RULES, CheckReport, Violation
 
 __all__ = ["check_model", "CheckReport", "Violation", "RULES", "audit", "AuditReport", "NodeAudit", "Risk",
            "convert_model", "ModelConversionReport", "WeightReport", "required_opset", "load_model", "save_model",
-           "OnnxModel"]
+           "OnnxModel", "quantize_static", "StaticQuantizationReport"]
 
 #: the converter's names, imported when first used (they need quantspec.checkpoint, which checking does not)
 _CONVERTER = {"convert_model": "converter", "required_opset": "converter", "ModelConversionReport": "convreport",
-              "WeightReport": "convreport"}
+              "WeightReport": "convreport", "quantize_static": "static", "StaticQuantizationReport": "static"}
 
 
 def __getattr__(name: str):

@@ -1,0 +1,53 @@
+"""Static (calibrated) quantization of float ONNX models, byte for byte as onnxruntime 1.31.1's
+``onnxruntime.quantization.quantize_static``.
+
+``quantize_static(model_input, model_output, calibration_data, *, quant_format="qdq", per_channel=False,
+reduce_range=False, activation_type="uint8", weight_type="int8", calibrate_method="minmax",
+op_types_to_quantize=None, nodes_to_exclude=None, extra_options=None) -> StaticQuantizationReport``
+
+- ``model_input``: a path or an ``onnx.ModelProto``; ``model_output``: a path (written to a temporary
+  name, then renamed) or None.
+- ``calibration_data``: a dict of stacked samples (first axis), a list of feed dicts or an
+  onnxruntime ``CalibrationDataReader``; the ranges come from
+  :func:`quantspec.onnxmodels.calibration.collect_ranges` with onnxruntime's tensor selection.
+- ``quant_format``: ``"qdq"`` / ``"qoperator"`` or ``QuantFormat``; ``activation_type`` /
+  ``weight_type``: ``"uint8"`` / ``"int8"`` or ``QuantType`` (onnxruntime's 16-bit, 4-bit and float8
+  types are refused, as is int8 activations with uint8 weights, which onnxruntime refuses too);
+  ``calibrate_method``: ``"minmax"``, ``"entropy"``, ``"percentile"``, ``"distribution"`` or
+  ``CalibrationMethod``.  Note that onnxruntime's own default activation type is int8; here it is uint8.
+- ``extra_options``: onnxruntime's keys.  Reproduced: ActivationSymmetric, WeightSymmetric,
+  ForceQuantizeNoInputCheck, MatMulConstBOnly, AddQDQPairToWeight, OpTypesToExcludeOutputQuantization,
+  DedicatedQDQPair, QDQOpTypePerChannelSupportToAxis, QuantizeBias, QDQKeepRemovableActivations,
+  QDQDisableWeightAdjustForInt32Bias, MinimumRealRange, extra.Sigmoid.nnapi, and the Calib* keys
+  (given to the calibration).  Refused unless at their default: EnableSubgraph, TensorQuantOverrides,
+  SmoothQuant, UseQDQContribOps, BlockSize, ActivationRestrictedAsymmetric, DefaultTensorType.
+- ``nodes_to_exclude`` must name nodes of the model (onnxruntime ignores unknown names; here they are
+  an error).
+
+What is equal to onnxruntime's output: the set of quantized tensors, the op types of the nodes, and
+every scale, zero point and quantized initializer (dtype, shape and values: int8/uint8 weights, int32
+biases) under onnxruntime's names (``{tensor}_scale``, ``{tensor}_zero_point``, ``{tensor}_quantized``,
+``{bias}_quantized``...), so the model's outputs in onnxruntime are bitwise those of onnxruntime's own
+quantized model.  The QOperator format covers Conv, Gemm, MatMul, Add, Mul, Relu, Clip, LeakyRelu,
+Sigmoid, MaxPool, GlobalAveragePool, AveragePool, Softmax, Gather and the 8-bit pass-through of
+Reshape, Squeeze, Unsqueeze, Flatten, Transpose; a node onnxruntime would quantize as ArgMax, Split,
+Pad, Resize, Concat, Where or EmbedLayerNormalization in that format is refused
+(:class:`quantspec.errors.UnsupportedError` naming the node).  The QDQ format covers every op type of
+onnxruntime's default list.  Subgraphs (If / Loop bodies) are not quantized, as onnxruntime by
+default.  Opsets below 10 are refused (onnxruntime converts them first).
+
+Weight codes are ``round(float32(w) / scale)`` (a float32 division, ties to even) in both formats;
+scales are ``float32((rmax - rmin) / (qmax - qmin))`` computed in float64; see
+:mod:`quantspec.onnxmodels.static.params` for the exact arithmetic.
+
+``quantize_with_ranges(model, ranges, options=None, **keywords) -> (ModelProto, report)`` is the same
+with ranges given (``{tensor: CalibrationRange}``, or onnxruntime ``TensorData``).
+"""
+
+from __future__ import annotations
+
+from .api import StaticQuantizationReport, prepare_model, quantize_static, quantize_with_ranges
+from .options import StaticOptions, normalize_options
+
+__all__ = ["quantize_static", "quantize_with_ranges", "StaticQuantizationReport", "StaticOptions",
+           "normalize_options", "prepare_model"]

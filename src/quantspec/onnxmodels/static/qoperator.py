@@ -1,0 +1,462 @@
+"""The QOperator writer: quantized operators (QLinearConv, QLinearMatMul, com.microsoft QGemm,
+QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
+QLinearAveragePool, QLinearSoftmax), 8-bit pass-through of the data-movement ops, QuantizeLinear where
+a float tensor enters a quantized operator and DequantizeLinear where a quantized tensor leaves one,
+as onnxruntime 1.31.1's ``ONNXQuantizer`` (QLinearOps mode) writes them.
+
+The nodes are visited in order; each quantized node's rule (:data:`registry.QOPERATOR_RULES`) emits
+its replacement, a node that is not quantized is kept with DequantizeLinear nodes in front of its
+quantized inputs.  Quantized values are named ``{tensor}_quantized`` with ``{tensor}_scale`` /
+``{tensor}_zero_point``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from ...errors import UnsupportedError
+from . import params as P
+from .graph import FLOAT_TYPES, Graph, scale_zp_initializers
+from .options import StaticOptions
+from .registry import QOPERATOR_RULES
+from .selection import Range, adjust_ranges, should_quantize
+
+MS = "com.microsoft"
+
+
+@dataclass
+class _Value:
+    q_name: str
+    scale: str
+    zero_point: str
+    axis: int | None = None
+    initializer: bool = False
+
+
+def _attrs(node, skip=()) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute if a.name not in skip}
+
+
+class QOperatorWriter:
+    def __init__(self, graph: Graph, ranges: dict[str, Range], options: StaticOptions):
+        self.g = graph
+        self.o = options
+        self.act = options.activation_type
+        self.wt = options.weight_type
+        self.act_num = P.QTYPES[self.act][1]
+        self.min_real_range = options.opt("MinimumRealRange")
+        adjust_ranges(graph, ranges, options)
+        self.params = {}
+        for name, r in ranges.items():
+            self.params[name] = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
+                                                    self.min_real_range)
+        self.values: dict[str, _Value] = {}
+        self.new_nodes: list = []
+        self.tensor_names = {o.name for o in graph.graph.output} | {i.name for i in graph.graph.input}
+        self.tensor_names |= {o for n in graph.graph.node for o in n.output}
+        inits = {t.name for t in graph.graph.initializer}
+        self.generated = {i.name for i in graph.graph.input if i.name not in inits}
+        self.quantized_nodes: list[str] = []
+        self.weights: list[str] = []
+
+    # -- parameters --------------------------------------------------------------------------------
+    def _output_params(self, name: str, use_scale=None, use_zero_point=None):
+        """Write ``{name}_scale`` / ``{name}_zero_point`` from the calibrated range (or the given pair);
+        None when the tensor has no range."""
+        if name not in self.params:
+            return None
+        zp, sc = self.params[name]
+        zp_type = self.act_num
+        if use_scale is None or use_zero_point is None:
+            zp_values = np.array([zp])
+            sc_values = np.array([sc])
+        else:
+            zp_values = np.array([use_zero_point])
+            sc_values = np.array([use_scale]).astype(sc.dtype)
+        sc_init, zp_init = scale_zp_initializers(name, zp_values, sc_values, zp_type, shape=[])
+        self.g.add_initializer(zp_init)
+        self.g.add_initializer(sc_init)
+        return sc_init.name, zp_init.name
+
+    def _weight_symmetric(self, qtype: str) -> bool:
+        return self.o.weight_symmetric(qtype) if qtype == self.wt else self.o.activation_symmetric
+
+    def _quantize_initializer(self, name: str, qtype: str, reduce_range: bool) -> _Value:
+        if name in self.values:
+            return self.values[name]
+        init = self.g.initializer(name)
+        data = numpy_helper.to_array(init)
+        zp, sc = P.data_params(data.reshape(-1), qtype, self._weight_symmetric(qtype),
+                               self.o.reduce_range and reduce_range, self.min_real_range)
+        self._write_weight(init, data, qtype, zp, sc, None)
+        self.values[name] = _Value(name + "_quantized", name + "_scale", name + "_zero_point", None, True)
+        return self.values[name]
+
+    def _quantize_per_channel(self, name: str, qtype: str, axis: int, reduce_range: bool = True) -> _Value:
+        if name in self.values:
+            return self.values[name]
+        init = self.g.initializer(name)
+        data = numpy_helper.to_array(init)
+        rank = data.ndim
+        norm = axis + rank if axis < 0 else axis
+        if not 0 <= norm < rank:
+            raise UnsupportedError("per_channel", f"the channel axis {axis} is outside the weight's rank {rank}", name)
+        zp, sc = P.weight_params(data, qtype, self.o.weight_symmetric(qtype), self.o.reduce_range and reduce_range,
+                                 self.min_real_range, norm)
+        self._write_weight(init, data, qtype, zp, sc, norm)
+        self.values[name] = _Value(name + "_quantized", name + "_scale", name + "_zero_point", norm, True)
+        return self.values[name]
+
+    def _write_weight(self, init, data, qtype, zp, sc, axis) -> None:
+        shape = [] if axis is None else [init.dims[axis]]
+        sc_init = helper.make_tensor(init.name + "_scale", init.data_type, shape, np.asarray(sc).reshape(-1).tolist())
+        zp_init = helper.make_tensor(init.name + "_zero_point", P.QTYPES[qtype][1], shape,
+                                     np.asarray(zp).reshape(-1).tolist())
+        self.g.graph.initializer.extend([sc_init, zp_init])
+        codes = P.quantize_weight(data, qtype, zp, sc, axis)
+        self.g.graph.initializer.append(numpy_helper.from_array(codes.reshape(tuple(init.dims)),
+                                                                init.name + "_quantized"))
+        self.weights.append(init.name)
+
+    def _find_node(self, name: str):
+        for node in list(self.g.graph.node) + self.new_nodes:
+            if node.name == name:
+                return node
+        return None
+
+    def _quantize_inputs(self, node, indices, weight: bool = False, reduce_range: bool = False,
+                         per_channel_here: bool = False, axis: int = -1):
+        """(quantized names, zero points, scales, new nodes), or None when an input has no range."""
+        names, zps, scales, nodes = [], [], [], []
+        for index in indices:
+            tensor = node.input[index]
+            if tensor in self.values:
+                v = self.values[tensor]
+                names.append(v.q_name)
+                zps.append(v.zero_point)
+                scales.append(v.scale)
+                continue
+            if not tensor:
+                names.append("")
+                zps.append("")
+                scales.append("")
+                continue
+            init = self.g.initializer(tensor)
+            if init is not None:
+                qtype = self.wt if weight else self.act
+                if self.o.per_channel and per_channel_here:
+                    v = self._quantize_per_channel(tensor, qtype, axis, reduce_range)
+                else:
+                    v = self._quantize_initializer(tensor, qtype, reduce_range)
+                names.append(v.q_name)
+                zps.append(v.zero_point)
+                scales.append(v.scale)
+            elif tensor in self.g.value_infos or tensor in self.tensor_names or tensor in self.generated:
+                q_node = self._find_node(tensor + "_QuantizeLinear")
+                if q_node is None:
+                    written = self._output_params(tensor)
+                    if written is None:
+                        return None
+                    sc_name, zp_name = written
+                    q_node = helper.make_node("QuantizeLinear", [tensor, sc_name, zp_name], [tensor + "_quantized"],
+                                              tensor + "_QuantizeLinear")
+                    self.values[tensor] = _Value(tensor + "_quantized", sc_name, zp_name)
+                    nodes.append(q_node)
+                names.append(q_node.output[0])
+                scales.append(q_node.input[1])
+                zps.append(q_node.input[2])
+            else:
+                raise UnsupportedError("model", "a node input that is neither an initializer nor a tensor of the "
+                                       "graph", tensor)
+        return names, zps, scales, nodes
+
+    def _dequantize(self, name: str):
+        if name in self.values and name not in self.generated:
+            v = self.values[name]
+            dq_name = name + "_DequantizeLinear"
+            if self._find_node(dq_name) is None:
+                return helper.make_node("DequantizeLinear", [v.q_name, v.scale, v.zero_point], [name], dq_name,
+                                        axis=v.axis)
+        return None
+
+    def _emit(self, nodes) -> None:
+        self.new_nodes.extend(nodes)
+
+    # -- rules -------------------------------------------------------------------------------------
+    def keep(self, node) -> None:
+        for name in node.input:
+            dq = self._dequantize(name)
+            if dq is not None:
+                self.new_nodes.append(dq)
+        self.new_nodes.append(node)
+
+    def _should(self, node, rule: str) -> bool:
+        if rule in ("matmul", "gemm"):
+            if not (self.g.is_float(node.input[1]) or self.g.is_float(node.input[0])):
+                return False
+            if self.o.opt("MatMulConstBOnly") and not self.g.is_initializer(node.input[1]):
+                return False
+            return True
+        if rule == "gather":
+            return self.g.is_float_initializer(node.input[0])
+        return self.g.is_float(node.input[0])
+
+    def _result(self, node, op_type, inputs, out_params, nodes, domain=None, attrs=None) -> None:
+        q_out = node.output[0] + "_quantized"
+        name = node.name + "_quant" if node.name else ""
+        kwargs = dict(attrs or {})
+        if domain:
+            kwargs["domain"] = domain
+        nodes.append(helper.make_node(op_type, inputs, [q_out], name, **kwargs))
+        self.values[node.output[0]] = _Value(q_out, out_params[0], out_params[1])
+        self._emit(nodes)
+        self.quantized_nodes.append(node.name or node.op_type)
+
+    def rule_conv(self, node) -> None:
+        out = self._output_params(node.output[0])
+        if self.g.is_initializer(node.input[1]) and self.o.per_channel:
+            got = self._quantize_inputs(node, [0])
+            if got is not None:
+                w = self._quantize_per_channel(node.input[1], "int8", 0)
+                got[0].append(w.q_name)
+                got[1].append(w.zero_point)
+                got[2].append(w.scale)
+        else:
+            got = self._combine(self._quantize_inputs(node, [0]),
+                                lambda: self._quantize_inputs(node, [1], weight=True, reduce_range=self.o.reduce_range))
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [names[0], scales[0], zps[0], names[1], scales[1], zps[1], out[0], out[1]]
+        if len(node.input) == 3:
+            inputs.append(self._quantize_bias(node.input[2], node.input[0], node.input[1]))
+        self._result(node, "QLinearConv", inputs, out, nodes, attrs=_attrs(node))
+
+    def _combine(self, first, second_fn):
+        if first is None:
+            return None
+        second = second_fn()
+        if second is None:
+            return None
+        return (first[0] + second[0], first[1] + second[1], first[2] + second[2], first[3] + second[3])
+
+    def rule_matmul(self, node) -> None:
+        got = self._combine(self._quantize_inputs(node, [0]),
+                            lambda: self._quantize_inputs(node, [1], weight=True, reduce_range=True,
+                                                          per_channel_here=True))
+        out = self._output_params(node.output[0])
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [names[0], scales[0], zps[0], names[1], scales[1], zps[1], out[0], out[1]]
+        self._result(node, "QLinearMatMul", inputs, out, nodes)
+
+    def rule_gemm(self, node) -> None:
+        out = self._output_params(node.output[0])
+        attrs = _attrs(node)
+        trans_b = attrs.get("transB", 0) > 0
+        if self.g.is_initializer(node.input[1]) and self.o.per_channel:
+            got = self._quantize_inputs(node, [0])
+            if got is not None:
+                w = self._quantize_per_channel(node.input[1], self.wt, 0 if trans_b else 1)
+                got[0].append(w.q_name)
+                got[1].append(w.zero_point)
+                got[2].append(w.scale)
+        else:
+            got = self._combine(self._quantize_inputs(node, [0]),
+                                lambda: self._quantize_inputs(node, [1], weight=True, reduce_range=self.o.reduce_range))
+        if out is None or got is None:
+            return self.keep(node)
+        bias = ""
+        if len(node.input) == 3:
+            if not self.g.is_initializer(node.input[2]):
+                return self.keep(node)
+            bias = self._quantize_bias(node.input[2], node.input[0], node.input[1], attrs.get("beta", 1.0))
+        names, zps, scales, nodes = got
+        inputs = [names[0], scales[0], zps[0], names[1], scales[1], zps[1], bias, out[0], out[1]]
+        self._result(node, "QGemm", inputs, out, nodes, MS, _attrs(node, skip=("beta",)))
+
+    def _quantize_bias(self, bias: str, input_name: str, weight: str, beta: float = 1.0) -> str:
+        if bias in self.values:
+            return self.values[bias].q_name
+        wv = self.values[weight]
+        w_scale = numpy_helper.to_array(self.g.initializer(wv.scale))
+        if input_name in self.values:
+            in_scale_name = self.values[input_name].scale
+        elif input_name in self.params:
+            in_scale_name = self._output_params(input_name)[0]
+        else:
+            raise UnsupportedError("model", "a bias whose input has no quantization parameters", bias)
+        in_scale = numpy_helper.to_array(self.g.initializer(in_scale_name))
+        zp_init = self.g.initializer(wv.zero_point)
+        w_zp = numpy_helper.to_array(zp_init) if zp_init is not None else None
+        if w_zp is not None and w_zp.size and not w_zp.any() and self.wt == "int8":
+            new = P.raise_weight_scale_for_bias(self.g.array(bias), in_scale, w_scale, self.o.per_channel)
+            if new is not None:
+                self._requantize(weight, new)
+                w_scale = new
+        data = self.g.array(bias)
+        scale = P.bias_scale(in_scale, w_scale, beta)
+        codes = P.quantize_bias(data, scale)
+        q_name = bias + "_quantized"
+        self.g.graph.initializer.append(numpy_helper.from_array(codes, q_name))
+        scale_data = np.asarray(scale, dtype=data.dtype).reshape(-1)
+        self.g.graph.initializer.append(numpy_helper.from_array(scale_data, q_name + "_scale"))
+        if np.asarray(scale).size > 1:
+            zp = numpy_helper.from_array(np.zeros(np.asarray(scale).shape, dtype=np.int32).reshape(-1),
+                                         q_name + "_zero_point")
+        else:
+            zp = helper.make_tensor(q_name + "_zero_point", TensorProto.INT32, [], [0])
+        self.g.graph.initializer.append(zp)
+        self.values[bias] = _Value(q_name, q_name + "_scale", q_name + "_zero_point",
+                                   0 if scale_data.size > 1 else None, True)
+        self.weights.append(bias)
+        return q_name
+
+    def _requantize(self, weight: str, new_scale: np.ndarray) -> None:
+        v = self.values[weight]
+        init = self.g.initializer(weight)
+        sc_init = self.g.initializer(v.scale)
+        zp_init = self.g.initializer(v.zero_point)
+        if init is None or sc_init is None or zp_init is None or self.g.initializer(v.q_name) is None:
+            return
+        dims = list(sc_init.dims)
+        self.g.remove_initializer(v.scale)
+        self.g.remove_initializer(v.q_name)
+        zp = numpy_helper.to_array(zp_init)
+        scale = np.asarray(new_scale, dtype=helper.tensor_dtype_to_np_dtype(init.data_type))
+        self.g.add_initializer(numpy_helper.from_array(scale.reshape(dims), v.scale))
+        data = numpy_helper.to_array(init)
+        codes = P.quantize_weight(data, self.wt, zp, scale, v.axis)
+        self.g.add_initializer(numpy_helper.from_array(codes.reshape(tuple(init.dims)), v.q_name))
+
+    def rule_binary(self, node) -> None:
+        out = self._output_params(node.output[0])
+        got = self._quantize_inputs(node, [0, 1])
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [names[0], scales[0], zps[0], names[1], scales[1], zps[1], out[0], out[1]]
+        self._result(node, "QLinear" + node.op_type, inputs, out, nodes, MS, _attrs(node))
+
+    def rule_clip_relu(self, node) -> None:
+        if node.input[0] not in self.values or self.o.activation_symmetric:
+            return self.keep(node)
+        self.values[node.output[0]] = self.values[node.input[0]]
+        self.quantized_nodes.append(node.name or node.op_type)
+
+    def rule_activation(self, node) -> None:
+        nnapi = node.op_type == "Sigmoid" and self.o.opt("extra.Sigmoid.nnapi")
+        out = self._output_params(node.output[0], 1 / 256.0 if nnapi else None, 0 if nnapi else None)
+        got = self._quantize_inputs(node, [0])
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [names[0], scales[0], zps[0], out[0], out[1]]
+        self._result(node, "QLinear" + node.op_type, inputs, out, nodes, MS, _attrs(node))
+
+    def rule_softmax(self, node) -> None:
+        zero = 0 if self.act == "uint8" else -128
+        out = self._output_params(node.output[0], 1 / 256.0, zero)
+        got = self._quantize_inputs(node, [0])
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        attrs = _attrs(node)
+        attrs["opset"] = self.g.opset
+        inputs = [names[0], scales[0], zps[0], out[0], out[1]]
+        self._result(node, "QLinearSoftmax", inputs, out, nodes, MS, attrs)
+
+    def rule_pool(self, node) -> None:
+        out = self._output_params(node.output[0])
+        got = self._quantize_inputs(node, [0])
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [names[0], scales[0], zps[0], out[0], out[1]]
+        self._result(node, "QLinear" + node.op_type, inputs, out, nodes, MS, _attrs(node))
+
+    def rule_global_average_pool(self, node) -> None:
+        if node.input[0] not in self.values:
+            return self.keep(node)
+        v = self.values[node.input[0]]
+        out = self._output_params(node.output[0]) or (v.scale, v.zero_point)
+        attrs = _attrs(node)
+        attrs["channels_last"] = 0
+        inputs = [v.q_name, v.scale, v.zero_point, out[0], out[1]]
+        self._result(node, "QLinearGlobalAveragePool", inputs, out, [], MS, attrs)
+
+    def rule_direct(self, node) -> None:
+        if self.o.opt("ForceQuantizeNoInputCheck"):
+            if not self.g.is_float_initializer(node.input[0]):
+                return self.keep(node)
+            got = self._quantize_inputs(node, [0])
+            if got is None:
+                return self.keep(node)
+            names, zps, scales, nodes = got
+            source = _Value(names[0], scales[0], zps[0])
+        else:
+            v = self.values.get(node.input[0])
+            if v is None:
+                self.new_nodes.append(node)
+                return
+            source, nodes = v, []
+        q_out = node.output[0] + "_quantized"
+        self.values[node.output[0]] = _Value(q_out, source.scale, source.zero_point)
+        node.input[0] = source.q_name
+        node.output[0] = q_out
+        nodes.append(node)
+        self._emit(nodes)
+        self.quantized_nodes.append(node.name or node.op_type)
+
+    def rule_maxpool(self, node) -> None:
+        if self.g.opset is not None and self.g.opset < 12:
+            return self.keep(node)
+        return self.rule_direct(node)
+
+    def rule_gather(self, node) -> None:
+        got = self._quantize_inputs(node, [0])
+        if got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        q_out = node.output[0] + "_quantized"
+        self.values[node.output[0]] = _Value(q_out, scales[0], zps[0])
+        node.output[0] = q_out
+        node.input[0] = names[0]
+        nodes.append(node)
+        self._emit(nodes)
+        self.quantized_nodes.append(node.name or node.op_type)
+
+    def rule_unsupported(self, node) -> None:
+        raise UnsupportedError("op_types_to_quantize", f"onnxruntime quantizes {node.op_type} in the QOperator "
+                               "format, which is not reproduced; exclude the node (nodes_to_exclude) or its op type",
+                               f"{node.op_type} node {node.name!r}")
+
+    # -- driver ------------------------------------------------------------------------------------
+    def run(self) -> dict:
+        for node in list(self.g.graph.node):
+            before = len(self.new_nodes)
+            rule = QOPERATOR_RULES.get(node.op_type)
+            if rule is not None and should_quantize(node, self.o) and self._should(node, rule):
+                getattr(self, "rule_" + rule)(node)
+            else:
+                self.keep(node)
+            for new in self.new_nodes[before:]:
+                self.generated.update(new.output)
+        for out in self.g.graph.output:
+            dq = self._dequantize(out.name)
+            if dq is not None:
+                self.new_nodes.append(dq)
+        self.g.graph.ClearField("node")
+        self.g.graph.node.extend(self.new_nodes)
+        self.g.clean_initializers()
+        activations = sorted(n for n, v in self.values.items() if not v.initializer)
+        return {"nodes": self.quantized_nodes, "activations": activations, "weights": list(self.weights),
+                "removed": []}
+
+
+def write_qoperator(graph: Graph, ranges: dict[str, Range], options: StaticOptions) -> dict:
+    return QOperatorWriter(graph, ranges, options).run()

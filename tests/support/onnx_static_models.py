@@ -1,0 +1,162 @@
+"""Float ONNX models for the static quantization tests, built with onnx.helper from seeded random
+weights, their calibration data, and onnxruntime's calibration as a reference (its ranges, its
+quantize_static, its sessions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+def _init(name: str, array) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def _model(nodes, inputs, outputs, inits, opset: int = OPSET) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def cnn(seed: int = 0, channels: int = 8, size: int = 8, classes: int = 5) -> onnx.ModelProto:
+    """A small ResNet-like CNN: Conv+bias, Relu, a residual Add, MaxPool, a 1x1 Conv without bias,
+    GlobalAveragePool, Flatten, Gemm (transB) with bias, and a Reshape."""
+    rng = np.random.default_rng(seed)
+    c = channels
+    f32 = np.float32
+    inits = [
+        _init("w1", (rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(f32)),
+        _init("b1", (rng.standard_normal(c) * 0.1).astype(f32)),
+        _init("w2", (rng.standard_normal((c, c, 3, 3)) * 0.2).astype(f32)),
+        _init("b2", (rng.standard_normal(c) * 0.1).astype(f32)),
+        _init("w3", (rng.standard_normal((c, c, 1, 1)) * 0.3).astype(f32)),
+        _init("wf", (rng.standard_normal((classes, c)) * 0.3).astype(f32)),
+        _init("bf", (rng.standard_normal(classes) * 0.1).astype(f32)),
+        _init("shape", np.array([1, classes], dtype=np.int64)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], "relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], "conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["a2"], "add2"),
+        helper.make_node("Relu", ["a2"], ["r2"], "relu2"),
+        helper.make_node("MaxPool", ["r2"], ["p2"], "pool2", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p2", "w3"], ["c3"], "conv3"),
+        helper.make_node("GlobalAveragePool", ["c3"], ["g3"], "gap"),
+        helper.make_node("Flatten", ["g3"], ["f3"], "flatten"),
+        helper.make_node("Gemm", ["f3", "wf", "bf"], ["logits"], "fc", transB=1),
+        helper.make_node("Reshape", ["logits", "shape"], ["y"], "reshape"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, classes])
+    return _model(nodes, [x], [y], inits)
+
+
+def transformer(seed: int = 0, vocab: int = 16, seq: int = 6, dim: int = 8, heads: int = 2,
+                ffn: int = 16) -> onnx.ModelProto:
+    """One encoder block as torch exports it: Gather embeddings + positions, LayerNormalization,
+    q/k/v MatMul+Add, Reshape/Transpose into heads, MatMul, Div, Softmax, MatMul, back, output
+    projection, residual Add, LayerNormalization, MatMul+Add, Gelu through Erf, MatMul+Add, residual."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    dh = dim // heads
+
+    def w(name, shape, s=0.3):
+        return _init(name, (rng.standard_normal(shape) * s).astype(f32))
+
+    inits = [
+        w("emb", (vocab, dim), 1.0), w("pos", (seq, dim), 0.5),
+        _init("ln1_g", (1 + 0.1 * rng.standard_normal(dim)).astype(f32)), w("ln1_b", (dim,), 0.1),
+        w("wq", (dim, dim)), w("bq", (dim,), 0.1), w("wk", (dim, dim)), w("bk", (dim,), 0.1),
+        w("wv", (dim, dim)), w("bv", (dim,), 0.1), w("wo", (dim, dim)), w("bo", (dim,), 0.1),
+        _init("ln2_g", (1 + 0.1 * rng.standard_normal(dim)).astype(f32)), w("ln2_b", (dim,), 0.1),
+        w("w1", (dim, ffn)), w("b1", (ffn,), 0.1), w("w2", (ffn, dim)), w("b2", (dim,), 0.1),
+        _init("heads_shape", np.array([1, seq, heads, dh], dtype=np.int64)),
+        _init("merge_shape", np.array([1, seq, dim], dtype=np.int64)),
+        _init("sqrt_dh", np.array(np.sqrt(dh), dtype=f32)),
+        _init("sqrt2", np.array(np.sqrt(2.0), dtype=f32)),
+        _init("one", np.array(1.0, dtype=f32)), _init("half", np.array(0.5, dtype=f32)),
+    ]
+    N = helper.make_node
+    nodes = [
+        N("Gather", ["emb", "ids"], ["e"], "embed"),
+        N("Add", ["e", "pos"], ["h0"], "add_pos"),
+        N("LayerNormalization", ["h0", "ln1_g", "ln1_b"], ["n1"], "ln1", axis=-1, epsilon=1e-5),
+    ]
+    for t in ("q", "k", "v"):
+        nodes += [N("MatMul", ["n1", f"w{t}"], [f"{t}m"], f"mm_{t}"),
+                  N("Add", [f"{t}m", f"b{t}"], [f"{t}a"], f"add_{t}"),
+                  N("Reshape", [f"{t}a", "heads_shape"], [f"{t}r"], f"reshape_{t}")]
+    nodes += [
+        N("Transpose", ["qr"], ["qt"], "tr_q", perm=[0, 2, 1, 3]),
+        N("Transpose", ["kr"], ["kt"], "tr_k", perm=[0, 2, 3, 1]),
+        N("Transpose", ["vr"], ["vt"], "tr_v", perm=[0, 2, 1, 3]),
+        N("MatMul", ["qt", "kt"], ["s"], "mm_scores"),
+        N("Div", ["s", "sqrt_dh"], ["sd"], "div_scores"),
+        N("Softmax", ["sd"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "vt"], ["ctx"], "mm_ctx"),
+        N("Transpose", ["ctx"], ["ctxt"], "tr_ctx", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ctxt", "merge_shape"], ["ctxm"], "reshape_ctx"),
+        N("MatMul", ["ctxm", "wo"], ["om"], "mm_o"),
+        N("Add", ["om", "bo"], ["oa"], "add_o"),
+        N("Add", ["oa", "h0"], ["h1"], "residual1"),
+        N("LayerNormalization", ["h1", "ln2_g", "ln2_b"], ["n2"], "ln2", axis=-1, epsilon=1e-5),
+        N("MatMul", ["n2", "w1"], ["f1"], "mm_f1"),
+        N("Add", ["f1", "b1"], ["f1b"], "add_f1"),
+        N("Div", ["f1b", "sqrt2"], ["gd"], "gelu_div"),
+        N("Erf", ["gd"], ["ge"], "gelu_erf"),
+        N("Add", ["ge", "one"], ["gp"], "gelu_add"),
+        N("Mul", ["f1b", "gp"], ["gm"], "gelu_mul"),
+        N("Mul", ["gm", "half"], ["g"], "gelu_half"),
+        N("MatMul", ["g", "w2"], ["f2"], "mm_f2"),
+        N("Add", ["f2", "b2"], ["f2b"], "add_f2"),
+        N("Add", ["f2b", "h1"], ["y"], "residual2"),
+    ]
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, seq])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, dim])
+    return _model(nodes, [ids], [y], inits)
+
+
+def cnn_data(seed: int = 1, n: int = 4, size: int = 8) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((n, 1, 3, size, size)).astype(np.float32)}
+
+
+def transformer_data(seed: int = 1, n: int = 4, seq: int = 6, vocab: int = 16) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"ids": rng.integers(0, vocab, size=(n, 1, seq), dtype=np.int64)}
+
+
+def feeds(data: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    n = len(next(iter(data.values())))
+    return [{k: v[i] for k, v in data.items()} for i in range(n)]
+
+
+def reader(data: dict[str, np.ndarray]):
+    """An onnxruntime CalibrationDataReader over stacked samples."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.items = feeds(data)
+            self.pos = 0
+
+        def get_next(self):
+            if self.pos >= len(self.items):
+                return None
+            self.pos += 1
+            return self.items[self.pos - 1]
+
+        def __len__(self):
+            return len(self.items)
+
+        def set_range(self, start_index, end_index):
+            self.items = self.items[start_index:end_index]
+            self.pos = 0
+
+    return Reader()
