@@ -7,15 +7,30 @@ Keras architecture with seeded random weights.  Random weights alone give near-c
 (activations shrink or blow up layer after layer), so the statistics are recalibrated first: every
 batch normalization layer gets the mean and variance its input really has on random images (one
 forward pass in training mode with momentum 0 and dropout off), with random scale and offset.  The
-input images are small (64x64) and the script is deterministic: the same arch and quant give the
+input images are small and the script is deterministic: the same arch and quant give the
 same bytes.
 
-Architectures (:data:`ARCHS`): ``mobilenet_v2``, ``mobilenet_v3_small``, ``mobilenet_v3_large``,
-``efficientnet_b0``, ``resnet50``, ``densenet121`` (Keras applications, 10 classes, softmax
-output) and ``transformer``, a small encoder written with TensorFlow ops: token embedding lookup
-(GATHER), learned position embedding, two pre-norm blocks of multi-head attention (BATCH_MATMUL,
-SOFTMAX) and a GELU feed-forward, layer norms written as TensorFlow's ops (MEAN,
-SQUARED_DIFFERENCE, RSQRT), mean pooling and a softmax classifier.
+Architectures (:data:`ARCHS`):
+
+- ``mobilenet_v2``, ``mobilenet_v3_small``, ``mobilenet_v3_large``, ``efficientnet_b0``,
+  ``resnet50``, ``densenet121``: Keras applications, 10 classes, softmax output, on 64x64 images
+  (EfficientNetB0 on 32x32, the smallest it takes, to keep it cheap: :data:`IMAGE_SIZES`);
+- ``transformer``: a small encoder written with TensorFlow ops: token embedding lookup (GATHER),
+  learned position embedding, two pre-norm blocks of multi-head attention (BATCH_MATMUL, SOFTMAX)
+  and a GELU feed-forward, layer norms written as TensorFlow's ops (MEAN, SQUARED_DIFFERENCE,
+  RSQRT), mean pooling and a softmax classifier;
+- ``text_transformer``: a Keras text model with a **dynamic batch dimension** (``Embedding``,
+  ``MultiHeadAttention``, ``LayerNormalization``, ``Dense``, ``GlobalAveragePooling1D``); the
+  converter surrounds the integer layers with int32 / bool shape arithmetic on the run-time batch
+  size (SHAPE, STRIDED_SLICE, PACK, REDUCE_PROD, SELECT_V2, ...);
+- ``lstm``, ``gru``: Keras ``LSTM`` / ``GRU`` layers with ``unroll=True`` (a fixed number of time
+  steps), then a dense softmax classifier: the converter makes plain integer operators of each step
+  (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, UNPACK, ...);
+- ``lstm_loop``: the same LSTM without ``unroll`` (a loop over the time steps).  TensorFlow 2.21's
+  converter (Keras 3) turns the loop into a WHILE with float32 subgraphs; in full-integer
+  quantization (int8 and int16x8 alike) its calibration step crashes the converting process
+  (SIGSEGV), so :func:`build` runs that conversion in a child process and raises
+  :class:`Unsupported` saying so.  (GRU and SimpleRNN loops crash the same way.)
 
 Quantization modes:
 
@@ -25,7 +40,7 @@ Quantization modes:
   activations, int8 weights, int64 bias), int16 inputs and outputs.  :func:`build` raises
   :class:`Unsupported` where the converter cannot make the model in that mode.
 
-Models are cached (a file per arch, quant and :data:`VERSION`, written to a temporary name and
+Models are cached (a file per arch, quant and version (:func:`version`), written to a temporary name and
 renamed, under a lock so that parallel test workers build each model once) in ``cache_dir``, else
 ``$QUANTSPEC_ZOO_CACHE``, else ``$QUANTSPEC_TEST_CACHE/zoo``, else ``~/.cache/quantspec/zoo``.
 Building needs TensorFlow (a test dependency); a cached model does not.
@@ -48,15 +63,23 @@ import sys
 from pathlib import Path
 
 __all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsupported", "input_size",
-           "random_inputs", "time_reference_mode"]
+           "random_inputs", "time_reference_mode", "version", "image_size"]
 
-#: bump when a change to this script changes the bytes of any model
+#: bump when a change to this script changes the bytes of every model (one arch: :data:`VERSIONS`)
 VERSION = 1
+#: the version of the archs whose bytes changed since (their cache file names carry it)
+VERSIONS = {"efficientnet_b0": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
-         "densenet121", "transformer")
+         "densenet121", "transformer", "text_transformer", "lstm", "gru", "lstm_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64
+#: the CNNs with another image side
+IMAGE_SIZES = {"efficientnet_b0": 32}
+#: text_transformer: sequence length, model width, heads, key width, feed-forward width (VOCAB as above)
+TEXT_SEQ, TEXT_WIDTH, TEXT_HEADS, TEXT_KEY, TEXT_FFN = 12, 32, 4, 8, 64
+#: lstm / gru: time steps, features, units, classes
+STEPS, FEATURES, UNITS, RNN_CLASSES = 10, 8, 16, 5
 #: classes of the CNNs' softmax classifier (few, so that the probabilities vary)
 CLASSES = 10
 #: transformer: sequence length, vocabulary, model width, heads, feed-forward width, blocks
@@ -80,9 +103,27 @@ def cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
     return Path.home() / ".cache" / "quantspec" / "zoo"
 
 
+def version(arch: str) -> int:
+    """The version in the cache file name of ``arch``."""
+    return VERSIONS.get(arch, VERSION)
+
+
+def image_size(arch: str) -> int:
+    return IMAGE_SIZES.get(arch, IMAGE)
+
+
 def input_size(arch: str) -> tuple[int, ...]:
     """The model input's shape (batch 1)."""
-    return (1, SEQ) if arch == "transformer" else (1, IMAGE, IMAGE, 3)
+    if arch == "transformer":
+        return (1, SEQ)
+    if arch == "text_transformer":
+        return (1, TEXT_SEQ)
+    if arch in _RNNS:
+        return (1, STEPS, FEATURES)
+    return (1, image_size(arch), image_size(arch), 3)
+
+
+_RNNS = ("lstm", "gru", "lstm_loop")
 
 
 def _check(arch: str, quant: str) -> None:
@@ -109,7 +150,7 @@ def build(arch: str, quant: str = "int8", cache_dir: str | os.PathLike | None = 
     """The path of the cached ``.tflite`` of ``arch`` in ``quant`` mode, built if it is not there yet."""
     _check(arch, quant)
     root = globals()["cache_dir"](cache_dir)
-    path = root / f"{arch}-{quant}-v{VERSION}.tflite"
+    path = root / f"{arch}-{quant}-v{version(arch)}.tflite"
     failed = path.with_suffix(".unsupported")
     if path.exists():
         return path
@@ -158,9 +199,10 @@ def _images(arch: str, n: int, seed: int):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    shape = (n, IMAGE, IMAGE, 3)
+    side = image_size(arch)
+    shape = (n, side, side, 3)
     # smooth random images: noise on a coarse grid, upsampled, plus fine noise
-    coarse = rng.uniform(-1, 1, (n, IMAGE // 8, IMAGE // 8, 3))
+    coarse = rng.uniform(-1, 1, (n, side // 8, side // 8, 3))
     x = np.repeat(np.repeat(coarse, 8, axis=1), 8, axis=2) * 0.7 + rng.uniform(-0.3, 0.3, shape)
     x = np.clip(x, -1, 1).astype(np.float32)
     if arch in ("mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0"):
@@ -171,7 +213,7 @@ def _images(arch: str, n: int, seed: int):
 def _keras_model(arch: str):
     tf = _tf()
     apps = tf.keras.applications
-    shape = (IMAGE, IMAGE, 3)
+    shape = (image_size(arch), image_size(arch), 3)
     common = dict(weights=None, input_shape=shape, classes=CLASSES)
     if arch == "mobilenet_v2":
         return apps.MobileNetV2(**common)
@@ -212,9 +254,9 @@ def _recalibrate(model, images) -> None:
 
 
 def _representative(samples):
-    def gen():
+    def gen():                      # every sample has its batch dimension already
         for s in samples:
-            yield [s[None] if s.ndim in (1, 3) else s]
+            yield [s]
     return gen
 
 
@@ -237,14 +279,22 @@ def _converter(tf, fn, samples, quant: str, integer_io: bool):
 def _convert(arch: str, quant: str) -> bytes:
     tf = _tf()
     tf.keras.utils.set_random_seed(SEED)
+    if arch == "lstm_loop":
+        return _convert_in_child(arch, quant)
     if arch == "transformer":
         fn, samples = _transformer()
         integer_io = False               # token ids: int32 in any case
+    elif arch == "text_transformer":
+        fn, samples = _text_transformer()
+        integer_io = False
+    elif arch in _RNNS:
+        fn, samples = _rnn(arch)
+        integer_io = True
     else:
         model = _keras_model(arch)
         images = _images(arch, CALIBRATION_SAMPLES, SEED + 2)
         _recalibrate(model, images)
-        spec = tf.TensorSpec((1, IMAGE, IMAGE, 3), tf.float32, name="image")
+        spec = tf.TensorSpec((1, image_size(arch), image_size(arch), 3), tf.float32, name="image")
         fn = tf.function(lambda x: model(x, training=False), input_signature=[spec])
         samples = [images[k:k + 1] for k in range(len(images))]
         integer_io = True
@@ -254,6 +304,86 @@ def _convert(arch: str, quant: str) -> bytes:
         raise Unsupported(f"{arch} {quant}: the converter fails: {type(e).__name__}: "
                           f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
     return bytes(data)
+
+
+def _convert_in_child(arch: str, quant: str) -> bytes:
+    """The conversion in a child process (the converter may crash the process)."""
+    import signal
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "model.tflite"
+        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--convert-child", arch, quant, str(out)],
+                           capture_output=True, text=True)
+        if r.returncode < 0:
+            name = signal.Signals(-r.returncode).name
+            raise Unsupported(f"{arch} {quant}: the converter crashes ({name}) while calibrating the model "
+                              "(the process dies)")
+        if r.returncode != 0:
+            last = (r.stdout.strip().splitlines() or [""])[-1]
+            raise Unsupported(f"{arch} {quant}: the converter fails: {last}")
+        return out.read_bytes()
+
+
+def _child(arch: str, quant: str, out: str) -> int:
+    tf = _tf()
+    tf.keras.utils.set_random_seed(SEED)
+    fn, samples = _rnn(arch)
+    try:
+        data = _converter(tf, fn, samples, quant, True).convert()
+    except Exception as e:  # the converter's ConverterError and friends
+        print(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+        return 1
+    tmp = out + ".tmp"
+    Path(tmp).write_bytes(bytes(data))
+    os.replace(tmp, out)
+    return 0
+
+
+def _text_transformer():
+    """A Keras text encoder with a dynamic batch: token embedding, one block of multi-head
+    self-attention and a ReLU feed-forward with residual connections and layer norms, mean pooling
+    over the sequence and a softmax classifier."""
+    import numpy as np
+
+    tf = _tf()
+    layers = tf.keras.layers
+    inp = tf.keras.Input((TEXT_SEQ,), dtype="int32", batch_size=None, name="tokens")
+    x = layers.Embedding(VOCAB, TEXT_WIDTH)(inp)
+    a = layers.MultiHeadAttention(TEXT_HEADS, TEXT_KEY)(x, x)
+    x = layers.LayerNormalization()(x + a)
+    f = layers.Dense(TEXT_WIDTH)(layers.Dense(TEXT_FFN, activation="relu")(x))
+    x = layers.LayerNormalization()(x + f)
+    x = layers.GlobalAveragePooling1D()(x)
+    out = layers.Dense(4, activation="softmax")(x)
+    model = tf.keras.Model(inp, out)
+    spec = tf.TensorSpec((None, TEXT_SEQ), tf.int32, name="tokens")
+    fn = tf.function(lambda t: model(t, training=False), input_signature=[spec])
+    rng = np.random.default_rng(SEED + 5)
+    samples = [rng.integers(0, VOCAB, (1, TEXT_SEQ)).astype(np.int32) for _ in range(CALIBRATION_SAMPLES)]
+    return fn, samples
+
+
+def _rnn(arch: str):
+    """An LSTM or GRU layer over ``STEPS`` time steps (unrolled, except ``lstm_loop``), then a
+    dense softmax classifier."""
+    import numpy as np
+
+    tf = _tf()
+    layers = tf.keras.layers
+    cell = layers.GRU if arch == "gru" else layers.LSTM
+    inp = tf.keras.Input((STEPS, FEATURES), batch_size=1, name="sequence")
+    x = cell(UNITS, unroll=arch != "lstm_loop")(inp)
+    out = layers.Dense(RNN_CLASSES, activation="softmax")(x)
+    model = tf.keras.Model(inp, out)
+    spec = tf.TensorSpec((1, STEPS, FEATURES), tf.float32, name="sequence")
+    fn = tf.function(lambda t: model(t, training=False), input_signature=[spec])
+    rng = np.random.default_rng(SEED + 6)
+    t = np.linspace(0, 3, STEPS, dtype=np.float32)[None, :, None]
+    samples = [(np.sin(t * rng.uniform(0.5, 3, (1, 1, FEATURES)) + rng.uniform(0, 6, (1, 1, FEATURES)))
+                + rng.normal(0, 0.2, (1, STEPS, FEATURES))).astype(np.float32) for _ in range(CALIBRATION_SAMPLES)]
+    return fn, samples
 
 
 def _transformer():
@@ -319,7 +449,7 @@ def _transformer():
 # ------------------------------------------------------------------------------------------------
 
 def random_inputs(path: str | os.PathLike, seed: int = 0) -> list:
-    """One random input per model input: token ids for the transformer, codes of the full range
+    """One random input per model input: token ids for the transformers, codes of the full range
     otherwise."""
     import numpy as np
 
@@ -370,6 +500,9 @@ def time_reference_mode(path: str | os.PathLike, rounds: int = 7) -> tuple[float
 # ------------------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--convert-child"]:
+        return _child(*argv[1:4])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("arch", nargs="*", help="architectures (default: all)")
     p.add_argument("--quant", choices=QUANTS, action="append", help="quantization modes (default: both)")

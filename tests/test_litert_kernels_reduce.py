@@ -164,3 +164,121 @@ def test_reduce_extreme_scales_and_shapes(op):
           [T((3, 4), "int8", 0.2, -1)], dict(opts), [int8(r, (3, 4))], model_options={})
     check(op, [T((), "int8", 0.1, 2), T((1,), "int32", data=np.array([0], np.int32))],
           [T((), "int8", 0.2, -1)], dict(opts), [np.array(-5, np.int8)], model_options={})
+
+
+# -- REDUCE_PROD on quantized int8 / int16 --------------------------------------------------------
+
+def _prod_builder():
+    """The test model builder writes REDUCE_PROD's ReducerOptions (keep_dims) as MEAN's."""
+    import litert_build
+
+    litert_build.OPTIONS_TABLE.setdefault("REDUCE_PROD", "ReducerOptions")
+
+
+def _prod_case(r, dtype: str, i: int):
+    shp = shape(r, 4, 4)
+    axes = _axes(r, len(shp))
+    keep = bool(i % 2)
+    out_shape = _out_shape(shp, axes, keep)
+    n = int(np.prod(shp)) // max(1, int(np.prod(out_shape)))
+    if dtype == "int8":
+        s_in, z_in, z_out = scale(r, -3, 0), zero_point(r), zero_point(r)
+        x = int8(r, shp, z_in)
+        typical = 64.0
+    else:
+        s_in, z_in, z_out = scale(r, -5, -2), 0, 0
+        x = r.integers(-(1 << 15), 1 << 15, shp).astype(np.int16)
+        x.reshape(-1)[: min(2, x.size)] = (-(1 << 15), (1 << 15) - 1)[: min(2, x.size)]
+        typical = 16384.0
+    # an output scale near the size of a typical product (most outputs in range), or anywhere (saturation)
+    if i % 3:
+        s_out = float(np.float32(min(1e30, (s_in * typical) ** n * r.uniform(0.05, 2))))
+    else:
+        s_out = scale(r, -4, 2)
+    return shp, axes, keep, out_shape, s_in, z_in, s_out, z_out, x
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_reduce_prod_quantized_matches_litert_in_every_mode(dtype):
+    """REDUCE_PROD's quantized kernel (``QuantizedReduceProd``: every step rescaled by
+    s_in / s_out^(1/n), the int64 MultiplyByQuantizedMultiplier) against LiteRT BUILTIN_REF, and the
+    optimized / xnnpack modes against BUILTIN_WITHOUT_DEFAULT_DELEGATES / AUTO (XNNPACK does not take
+    REDUCE_PROD: the optimized kernel runs), 0 differing bytes."""
+    from litert_modes import check_mode
+
+    _prod_builder()
+    r = rng_for("reduce_prod", dtype)
+    for i in range(N_MODELS * 2):
+        shp, axes, keep, out_shape, s_in, z_in, s_out, z_out, x = _prod_case(r, dtype, i)
+        runtime_axis = i % 4 == 3
+        axis_t = T(axes.shape, "int32") if runtime_axis else T(axes.shape, "int32", data=axes)
+        feeds = [x] + ([axes] if runtime_axis else [])
+        ins = [T(shp, dtype, s_in, z_in), axis_t]
+        outs = [T(out_shape, dtype, s_out, z_out)]
+        opts = {"keep_dims": keep}
+        if check("REDUCE_PROD", ins, outs, opts, feeds, allow_refusal=True) is None:
+            continue
+        for mode in ("optimized", "xnnpack"):
+            check_mode("REDUCE_PROD", ins, outs, opts, feeds, mode)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_reduce_prod_quantized_edges(dtype):
+    """Saturation both ways, the extreme codes and zero points, a per-step scale so small the
+    multiplier is flushed to 0, one so large the int64 step multiplies (shift up to 14), a reduction
+    of one element, no axes, and a run-time axis; every mode."""
+    from litert_modes import check_mode
+
+    _prod_builder()
+    lo, hi = (-128, 127) if dtype == "int8" else (-(1 << 15), (1 << 15) - 1)
+    zs = [(hi, lo), (lo, hi), (0, 0)] if dtype == "int8" else [(0, 0)]
+    x = np.array([[lo, lo, lo, lo], [hi, hi, hi, hi], [lo, hi, lo, hi], [0, 1, -1, 2]], getattr(np, dtype))
+    axis1 = T((1,), "int32", data=np.array([1], np.int32))
+    cases = []
+    for z_in, z_out in zs:
+        for s_in, s_out in [(1.0, 1e6), (0.5, 1e-3), (1e-3, 1e-24), (1e-9, 1.0), (2.0 ** -7, 2.0 ** -20),
+                            (30.0, 1e-6), (0.02, 0.02 ** 4)]:
+            cases.append(([T(x.shape, dtype, s_in, z_in), axis1], [T((4,), dtype, s_out, z_out)], {}, [x]))
+        # one element per output, and no axes at all: a plain requantization (the optimized kernel copies)
+        cases.append(([T(x.shape, dtype, 0.1, z_in), T((0,), "int32", data=np.zeros(0, np.int32))],
+                      [T(x.shape, dtype, 0.3, z_out)], {}, [x]))
+        cases.append(([T((4, 1), dtype, 0.1, z_in), axis1], [T((4, 1), dtype, 0.05, z_out)], {"keep_dims": True},
+                      [x[:, :1].copy()]))
+        cases.append(([T(x.shape, dtype, 0.05, z_in), T((2,), "int32")], [T((), dtype, 1.0, z_out)], {},
+                      [x, np.array([0, -1], np.int32)]))
+    for ins, outs, opts, feeds in cases:
+        check("REDUCE_PROD", ins, outs, opts, feeds)
+        for mode in ("optimized", "xnnpack"):
+            check_mode("REDUCE_PROD", ins, outs, opts, feeds, mode)
+
+
+def test_reduce_prod_optimized_copies_a_reduction_over_size_one_axes():
+    """LiteRT's optimized kernel drops the size-1 axes; with none left it copies the input bytes, where
+    the reference kernel requantizes: quantspec's modes follow each."""
+    from litert_modes import check_mode
+
+    _prod_builder()
+    x = np.array([[-100], [3], [50], [127]], np.int8)
+    ins = [T((4, 1), "int8", 0.1, 2), T((1,), "int32", data=np.array([1], np.int32))]
+    outs = [T((4,), "int8", 0.3, -5)]
+    ref = check("REDUCE_PROD", ins, outs, {}, [x])[0]
+    opt = check_mode("REDUCE_PROD", ins, outs, {}, [x], "optimized")[0]
+    assert opt.tobytes() == x.tobytes() and ref.tobytes() != opt.tobytes()
+
+
+def test_reduce_prod_quantized_refusals():
+    """int16 needs zero points 0 (LiteRT rejects the model at prepare); a per-step scale of 2^14 or
+    more needs a shift LiteRT's int64 requantization cannot do (undefined in C++)."""
+    _prod_builder()
+    x = np.zeros((2, 3), np.int16)
+    axis = T((1,), "int32", data=np.array([1], np.int32))
+    ins = [T((2, 3), "int16", 0.5, 3), axis]
+    outs = [T((2,), "int16", 0.5, 0)]
+    assert litert_outcome("REDUCE_PROD", ins, outs, {}, [x]) == "error"
+    with pytest.raises(QuantSpecError, match="zero points") as caught:
+        quantspec_run("REDUCE_PROD", ins, outs, {}, [x])
+    assert caught.value.limit == "int16-zero-point"
+    with pytest.raises(QuantSpecError, match="undefined") as caught:
+        quantspec_run("REDUCE_PROD", [T((2, 3), "int8", 100.0, 0), axis], [T((2,), "int8", 1e-9, 0)], {},
+                      [np.zeros((2, 3), np.int8)])
+    assert caught.value.limit == "multiplier-shift"

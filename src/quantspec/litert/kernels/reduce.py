@@ -1,5 +1,6 @@
-"""Reductions: MEAN, SUM (int8) and ARG_MAX (``K/reduce.cc``,
-``KI/reference/reduce.h`` ``QuantizedMeanOrSum``, ``KI/reference/arg_min_max.h``).
+"""Reductions: MEAN, SUM (int8), the quantized REDUCE_PROD (int8 / int16) and ARG_MAX
+(``K/reduce.cc``, ``KI/reference/reduce.h`` ``QuantizedMeanOrSum`` / ``QuantizedReduceProd``,
+``KI/reference/arg_min_max.h``).
 
 The axis input is an int32 tensor (constant or not); negative axes count from the end and repeats
 are ignored.  With ``S`` the int32 (wrapping) sum of the raw values over the reduced axes and ``n``
@@ -18,6 +19,21 @@ That is a bug, and quantspec computes the correct integer result by default
 in the options reproduces BUILTIN_REF's bytes exactly.  (The optimized kernel computes SUM in
 float, another result again.)
 
+**REDUCE_PROD** on quantized int8 / int16 (``QuantizedReduceProd``; the operator's float / int32 /
+int64 kernel is in :mod:`.shape_arithmetic`).  With ``n`` = input size / output size (the number
+of elements each output multiplies)::
+
+    (M, e) = QuantizeMultiplier(double(s_in) / pow(double(s_out), 1.0 / n))
+    acc = x_0 - z_in;  then for each next element x_k (row-major order of the reduced axes):
+        acc = MultiplyByQuantizedMultiplier(int64(acc) * (x_k - z_in), M, e)      (int64 form, wraps)
+    out = clamp(MultiplyByQuantizedMultiplier(int64(acc), M, e) + z_out)
+
+(the int64 ``MultiplyByQuantizedMultiplier`` rounds the multiplier to 16 bits and rounds half up
+once: :func:`..fixedpoint.multiply_by_quantized_multiplier_int64`).  int16 needs zero points 0
+(LiteRT rejects others at prepare).  The optimized kernel computes the same, except that a
+reduction over no axis of size > 1 (no axes, or only axes of size 1) copies the input bytes
+unchanged, without the requantization (:func:`quantized_prod`).
+
 ARG_MAX: the index of the largest value along the axis, the first one on ties; int32 or int64 by
 the ``output_type`` option.
 """
@@ -34,7 +50,7 @@ from ..fixedpoint import mbqm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
-__all__ = ["Mean", "Sum", "ArgMax", "SUM_SEMANTICS"]
+__all__ = ["Mean", "Sum", "ArgMax", "SUM_SEMANTICS", "prepare_quantized_prod", "quantized_prod", "ProdParams"]
 
 _INT8 = np.dtype(np.int8)
 #: the clamp of each output type (np.iinfo is slow to call per run)
@@ -152,6 +168,93 @@ class Sum(_MeanOrSum):
     ``quantspec_sum_semantics="reference"``, BUILTIN_REF's bytes (int8 read as uint8)."""
 
     name = "SUM"
+
+
+@dataclass(frozen=True)
+class ProdParams:
+    op: str
+    shape: tuple[int, ...]
+    axis_shape: tuple[int, ...]
+    axes: tuple[int, ...] | None      # None: the axis tensor is a run-time input
+    keep_dims: bool
+    input_zero_point: int
+    output_zero_point: int
+    input_scale: float
+    output_scale: float
+    dtype: np.dtype
+    multiplier: tuple[int, int] | None    # (M, e) where the axes are constant (LiteRT: at prepare)
+    constant: np.ndarray | None = None    # a constant input (with a constant axis and <= 8 outputs)
+
+
+#: LiteRT computes a REDUCE_PROD of constant input and axis with at most this many outputs at prepare
+#: (with the optimized kernel, whatever the resolver)
+_MAX_CONSTANT_OUTPUTS = 8
+
+
+def _prod_multiplier(op: str, s_in: float, s_out: float, n_in: int, n_out: int) -> tuple[int, int]:
+    """``GetQuantProdScaling``: ``s_in / pow(s_out, 1 / n)`` in double, n = n_in / n_out (int)."""
+    import math
+
+    if n_in == 0 or n_out == 0:
+        return 0, 0                      # LiteRT keeps its zero-initialised multiplier
+    n = n_in // n_out
+    m, e = fp.quantize_multiplier(float(s_in) / math.pow(float(s_out), 1.0 / n))
+    if e > 14:
+        raise c.limit("multiplier-shift", UnsupportedError(
+            f"{op} output", "a per-step scale s_in / s_out^(1/n) >= 2^14 needs a shift of 15 or more in the int64 "
+            "MultiplyByQuantizedMultiplier, undefined in LiteRT's C++", float(s_in) / math.pow(float(s_out), 1.0 / n)))
+    return int(m), int(e)
+
+
+def prepare_quantized_prod(op: str, x, axis, o, options) -> ProdParams:
+    """Prepare of REDUCE_PROD on a quantized int8 / int16 input (``PrepareProd``)."""
+    c.require_same_type(x, o, "output", op)
+    s_in, z_in = c.activation(op, "input", x)
+    s_out, z_out = c.activation(op, "output", o)
+    if x.dtype.name == "int16" and (z_in, z_out) != (0, 0):
+        raise c.limit("int16-zero-point", InvalidArgumentError(
+            f"{op} zero points", "must be 0 for int16 (LiteRT rejects the model at prepare)", (z_in, z_out)))
+    keep_dims = c.option(options, "keep_dims", False, kind=bool)
+    axes = None if axis.data is None else resolve_axes(op, axis.data, len(x.shape))
+    multiplier = None
+    constant = None
+    if axes is not None:
+        out_shape = _reduced_shape(tuple(x.shape), axes, keep_dims)
+        n_in = int(np.prod(x.shape, dtype=np.int64))
+        n_out = int(np.prod(out_shape, dtype=np.int64))
+        multiplier = _prod_multiplier(op, s_in, s_out, n_in, n_out)
+        if x.data is not None and n_out <= _MAX_CONSTANT_OUTPUTS:
+            constant = np.asarray(x.data)
+    return ProdParams(op, tuple(x.shape), tuple(axis.shape), axes, keep_dims, z_in, z_out, float(s_in),
+                      float(s_out), np.dtype(x.dtype.name), multiplier, constant)
+
+
+def quantized_prod(p: ProdParams, arrays, optimized: bool = False) -> list[np.ndarray]:
+    """Compute of the quantized REDUCE_PROD: the reference kernel, or (``optimized``) the optimized
+    one, which copies the input where no axis of size > 1 is reduced."""
+    if p.constant is not None:              # folded at prepare by the optimized kernel
+        arrays = [p.constant, *arrays[1:]]
+        optimized = True
+    x, axes, out_shape, n = reduction(p, arrays, p.dtype)
+    if x.size == 0:
+        if int(np.prod(out_shape, dtype=np.int64)) == 0:
+            return [np.zeros(out_shape, p.dtype)]
+        raise UnsupportedError(f"{p.op} input", "is empty while the output is not: LiteRT leaves the output "
+                               "unwritten (its bytes are whatever the memory held)", x.shape)
+    if optimized and all(x.shape[a] == 1 for a in axes):
+        return [np.ascontiguousarray(x).reshape(out_shape)]
+    if p.multiplier is not None:
+        m, e = p.multiplier
+    else:
+        m, e = _prod_multiplier(p.op, p.input_scale, p.output_scale, x.size, int(np.prod(out_shape, dtype=np.int64)))
+    kept = [d for d in range(x.ndim) if d not in axes]
+    rows = np.transpose(x, kept + sorted(axes)).reshape(-1, n).astype(np.int64) - p.input_zero_point
+    acc = rows[:, 0]
+    for k in range(1, n):
+        acc = fp.mbqm_int64(acc * rows[:, k], m, e)
+    lo, hi = _BOUNDS[p.dtype.char]
+    out = np.clip(fp.mbqm_int64(acc, m, e) + p.output_zero_point, lo, hi).astype(p.dtype)
+    return [out.reshape(out_shape)]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from . import elementwise  # noqa: F401 - MAXIMUM / MINIMUM, wrapped below
 from . import plain  # noqa: F401 - its TypeDispatch entries first
 from .base import REGISTRY, Kernel, register
 from .plain import TypeDispatch
-from .reduce import ArgMax, resolve_axes
+from .reduce import ArgMax, ProdParams, prepare_quantized_prod, quantized_prod, resolve_axes
 
 __all__ = ["Neg", "XnnpackNeg", "FloorDiv", "FloorMod", "LogicalNot", "LogicalAnd", "LogicalOr", "Select", "SelectV2", "Range",
            "Fill", "Cast", "ExpandDims", "BroadcastTo", "Tile", "GatherNd", "ReduceProd", "ArgMin"]
@@ -517,19 +517,23 @@ class GatherNd(Kernel):
 @register
 class ReduceProd(Kernel):
     """The product of the reduced elements, multiplied one by one in row-major order in the input type
-    (float32 rounding after every product; integers wrap).  The int8 / int16 (requantizing) kernel is
-    not implemented."""
+    (float32 rounding after every product; integers wrap); on quantized int8 / int16, the rescaled
+    product of LiteRT's ``QuantizedReduceProd`` (:func:`.reduce.quantized_prod`)."""
 
     name = "REDUCE_PROD"
 
     def prepare(self, inputs, outputs, options):
         x, axis = c.count(self.name, inputs, outputs, 2, names=("input", "axis"))
-        c.require_type(self.name, [("input", x)], ("float", "int32", "int64"), error=UnsupportedError)
         _index_tensor(self.name, axis, "axis", ("int32",))
+        if x.dtype.name in ("int8", "int16") and x.params is not None:
+            return prepare_quantized_prod(self.name, x, axis, outputs[0], options)
+        c.require_type(self.name, [("input", x)], ("float", "int32", "int64"), error=UnsupportedError)
         keep = c.option(options, "keep_dims", False, kind=bool)
         return _Consts(c.constants(inputs), keep)
 
     def compute(self, p, arrays):
+        if isinstance(p, ProdParams):
+            return quantized_prod(p, arrays)
         x, a = _arr(arrays, p, 0), _arr(arrays, p, 1, "axis")
         axes = resolve_axes(self.name, a, x.ndim)
         kept = [d for d in range(x.ndim) if d not in axes]

@@ -14,7 +14,7 @@ from .activations import Logistic, LogSoftmax, Softmax, Tanh
 from .elementwise import Add, Mul
 from .gemm import Conv2D, DepthwiseConv2D, FullyConnected
 from .quantize import Dequantize, Quantize
-from .reduce import Mean, Sum
+from .reduce import Mean, ReduceProd, Sum
 from .transpose_conv import TransposeConv
 
 __all__ = ["OPS", "not_modelled"]
@@ -31,7 +31,7 @@ def _table(*kernels: type[Kernel]) -> dict[str, Kernel]:
 #: operator name -> optimized kernel, for the operators whose optimized kernel differs from the
 #: reference one
 OPS: dict[str, Kernel] = _table(Conv2D, DepthwiseConv2D, FullyConnected, Add, Mul, Mean, Sum, Softmax, LogSoftmax,
-                                Logistic, Tanh, Quantize, Dequantize, TransposeConv)
+                                Logistic, Tanh, Quantize, Dequantize, TransposeConv, ReduceProd)
 
 
 def not_modelled(name: str, inputs, outputs, options) -> str | None:

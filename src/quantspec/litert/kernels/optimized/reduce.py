@@ -32,9 +32,10 @@ from ... import fixedpoint as fp
 from ...fixedpoint import wrap_int32
 from .. import _common as c
 from .. import reduce as ref
+from ..shape_arithmetic import ReduceProd as _ReferenceProd
 from ._lanes import block_mask, mbqm_half_up, mbqm_reference
 
-__all__ = ["Mean", "Sum", "thread_ranges"]
+__all__ = ["Mean", "Sum", "ReduceProd", "thread_ranges"]
 
 _INT8 = np.dtype(np.int8)
 _THREADS = "quantspec_num_threads"
@@ -153,3 +154,16 @@ class Sum(ref.Sum):
             r = np.where(inside, v, INT32_MIN).astype(np.int64)
         out = np.clip(wrap_int32(r + p.output_zero_point), -128, 127).astype(np.int8)
         return [np.asarray(out).reshape(out_shape)]
+
+
+class ReduceProd(_ReferenceProd):
+    """REDUCE_PROD on quantized int8 / int16 (``optimized_ops::QuantizedReduceProd``): the reference
+    arithmetic, except that a reduction over no axis of size > 1 copies the input bytes
+    (:func:`..reduce.quantized_prod`)."""
+
+    activations = ("int8", "int16")
+
+    def compute(self, p, arrays):
+        if isinstance(p, ref.ProdParams):
+            return ref.quantized_prod(p, arrays, optimized=True)
+        return super().compute(p, arrays)
