@@ -19,9 +19,10 @@ from onnx_models import model as make_model
 from onnx_models import node, onnx_api, tensor
 from refs import require
 
+from quantspec._fastpath import jit
 from quantspec.checkpoint.schemes import SCHEMES
 from quantspec.cli import main
-from quantspec.errors import InvalidArgumentError
+from quantspec.errors import InvalidArgumentError, RangeError
 from quantspec.onnxmodels import audit, check_model, convert_model, nbits
 from quantspec.onnxmodels import converter
 from quantspec.onnxmodels.encoder import quantize_weight
@@ -186,6 +187,45 @@ def test_random_weights_and_shapes_equal_the_quantizer():
             if not symmetric:
                 assert p.zero_points.tobytes() == theirs["W_zero_points"].tobytes()
                 assert p.zero_points.shape == theirs["W_zero_points"].shape
+            # the fused kernel (a slab of columns at a time, in threads) writes the same arrays
+            assert jit.enabled()
+            f = nbits.quantize(s, w, IN_OUT, "W", workers=2)
+            assert f.b.shape == p.b.shape and f.b.tobytes() == p.b.tobytes(), (k, n, block)
+            assert f.scales.tobytes() == p.scales.tobytes()
+            assert (f.zero_points is None) == symmetric
+            if not symmetric:
+                assert f.zero_points.tobytes() == p.zero_points.tobytes()
+            assert f.attributes == p.attributes
+            assert f.rel_rms == pytest.approx(p.rel_rms, rel=1e-9, abs=1e-30)
+            assert f.max_abs == p.max_abs
+
+
+def test_the_fused_kernel_in_slabs_and_threads_equals_the_quantizer(monkeypatch):
+    """Many slabs of columns (the slab size made small), on two threads, with ties, zeros, signed
+    zeros, subnormals and large values: the same arrays as MLAS."""
+    require("onnx")
+    monkeypatch.setattr(nbits, "SLAB_BYTES", 1)       # one tile of 64 columns per slab: three slabs
+    rng = np.random.default_rng(11)
+    k, n = 97, 150
+    w = (np.round(rng.standard_normal((k, n)) * 8) / 8).astype(np.float32)
+    w[:, 0] = 0
+    w[:, 1] = -0.0
+    w[::3, 2] = np.float32(1e-40)
+    w[5, 3] = 3e30
+    w[:, 4] = np.linspace(-7.5, 7.5, k, dtype=np.float32)
+    for symmetric in (True, False):
+        s = SCHEMES[scheme_name(32, symmetric)]
+        m = make_model([node("MatMul", ["x", "W"], ["y"])], [("x", "float", [1, k])], [("y", "float", [1, n])],
+                       [tensor("W", w)], opset=17, ir=10)
+        theirs = {t.name: onnx_api()[2].to_array(t) for t in ort_quantized(m, 32, symmetric).graph.initializer}
+        f = nbits.quantize(s, w, IN_OUT, "W", workers=2)
+        assert f.b.tobytes() == theirs["W_Q4"].tobytes()
+        assert f.scales.tobytes() == theirs["W_scales"].tobytes()
+        if not symmetric:
+            assert f.zero_points.tobytes() == theirs["W_zero_points"].tobytes()
+    w[60, 130] = np.nan
+    with pytest.raises(RangeError, match=r"NaN or infinity \(at \[60, 130\]\)"):
+        nbits.quantize(SCHEMES["int4-b32"], w, IN_OUT, "W", workers=2)
 
 
 def test_other_weights_are_kept_with_the_reason(tmp_path):

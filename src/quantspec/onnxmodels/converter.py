@@ -171,12 +171,12 @@ _LIGHT_FROM = 1 << 10
 def _light(proto: Any) -> tuple[Any, dict[str, Any]]:
     """A copy of ``proto`` whose large main-graph initializers hold no data (name, type and dims
     kept), and those initializers by name."""
-    from .io import without_initializers
+    from .io import tensor_size, without_initializers
 
     out = without_initializers(proto)
     held = {}
     for t in proto.graph.initializer:
-        if t.ByteSize() < _LIGHT_FROM or t.name in held:
+        if tensor_size(t) < _LIGHT_FROM or t.name in held:
             out.graph.initializer.append(t)
             continue
         stub = out.graph.initializer.add()
@@ -282,7 +282,7 @@ def _rewrite(proto: Any, done: dict[str, tuple[Candidate, Scheme, Quantized]], i
     onnx = onnx_module()
     from onnx import helper
 
-    from .io import without_initializers
+    from .io import tensor_size, without_initializers
 
     tensors, node_names = _all_names(proto.graph)
     fresh, fresh_node = _Names(tensors), _Names(node_names)
@@ -346,7 +346,7 @@ def _rewrite_nbits(proto: Any, done: dict[str, tuple[Candidate, Scheme, nbits.NB
     onnx = onnx_module()
     from onnx import helper
 
-    from .io import without_initializers
+    from .io import tensor_size, without_initializers
 
     tensors, node_names = _all_names(proto.graph)
     fresh, fresh_node = _Names(tensors), _Names(node_names)
@@ -418,7 +418,7 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
             why = nbits.takes(SCHEMES[name])
             if why is not None:
                 raise InvalidArgumentError("scheme", why, name)
-    model = load_model(src)
+    model = load_model(src, map_weights=True)
     where = str(model.path) if model.path is not None else type(src).__name__
     out_path = _destination(dst, model)
     graph = read_graph(model)
@@ -450,9 +450,10 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
     else:
         ir_floor = helper.find_min_ir_version_for([helper.make_opsetid("", target)], ignore_unknown=True)
         out, arrays = _rewrite(proto, done, ir_floor, graph.ir_version < 4)
-    if external_data is None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.proto.graph.initializer):
+    if external_data is None and any(model.truly_external(t) for t in model.proto.graph.initializer):
         external_data = True
-    files = save_model(OnnxModel(out, path=model.path, base_dir=model.base_dir), out_path, external_data=external_data,
+    files = save_model(OnnxModel(out, path=model.path, base_dir=model.base_dir, mapped=model.mapped), out_path,
+                       external_data=external_data,
                        arrays=arrays)
     report = ModelConversionReport(where, str(out_path), opset, target, int(out.ir_version), reports,
                                    [str(f) for f in files])
@@ -472,21 +473,27 @@ def _convert_one(model: OnnxModel, c: Candidate, s_name: str, reason: str, where
     w = model.values(c.tensor)
     if tuple(w.shape) != c.shape or qtype(w.dtype).name != c.dtype:
         raise ModelError("src", "has an initializer whose data does not match its type and dims", c.name)
-    q = quantize_weight(s, w, c.dtype, c.layout, c.name, where, workers)
-    if not np.isfinite(q.scale.astype(np.float32)).all():
-        raise RangeError("src", f"weight {c.name!r} has values too large for scheme {s.name}: a scale is not finite",
-                         where, detail="nothing was written; keep the tensor (--exclude NAME, or a recipe rule with "
-                         "scheme 'keep')")
     if format == "matmulnbits":
-        p = nbits.pack(s, w, q.scale, q.zero_point)
+        p = nbits.quantize(s, w, c.layout, c.name, where, workers)
+        if not np.isfinite(p.scales).all():
+            raise _infinite_scale(c.name, s.name, where)
         done[c.name] = (c, s, p)
         out_bytes = sum(int(a.nbytes) for a in (p.b, p.scales, p.zero_points) if a is not None)
         return WeightReport(c.name, s.name, c.dtype, c.shape, bytes_in, out_bytes, use=c.where(), reason=reason,
                             layout="MatMulNBits", attributes=dict(p.attributes), rel_rms=p.rel_rms, max_abs=p.max_abs)
+    q = quantize_weight(s, w, c.dtype, c.layout, c.name, where, workers)
+    if not np.isfinite(q.scale.astype(np.float32)).all():
+        raise _infinite_scale(c.name, s.name, where)
     done[c.name] = (c, s, q)
     out_bytes = sum(_nbytes(a) for a in (q.codes, q.scale, q.zero_point) if a is not None)
     return WeightReport(c.name, s.name, c.dtype, c.shape, bytes_in, out_bytes, use=c.where(), reason=reason,
                         layout=c.layout.name, attributes=dict(q.attributes), rel_rms=q.rel_rms, max_abs=q.max_abs)
+
+
+def _infinite_scale(name: str, scheme: str, where: str) -> RangeError:
+    return RangeError("src", f"weight {name!r} has values too large for scheme {scheme}: a scale is not finite",
+                      where, detail="nothing was written; keep the tensor (--exclude NAME, or a recipe rule with "
+                      "scheme 'keep')")
 
 
 def _nbytes(a) -> int:

@@ -26,7 +26,7 @@ from ..dtypes import qtype
 from ..errors import RangeError
 from .weights import Layout
 
-__all__ = ["Quantized", "quantize_weight", "transpose_into", "SLAB_BYTES"]
+__all__ = ["Quantized", "quantize_weight", "non_finite_error", "transpose_into", "SLAB_BYTES"]
 
 #: source bytes per slab of rows (about)
 SLAB_BYTES = 16 << 20
@@ -94,12 +94,12 @@ def _finite_range(w: np.ndarray, name: str, path: str) -> tuple[float, float]:
         finite = np.isfinite(x)
         if not finite.all():
             k = r0 * flat.shape[1] + int(np.argmin(finite.reshape(-1)))
-            raise _non_finite(name, path, np.unravel_index(k, w.shape))
+            raise non_finite_error(name, path, np.unravel_index(k, w.shape))
         mn, mx = min(mn, float(x.min())), max(mx, float(x.max()))
     return mn, mx
 
 
-def _non_finite(name: str, path: str, index) -> RangeError:
+def non_finite_error(name: str, path: str, index) -> RangeError:
     where = ", ".join(str(int(i)) for i in index)
     return RangeError("src", f"weight {name!r} holds NaN or infinity (at [{where}]); quantization parameters cannot "
                       "be chosen from it", path,
@@ -112,6 +112,36 @@ def _first_non_finite(x: np.ndarray, row: int, r0: int, layout: Layout, shape: t
     if layout.transposed:
         return (j, r0 + row)
     return tuple(np.unravel_index((r0 + row) * x.shape[1] + j, shape))
+
+
+def encode_slab(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, r0: int, r1: int, params: tuple | None = None,
+                name: str = "", path: str = ""):
+    """Rows ``r0:r1`` of the weight ``w`` (its ONNX shape; ``dtype``: float, float16 or bfloat16) in the checkpoint layout ``[out, in]``, encoded
+    by scheme ``s`` (``params``: a per-tensor scheme's scale and zero point).  Returns ``(x, codes,
+    scale, zero_point, stats)``: the rows as read (``[r1 - r0, cols]``, the weight's type), their
+    codes, their scale and zero point rows (None for a per-tensor scheme; zero point None when
+    symmetric) and ``[sum (x-dq)^2, sum x^2, max |x-dq|]``.  A NaN or infinity is a RangeError naming its
+    ONNX index."""
+    shape = tuple(w.shape)
+    rows = layout.rows(w)
+    cols = rows.shape[1]
+    if layout.transposed:           # rows r0:r1 of B^T: columns r0:r1 of B
+        x = np.empty((r1 - r0, cols), w.dtype)
+        transpose_into(w[:, r0:r1], x)
+    else:
+        x = np.ascontiguousarray(rows[r0:r1])
+    out, stats = encode_rows(s, dtype, x.reshape(-1).view(np.uint8), r1 - r0, cols, params,
+                             name=name, path=path)
+    if stats[3] >= 0:
+        raise non_finite_error(name, path, _first_non_finite(x, int(stats[3]), r0, layout, shape))
+    got = _typed(out["codes"], s.codes, (r1 - r0, cols))
+    sc = zp = None
+    if s.granularity != "tensor":
+        sub = (r1 - r0, *((-(-cols // s.block),) if s.granularity == "block" else ()))
+        sc = _typed(out["scale"], s.scale_type, sub)
+        if s.zero_point:
+            zp = _typed(out["zero_point"], s.codes, sub)
+    return x, got, sc, zp, stats[:3].copy()
 
 
 def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: str, path: str = "",
@@ -143,25 +173,16 @@ def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: 
 
     def slab(r0: int) -> np.ndarray:
         r1 = min(r0 + step, nrows)
-        if layout.transposed:           # rows r0:r1 of B^T: columns r0:r1 of B
-            x = np.empty((r1 - r0, cols), w.dtype)
-            transpose_into(w[:, r0:r1], x)
-        else:
-            x = np.ascontiguousarray(rows[r0:r1])
-        out, stats = encode_rows(s, dtype, x.reshape(-1).view(np.uint8), r1 - r0, cols, params, name=name, path=path)
-        if stats[3] >= 0:
-            raise _non_finite(name, path, _first_non_finite(x, int(stats[3]), r0, layout, shape))
-        got = _typed(out["codes"], s.codes, (r1 - r0, cols))
+        _, got, sc, zp, stats = encode_slab(s, w, dtype, layout, r0, r1, params, name, path)
         if layout.transposed:
             transpose_into(got, codes[:, r0:r1])
         else:
             codes_rows[r0:r1] = got
         if s.granularity != "tensor":
-            sub = (r1 - r0, *pshape_rows[1:])
-            scale_rows[r0:r1] = _typed(out["scale"], s.scale_type, sub)
+            scale_rows[r0:r1] = sc
             if zp_rows is not None:
-                zp_rows[r0:r1] = _typed(out["zero_point"], s.codes, sub)
-        return stats[:3].copy()
+                zp_rows[r0:r1] = zp
+        return stats
 
     def add(stats: np.ndarray) -> None:
         acc[0] += stats[0]

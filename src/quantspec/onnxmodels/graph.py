@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, QuantSpecError
-from .io import OnnxModel, load_model, onnx_module, type_name
+from .io import OnnxModel, load_model, onnx_module, tensor_size, type_name
 
 __all__ = ["Graph", "Node", "TensorInfo", "DEFAULT_DOMAINS", "MS_DOMAIN"]
 
@@ -216,7 +216,7 @@ class Graph:
         g.value_info.extend(src.value_info)
         declared = {i.name for i in src.input}
         for t in src.initializer:
-            big = t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() >= _SKELETON_FROM
+            big = t.data_location == onnx.TensorProto.EXTERNAL or tensor_size(t) >= _SKELETON_FROM
             if big:
                 if t.name not in declared:
                     g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))

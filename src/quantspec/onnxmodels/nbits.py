@@ -31,11 +31,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._fastpath import jit
+from ..checkpoint.backend import LocalBackend
 from ..checkpoint.report import TensorReport
 from ..checkpoint.schemes import Scheme
 from ..errors import ModelError, UnsupportedError
+from .encoder import SLAB_BYTES, non_finite_error, quantize_weight
+from .weights import Layout
 
-__all__ = ["NBitsWeight", "takes", "pack", "dequantize", "DOMAIN", "BITS"]
+__all__ = ["NBitsWeight", "takes", "quantize", "pack", "dequantize", "DOMAIN", "BITS"]
 
 DOMAIN = "com.microsoft"
 BITS = 4
@@ -63,6 +67,68 @@ def takes(s: Scheme) -> str | None:
         return (f"scheme {s.name} has no MatMulNBits form (--format matmulnbits takes the MatMulNBitsQuantizer "
                 "schemes int4-bN and uint4-bN-asym)")
     return None
+
+
+def _odd_tail(K: int, block: int) -> bool:
+    """Whether MLAS leaves the code of element ``K - 2`` in the high nibble after an odd ``K`` (see
+    :func:`pack`)."""
+    return bool(K % 2 and K > 1 and (K - 1) % (2 * block))
+
+
+def quantize(s: Scheme, w: np.ndarray, layout: Layout, name: str = "", path: str = "",
+             workers: int | None = None) -> NBitsWeight:
+    """The MatMulNBits arrays of the float32 weight ``w`` ``[K, N]`` (``layout``: its in-out layout) by
+    scheme ``s``: :func:`pack` of :func:`quantize_weight`'s parameters, computed a slab of columns at a
+    time on ``workers`` threads by a fused kernel (each block's range, scale and zero point by the
+    scheme's rule, then its codes, packed, and the error sums, read straight from ``w`` a tile of
+    columns at a time); the numpy path when the fast path is off."""
+    if not jit.enabled():
+        q = quantize_weight(s, w, "float", layout, name, path, workers)
+        return pack(s, w, q.scale, q.zero_point)
+    kernels = jit.load("quantspec.onnxmodels._jitted")
+    K, N = (int(d) for d in w.shape)
+    block = s.block
+    nb = -(-K // block)
+    blob = block * BITS // 8
+    b = np.empty((N, nb * blob), np.uint8)
+    scales = np.empty((N, nb), np.float32)
+    zps = np.empty((N, nb), np.uint8)
+    tail = _odd_tail(K, block)
+    acc = np.zeros(3)
+    x = np.ascontiguousarray(w, np.float32)
+    cols = kernels.NBITS_COLUMNS
+    step = max(1, SLAB_BYTES // max(1, 4 * K * cols)) * cols
+
+    def slab(c0: int) -> np.ndarray:
+        part = np.zeros(3)
+        bad = kernels.nbits_fused(x, c0, min(c0 + step, N), block, not s.zero_point, tail, b, scales, zps, part)
+        if bad >= 0:
+            raise non_finite_error(name, path, divmod(int(bad), N))
+        return part
+
+    def add(part: np.ndarray) -> None:
+        acc[0] += part[0]
+        acc[1] += part[1]
+        acc[2] = max(acc[2], part[2])
+
+    starts = range(0, N, step)
+    if len(starts) > 1 and (workers or 2) > 1:
+        pool = LocalBackend(workers)
+        try:
+            pool.map(slab, starts, lambda _, part: add(part))
+        finally:
+            pool.close()
+    else:
+        for c0 in starts:
+            add(slab(c0))
+    zp_packed = None
+    if s.zero_point:
+        z = np.full((N, nb + nb % 2), 8, np.uint8)
+        z[:, :nb] = zps
+        zp_packed = np.ascontiguousarray(z[:, 0::2] | (z[:, 1::2] << 4))
+    rel, mx = TensorReport.errors(*acc)
+    attrs = {"K": K, "N": N, "bits": BITS, "block_size": block}
+    return NBitsWeight(b.reshape(N, nb, blob), scales, zp_packed, attrs, rel, mx)
 
 
 def pack(s: Scheme, w: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None) -> NBitsWeight:
@@ -105,7 +171,7 @@ def pack(s: Scheme, w: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | N
         if err.size:
             acc[2] = max(acc[2], float(np.max(np.abs(err))))
     b[:, K:] = 0                                  # the padding of the last block is zero bytes
-    if K % 2 and K > 1 and (K - 1) % (2 * block):
+    if _odd_tail(K, block):
         # MLAS writes the last byte of an odd K from its pair buffer, whose high half still holds the
         # code before it (element K - 2) when that element was quantized in the same 2-block slice
         b[:, K] = b[:, K - 2]
