@@ -28,8 +28,9 @@ import numpy as np
 from ..dtypes import qtype
 from ..filetypes import looks_like_onnx
 from ..errors import ModelError, QuantSpecError, UnsupportedError
+from .mapped import load_mapped
 
-__all__ = ["onnx_module", "OnnxModel", "load_model", "save_model", "set_external", "looks_like_onnx", "without_initializers", "one_node_model",
+__all__ = ["onnx_module", "OnnxModel", "tensor_size", "load_model", "save_model", "set_external", "looks_like_onnx", "without_initializers", "one_node_model",
            "PROTOBUF_LIMIT", "type_name"]
 
 #: protobuf refuses to serialize or parse one message of 2 GiB or more
@@ -86,7 +87,16 @@ class OnnxModel:
     proto: Any
     path: Path | None = None
     base_dir: Path | None = None
+    #: initializers stored inline in the model file but left there when it was read (marked external,
+    #: with the model file as their file: :func:`load_model` with ``map_weights``); they are inline again
+    #: when the model is saved, unless external data is asked for
+    mapped: frozenset = frozenset()
     _cache: dict = field(default_factory=dict, repr=False)
+
+    def truly_external(self, tensor: Any) -> bool:
+        """Whether ``tensor`` keeps its data in an external file in the model as stored (not one of
+        :attr:`mapped`)."""
+        return tensor.data_location == onnx_module().TensorProto.EXTERNAL and tensor.name not in self.mapped
 
     def __post_init__(self):
         _check_names(self.proto)
@@ -210,10 +220,29 @@ def _row(tensor: Any):
         return None
 
 
-def load_model(path_or_model: Any) -> OnnxModel:
+def tensor_size(tensor: Any) -> int:
+    """About how many bytes an initializer's data takes, read from its type and dims (asking protobuf
+    for a large tensor's size copies its data): the elements times their width for a fixed-width type,
+    else the message's serialized size; 0 for data in an external file."""
+    onnx = onnx_module()
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return 0
+    row = _row(tensor)
+    if row is None or tensor.data_type == onnx.TensorProto.STRING:
+        return tensor.ByteSize()
+    bits = row.bits if row.is_packed else np.dtype(row.dtype).itemsize * 8
+    return (math.prod(int(d) for d in tensor.dims) * bits + 7) // 8
+
+
+def load_model(path_or_model: Any, *, map_weights: bool = False) -> OnnxModel:
     """Read an ONNX model: a path, its serialized bytes, an ``onnx.ModelProto`` or an
     :class:`OnnxModel` (returned as it is).  External data stays on disk until a tensor's values are
-    asked for.  Anything that is not a readable ONNX model is a :class:`ModelError`."""
+    asked for.  Anything that is not a readable ONNX model is a :class:`ModelError`.
+
+    ``map_weights`` (a path only): the large initializers stored inside the file stay there too, marked
+    as external data in the model file itself (:attr:`OnnxModel.mapped`, :mod:`.mapped`): the file is
+    neither read whole nor copied into protobuf messages.  For a caller that reads tensor data only
+    through :meth:`OnnxModel.values` and writes with :func:`save_model`."""
     if isinstance(path_or_model, OnnxModel):
         return path_or_model
     onnx = onnx_module()
@@ -236,7 +265,12 @@ def load_model(path_or_model: Any) -> OnnxModel:
             raise ModelError("model", "is not an ONNX model (its first bytes are not those of a serialized "
                              "ModelProto)", str(path))
         try:
+            found = load_mapped(path) if map_weights else None
+            if found is not None:
+                return OnnxModel(found[0], path=path, base_dir=path.parent, mapped=found[1])
             proto = onnx.load(str(path), load_external_data=False)
+        except QuantSpecError:
+            raise
         except Exception as e:  # protobuf's DecodeError, onnx's own errors, ...
             raise ModelError("model", "is not a readable ONNX model", str(path),
                              detail=f"{type(e).__name__}: {e}") from None
@@ -280,8 +314,10 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
     path = Path(path)
     inits = list(proto.graph.initializer)
     arrays = _checked_arrays(arrays or {}, inits)
-    has_external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in inits)
-    size = proto.ByteSize() + sum(_array_bytes(a) for a in arrays.values())
+    mapped = source.mapped if source is not None else frozenset()
+    has_external = any(t.data_location == onnx.TensorProto.EXTERNAL and t.name not in mapped for t in inits)
+    size = proto.ByteSize() + sum(_array_bytes(a) for a in arrays.values()) + \
+        sum(source.external_span(t)[2] for t in inits if t.name in mapped and t.name not in arrays)
     if external_data is None:
         external_data = has_external or size > PROTOBUF_LIMIT
     if has_external and not external_data:
@@ -302,10 +338,15 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
             fd, tmp_data = tempfile.mkstemp(prefix=f".{location}.", suffix=".tmp", dir=directory)
             with os.fdopen(fd, "wb") as f:
                 for t in inits:
-                    nbytes = _array_bytes(arrays[t.name]) if t.name in arrays else (
-                        None if t.data_location == onnx.TensorProto.EXTERNAL else _data_bytes(t))
+                    if t.name in arrays:
+                        nbytes = _array_bytes(arrays[t.name])
+                    elif t.name in mapped:
+                        nbytes = source.external_span(t)[2]
+                    else:
+                        nbytes = None if t.data_location == onnx.TensorProto.EXTERNAL else _data_bytes(t)
                     if nbytes is not None and nbytes < size_threshold:
-                        out.graph.initializer.append(_inline(t, arrays.get(t.name)))
+                        out.graph.initializer.append(_read_inline(t, source) if t.name in mapped and t.name not in arrays
+                                                     else _inline(t, arrays.get(t.name)))
                         continue
                     f.write(b"\0" * ((-f.tell()) % 4096))
                     offset = f.tell()
@@ -320,7 +361,8 @@ def save_model(model: Any, path: str | os.PathLike, *, external_data: bool | Non
                 f.flush()
                 os.fsync(f.fileno())
         else:
-            out.graph.initializer.extend(_inline(t, arrays.get(t.name)) for t in inits)
+            out.graph.initializer.extend(_inline(t, arrays.get(t.name)) if t.name not in mapped or t.name in arrays
+                                         else _read_inline(t, source) for t in inits)
         if out.ByteSize() > PROTOBUF_LIMIT:
             raise ModelError("model", "is over protobuf's 2 GB limit even without its large initializers",
                              f"{out.ByteSize()} bytes")
@@ -411,6 +453,23 @@ def _inline(t: Any, a: np.ndarray | None) -> Any:
     out = onnx.TensorProto()
     out.CopyFrom(t)
     out.raw_data = pack(a)
+    return out
+
+
+def _read_inline(t: Any, source: OnnxModel) -> Any:
+    """A mapped initializer (:attr:`OnnxModel.mapped`) with its data inline again, read from its file."""
+    onnx = onnx_module()
+    where, offset, length = source.external_span(t)
+    out = onnx.TensorProto()
+    out.CopyFrom(t)
+    out.ClearField("external_data")
+    out.ClearField("data_location")     # the model file holds none: the field was not there
+    with open(where, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    if len(data) != length:
+        raise ModelError("model", "has a file that ended early", str(where))
+    out.raw_data = data
     return out
 
 
