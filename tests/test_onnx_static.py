@@ -143,3 +143,84 @@ def test_cnn_minmax(tmp_path, fmt, per_channel, act, wt, reduce_range):
 @pytest.mark.parametrize("act,wt", [("uint8", "int8"), ("int8", "int8")])
 def test_transformer_minmax(tmp_path, fmt, per_channel, act, wt):
     _check(TRF, TRF_DATA, tmp_path, fmt, per_channel=per_channel, act=act, wt=wt)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("which", ["cnn", "transformer"])
+def test_methods_with_onnxruntime_ranges(tmp_path, method, fmt, which):
+    model, data = (CNN, CNN_DATA) if which == "cnn" else (TRF, TRF_DATA)
+    _check(model, data, tmp_path, fmt, method=method, per_channel=(method in ("entropy", "distribution")),
+           act="int8" if method == "percentile" else "uint8")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("extra", [{"ActivationSymmetric": True}, {"WeightSymmetric": False},
+                                   {"ActivationSymmetric": True, "WeightSymmetric": True},
+                                   {"ActivationSymmetric": True, "WeightSymmetric": False}],
+                         ids=["act_sym", "weight_asym", "both_sym", "act_sym_weight_asym"])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("act", ["uint8", "int8"])
+def test_symmetric_options(tmp_path, fmt, extra, per_channel, act):
+    for model, data in ((CNN, CNN_DATA), (TRF, TRF_DATA)):
+        _check(model, data, tmp_path, fmt, per_channel=per_channel, act=act, extra=extra)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("which", ["cnn", "transformer"])
+def test_quantize_static_end_to_end(tmp_path, fmt, method, which):
+    """quantize_static with quantspec's own calibration against onnxruntime's quantize_static."""
+    from quantspec.onnxmodels import quantize_static
+
+    model, data = (CNN, CNN_DATA) if which == "cnn" else (TRF, TRF_DATA)
+    per_channel = method in ("minmax", "percentile")
+    ref = ort_quantize(model, data, tmp_path, fmt, method=method, per_channel=per_channel)
+    out = tmp_path / "ours.onnx"
+    report = quantize_static(model, out, data, quant_format=fmt, calibrate_method=method, per_channel=per_channel)
+    assert report.output == str(out) and report.weights
+    assert_same_model(ref, onnx.load(str(out)), M.feeds(data)[:2])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("wt", ["int8", "uint8"])
+@pytest.mark.parametrize("reduce_range", [False, True])
+def test_tie_corpus(tmp_path, fmt, per_channel, wt, reduce_range):
+    _check(M.tie_corpus(), M.unit_data(6), tmp_path, fmt, per_channel=per_channel, wt=wt, reduce_range=reduce_range)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("wt", ["int8", "uint8"])
+@pytest.mark.parametrize("no_adjust", [False, True])
+def test_extreme_corpus(tmp_path, fmt, per_channel, wt, no_adjust):
+    extra = {"QDQDisableWeightAdjustForInt32Bias": True} if no_adjust else None
+    _check(M.extreme_corpus(), M.unit_data(4), tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+
+
+def test_ties_round_half_to_even_in_both_formats(tmp_path):
+    """At w / s = k + 0.5 exactly (float32 division) both of onnxruntime's formats write the even code,
+    and one ulp below 2.5 (w / s = 2.4999998) they write 2: the same quantize_nparray arithmetic
+    (round(float32(w) / scale) + zero point) in QDQ and QOperator; quantspec writes the same codes."""
+    from onnx import numpy_helper
+
+    model, data = M.tie_corpus(), M.unit_data(6)
+    w = numpy_helper.to_array(model.graph.initializer[0])
+    s = np.float32(M.TIE_SCALE)
+    for fmt in FORMATS:
+        ref = _arrays(ort_quantize(model, data, tmp_path, fmt))
+        got = _arrays(ours(model, data, tmp_path, fmt)[0])
+        assert ref["w_scale"] == s and got["w_scale"] == s
+        codes = ref["w_quantized"]
+        assert codes.tobytes() == got["w_quantized"].tobytes()
+        q = w / s
+        for k in range(-8, 8):
+            tie = (k + 0.5) * np.float64(s)
+            at = w == np.float32(tie)
+            assert at.any() and (codes[at] == np.round(k + 0.5)).all()  # half to even
+        below = q == np.float32(np.nextafter(np.float32(2.5), np.float32(0)))
+        assert below.any() and (codes[below] == 2).all()
+        # int32 bias: float64 division, half to even (0.5 and -0.5 exactly -> 0)
+        assert ref["b_quantized"][:4].tolist() == [0, 0, 2, -2]
+        assert ref["b_quantized"].tobytes() == got["b_quantized"].tobytes()

@@ -160,3 +160,75 @@ def reader(data: dict[str, np.ndarray]):
             self.pos = 0
 
     return Reader()
+
+
+def _conv_gemm(w: np.ndarray, b: np.ndarray, wf: np.ndarray, bf: np.ndarray) -> onnx.ModelProto:
+    """x [1, Cin, 3, 3] -> Conv(w, b) -> Flatten -> Gemm(wf, bf) -> y."""
+    cout, cin = w.shape[:2]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv"),
+             helper.make_node("Flatten", ["c"], ["f"], "flatten"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], "fc")]
+    inits = [_init("w", w), _init("b", b), _init("wf", wf), _init("bf", bf)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, wf.shape[1]])
+    return _model(nodes, [x], [y], inits)
+
+
+#: the scale of the tie corpus's weights (int8, symmetric: absmax 127 * 2^-6)
+TIE_SCALE = np.float32(2.0 ** -6)
+
+
+def tie_corpus(seed: int = 0) -> onnx.ModelProto:
+    """Weights at exact ties of w / scale (x.5 after the float32 division, scale 2^-6 per tensor and per
+    channel), one float32 ulp either side (w / s = 2.4999998 and 2.5000002), +0 and -0, denormals and an
+    all-zero channel; biases at ties of their int32 quantization where the scale allows it."""
+    rng = np.random.default_rng(seed)
+    s = TIE_SCALE
+    halves = np.array([k + 0.5 for k in range(-8, 8)], dtype=np.float64)
+    ties = (halves * np.float64(s)).astype(np.float32)
+    below = np.nextafter(ties, np.float32(0))
+    above = np.nextafter(ties, np.float32(np.inf) * np.sign(ties))
+    special = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, -3e-39, 127 * s, -127 * s], dtype=np.float32)
+    base = np.concatenate([ties, below, above, special])  # 56 values
+    cin = 6
+    w = np.zeros((5, cin, 3, 3), dtype=np.float32)
+    for ch in range(4):
+        values = rng.permutation(base)[: cin * 9].copy()
+        values[:2] = [127 * s, -127 * s]  # every channel holds the same absmax
+        w[ch] = values.reshape(cin, 3, 3)
+    # channel 4 stays all zero (its scale is 0: onnxruntime uses 1.0 and zero point 0)
+    # the bias scale with unit_data and scale 2^-6: float32(float32(2 / 255) * 2^-6); b / scale is 0.5 and
+    # -0.5 exactly (even: 0), 1.5000000594 and -2.4999999406 (2 and -2)
+    bias_scale = np.float32(np.float32(np.float64(2.0) / 255) * s)
+    b = np.array([0.5 * np.float64(bias_scale), -0.5 * np.float64(bias_scale), 1.5 * np.float64(bias_scale),
+                  -2.5 * np.float64(bias_scale), 7.0], dtype=np.float32)
+    wf = (rng.standard_normal((5, 3)) * 0.5).astype(np.float32)
+    wf[0, 0] = 2.5 * float(np.abs(wf).max() / 127)  # near a tie of the per-tensor Gemm weight
+    bf = np.array([0.5, -1.5, 2.0], dtype=np.float32)
+    return _conv_gemm(w, b, wf, bf)
+
+
+def extreme_corpus(seed: int = 0) -> onnx.ModelProto:
+    """Weights with huge values (3e38), a denormal-only channel, a -0-only channel and a tiny channel
+    whose bias overflows int32 unless the weight scale is raised (onnxruntime's adjustment)."""
+    rng = np.random.default_rng(seed)
+    cin = 4
+    w = (rng.standard_normal((6, cin, 3, 3)) * 0.2).astype(np.float32)
+    w[1] = 0.0
+    w[1, 0, 0, 0] = 3e38
+    w[1, 1, 0, 0] = -1e30
+    w[2] = np.float32(1e-40) * rng.integers(-3, 4, size=(cin, 3, 3)).astype(np.float32)  # denormals only
+    w[3] = -0.0
+    w[4] *= np.float32(1e-6)  # a tiny channel under a large bias
+    b = np.array([0.1, -0.2, 3.0, 0.5, 40.0, 1e9], dtype=np.float32)
+    wf = (rng.standard_normal((6, 2)) * 1e-7).astype(np.float32)
+    bf = np.array([1e4, -3e4], dtype=np.float32)
+    return _conv_gemm(w, b, wf, bf)
+
+
+def unit_data(cin: int, seed: int = 1, n: int = 3) -> dict[str, np.ndarray]:
+    """Calibration data in [-1, 1] holding -1 and 1 exactly (uint8 input scale float32(2 / 255))."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=(n, 1, cin, 3, 3)).astype(np.float32)
+    x[0, 0, 0, 0, 0], x[0, 0, 0, 0, 1] = -1.0, 1.0
+    return {"x": x}

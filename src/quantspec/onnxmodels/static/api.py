@@ -41,6 +41,15 @@ class StaticQuantizationReport:
     output: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        return str(self)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        out["options"] = {k: (v if isinstance(v, (bool, int, float, str, type(None), list, dict)) else repr(v))
+                          for k, v in self.options.items()}
+        return out
+
     def __str__(self) -> str:
         kind = "per channel" if self.per_channel else "per tensor"
         return (f"{self.quant_format.upper()} {self.activation_type} activations / {self.weight_type} weights "
