@@ -315,6 +315,11 @@ def test_violation_contract():
     v = Violation("scale", 3, 7, "scales must be finite and > 0")
     assert (v.rule, v.op_index, v.tensor_index, v.message) == ("scale", 3, 7, "scales must be finite and > 0")
     assert "scale" in str(v)
+    # built without per-resolver verdicts, every resolver has the reference verdict (the litert* fields)
+    w = Violation("fixed-scale", 2, 7, "output scale must be 1/256", litert="rejects", litert_stage="prepare")
+    assert w.verdicts == {"reference": "rejects", "optimized": "rejects", "xnnpack": "rejects"}
+    assert w.rejected_by() == ("reference", "optimized", "xnnpack") and w.rejected_by("xnnpack") == ("xnnpack",)
+    assert w.resolvers_text("reference") == "rejects at prepare (reference)"
 
 
 def test_rule_ids_are_documented():

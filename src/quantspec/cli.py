@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import ModelError, QuantSpecError
+from .errors import InvalidArgumentError, ModelError, QuantSpecError
 
 SPECS = {
     "onnx": ("quantspec.onnx._cli", "ONNX QuantizeLinear / DequantizeLinear (every opset)"),
@@ -109,7 +109,8 @@ def _delegate(module: str, func: str, argv: Sequence[str]) -> int:
 
 #: options of check / convert that take a value (to find the file among the arguments)
 _VALUE_OPTIONS = ("--scheme", "--recipe", "--include", "--exclude", "--max-shard-size", "--format", "--dask",
-                  "--calibration", "--quant-format", "--activation-type", "--weight-type", "--calibrate-method")
+                  "--calibration", "--quant-format", "--activation-type", "--weight-type", "--calibrate-method",
+                  "--kernels")
 
 
 def _first_file(argv: Sequence[str]) -> str | None:
@@ -139,6 +140,9 @@ def _check(argv: Sequence[str]) -> int:
                          "ONNX model (its first bytes are not those of a serialized ModelProto)", path)
     if kind == "tflite":
         return _delegate("quantspec.litert._cli", "check_main", argv)
+    if kind is not None and any(a == "--kernels" or a.startswith("--kernels=") for a in argv):
+        raise InvalidArgumentError("--kernels", "picks LiteRT's op resolvers, for a .tflite model only; MODEL is "
+                                   "an ONNX model", path)
     return _delegate("quantspec.onnxmodels._cli", "check_main", argv)   # also --help, and a missing file
 
 

@@ -1,7 +1,10 @@
 """The LiteRT half of the ``quantspec`` command.
 
-- ``quantspec check MODEL.tflite [--json]``: check a model against the LiteRT int8 spec
-  (:func:`quantspec.litert.check_model`).  Exit status 0: conformant; 1: violations; 2: the model
+- ``quantspec check MODEL.tflite [--kernels reference|optimized|xnnpack|all] [--json]``: check a
+  model against the LiteRT int8 spec (:func:`quantspec.litert.check_model`), each finding saying
+  what each of LiteRT's op resolvers does with it; ``--kernels`` (default all) picks the resolvers
+  the exit status speaks for.  Exit status 0: conformant; 1: a spec violation, or a LiteRT limit
+  one of the chosen resolvers rejects, aborts on or runs with undefined behaviour; 2: the model
   cannot be read.
 - ``quantspec run MODEL.tflite --input FILE [--input FILE ...] [--kernels reference|optimized|xnnpack]
   [--compare-litert [--resolver reference|optimized|default]] [--output FILE]``:
@@ -48,15 +51,21 @@ def check_main(argv: Sequence[str]) -> int:
         description="Check a .tflite model against the LiteRT 8-bit quantization specification: "
         "activation, weight and bias types, ranges, granularity and parameters, fixed output "
         "parameters, same-scale operators, operators outside the spec's list, legacy uint8 tensors.",
-        epilog="Exit status: 0 conformant, 1 violations found, 2 the model cannot be read.")
+        epilog="Each finding says what each of LiteRT's op resolvers does with it: reference (BUILTIN_REF), "
+        "optimized (BUILTIN_WITHOUT_DEFAULT_DELEGATES), xnnpack (the default resolver, with the XNNPACK delegate). "
+        "Exit status: 0 conformant, 1 violations found (a spec rule broken, or a LiteRT limit one of the chosen "
+        "resolvers rejects, aborts on or runs with undefined behaviour), 2 the model cannot be read.")
     parser.add_argument("model", metavar="MODEL", help="the .tflite file")
+    parser.add_argument("--kernels", choices=("reference", "optimized", "xnnpack", "all"), default="all",
+                        help="the LiteRT op resolvers the report and the exit status speak for (default: all "
+                        "three); a limit only the other resolvers have is listed apart")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args, code = _parse(parser, argv)
     if args is None:
         return code
     from .checker import check_model
 
-    report = check_model(args.model)
+    report = check_model(args.model, kernels=args.kernels)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -19,6 +19,19 @@ model rather than one operator's restriction:
   (:mod:`quantspec.litert._opversions`), a custom operator no operator uses (LiteRT resolves it all
   the same), a variable tensor with constant data.
 
+LiteRT's Python interpreter has three CPU op resolvers, and they do not fail on the same models:
+``BUILTIN_REF`` (the reference kernels, ``kernels="reference"``), ``BUILTIN_WITHOUT_DEFAULT_DELEGATES``
+(the optimized kernels, ``"optimized"``) and the default resolver, which applies the XNNPACK delegate
+to the operators it takes and runs the optimized kernels for the rest (``"xnnpack"``).  Every
+violation carries a verdict per resolver (:attr:`Violation.verdicts`; the data is
+:data:`quantspec.litert.optable.RESOLVER_VERDICTS`, and for XNNPACK the delegate's own checks,
+:mod:`quantspec.litert.kernels.xnnpack.delegate`), and :func:`check_model` takes the resolvers the
+report speaks for (``kernels=``): a model is non-conformant when it breaks a spec rule, or a LiteRT
+limit one of those resolvers rejects, aborts on or runs with undefined behaviour; a limit only other
+resolvers have is listed apart (:attr:`CheckReport.other_kernels`).  A failure of XNNPACK no other
+rule explains (a requantization scale of 256 or more, a subnormal scale) is reported as
+``xnnpack-runtime``.
+
 Tensor-level rules (``scale``, ``zero-point-range``, ``granularity``, ``legacy-uint8``,
 ``quantization-malformed``) are reported once per tensor, at the first operator that uses it.  The
 checker follows what LiteRT accepts where LiteRT has moved past the spec text: per-axis
@@ -35,11 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AxisError, QuantSpecError, ShapeError
+from ..errors import AxisError, InvalidArgumentError, QuantSpecError, ShapeError
 from . import optable
 from .model import Model, Operator, Subgraph, Tensor, load_model
 
-__all__ = ["check_model", "CheckReport", "Violation", "RULES"]
+__all__ = ["check_model", "CheckReport", "Violation", "Verdict", "RULES", "RESOLVERS", "KERNEL_CHOICES"]
 
 #: rule id -> what it requires: the op table's rules and the model-level ones
 RULES: dict[str, str] = {
@@ -52,9 +65,15 @@ RULES: dict[str, str] = {
                    "with constant data",
 }
 
-#: the LiteRT limits beyond the spec's rules (optable.LIMITS): a violation's ``rule`` is one of RULES
-#: or one of these ids
+#: the LiteRT limits beyond the spec's rules (optable.LIMITS): a violation's ``rule`` is one of RULES,
+#: one of these ids, or ``xnnpack-runtime`` (optable.XNNPACK_RUNTIME)
 LIMITS = optable.LIMITS
+
+#: LiteRT's op resolvers, by the names of quantspec's kernel modes (``reference``: BUILTIN_REF,
+#: ``optimized``: BUILTIN_WITHOUT_DEFAULT_DELEGATES, ``xnnpack``: the default resolver, AUTO)
+RESOLVERS = optable.RESOLVERS
+#: what ``check_model(kernels=...)`` accepts: one resolver, "all", or a sequence of resolvers
+KERNEL_CHOICES = (*RESOLVERS, "all")
 
 #: rules about a tensor itself, reported once per tensor
 TENSOR_RULES = frozenset({"scale", "zero-point-range", "granularity", "legacy-uint8", "quantization-malformed"})
@@ -62,8 +81,59 @@ TENSOR_RULES = frozenset({"scale", "zero-point-range", "granularity", "legacy-ui
 #: what LiteRT does with a violation (``Violation.litert``); None: it depends on more than the rule
 #: (an operator or a type outside the spec, which LiteRT may run with other kernels or refuse)
 REJECTS, ABORTS, SILENT, UNDEFINED = optable.REJECTS, optable.ABORTS, optable.SILENT, optable.UNDEFINED
+RUNS = optable.RUNS
 _LITERT_WORDS = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes",
-                 UNDEFINED: "runs with undefined behaviour", None: "n/a (outside the spec)"}
+                 UNDEFINED: "runs with undefined behaviour", None: "n/a (outside the spec)", RUNS: "runs"}
+
+
+def _kernels(kernels: Any) -> tuple[str, ...]:
+    """``kernels`` as a tuple of resolvers, in RESOLVERS order."""
+    if isinstance(kernels, str):
+        if kernels == "all":
+            return RESOLVERS
+        if kernels in RESOLVERS:
+            return (kernels,)
+    elif isinstance(kernels, (list, tuple, set, frozenset)) and kernels and all(
+            isinstance(k, str) and k in RESOLVERS for k in kernels):
+        return tuple(r for r in RESOLVERS if r in kernels)
+    raise InvalidArgumentError("kernels", "must be " + ", ".join(map(repr, KERNEL_CHOICES)) +
+                               " or a non-empty list of " + ", ".join(map(repr, RESOLVERS)), kernels)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one LiteRT resolver does with a violation: ``action`` is ``"rejects"`` (an error at
+    ``stage``: "load", "prepare" or "eval"), ``"aborts"`` (a CHECK failure kills the process),
+    ``"silent"`` (it runs and computes numbers that are not the spec's), ``"undefined"`` (it runs
+    with undefined behaviour of its C++), ``"runs"`` (a limit of another resolver's kernels: this
+    one runs the model) or None (outside the spec: it depends on more than the rule)."""
+
+    action: str | None
+    stage: str | None = None
+    check: str = ""
+
+    @property
+    def fails(self) -> bool:
+        """True when the resolver does not produce a result (it rejects the model or aborts)."""
+        return self.action in (REJECTS, ABORTS)
+
+    @property
+    def text(self) -> str:
+        words = _LITERT_WORDS.get(self.action, str(self.action))
+        if self.fails and self.stage:
+            words += f" at {self.stage}"
+        return words
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "stage": self.stage, "check": self.check, "fails": self.fails}
+
+
+def _grouped(pairs) -> str:
+    """"aborts at prepare (reference); runs (optimized, xnnpack)": resolvers grouped by verdict."""
+    groups: dict[str, list[str]] = {}
+    for r, v in pairs:
+        groups.setdefault(v.text, []).append(r)
+    return "; ".join(f"{text} ({', '.join(rs)})" for text, rs in groups.items())
 
 
 @dataclass(frozen=True)
@@ -74,7 +144,12 @@ class Violation:
     model is loaded, prepared or run, at ``litert_stage``), ``"aborts"`` (a CHECK failure kills the
     process), ``"silent"`` (it runs and silently computes numbers that are not the spec's), or None
     when that depends on more than the rule (an operator or a type outside the spec, which LiteRT
-    may run with kernels the spec does not cover, or refuse); ``litert_check`` says more."""
+    may run with kernels the spec does not cover, or refuse); ``litert_check`` says more.  These
+    ``litert*`` fields are the reference resolver's (``BUILTIN_REF``) verdict.
+
+    ``resolvers`` holds the verdict of each of LiteRT's op resolvers (:class:`Verdict`, keyed
+    ``"reference"``, ``"optimized"``, ``"xnnpack"``; see :attr:`verdicts`); a violation built
+    without it has the reference verdict for all three."""
 
     rule: str
     op_index: int | None
@@ -89,6 +164,34 @@ class Violation:
     litert_stage: str | None = None
     litert_check: str = ""
     subgraph: int = 0
+    resolvers: tuple[tuple[str, Verdict], ...] = ()
+
+    def verdict(self, resolver: str) -> Verdict:
+        """The :class:`Verdict` of one resolver ("reference", "optimized" or "xnnpack")."""
+        for r, v in self.resolvers:
+            if r == resolver:
+                return v
+        if resolver not in RESOLVERS:
+            raise InvalidArgumentError("resolver", "must be one of " + ", ".join(map(repr, RESOLVERS)), resolver)
+        return Verdict(self.litert, self.litert_stage, self.litert_check)
+
+    @property
+    def verdicts(self) -> dict[str, str | None]:
+        """resolver -> action ("rejects", "aborts", "silent", "undefined", "runs" or None)."""
+        return {r: self.verdict(r).action for r in RESOLVERS}
+
+    @property
+    def stages(self) -> dict[str, str | None]:
+        """resolver -> the stage at which it rejects or aborts (None where it does not)."""
+        return {r: self.verdict(r).stage if self.verdict(r).fails else None for r in RESOLVERS}
+
+    def rejected_by(self, kernels: Any = "all") -> tuple[str, ...]:
+        """The resolvers among ``kernels`` that reject the model or abort on it."""
+        return tuple(r for r in _kernels(kernels) if self.verdict(r).fails)
+
+    def resolvers_text(self, kernels: Any = "all") -> str:
+        """The verdicts of ``kernels``, grouped: "aborts at prepare (reference); runs (optimized, xnnpack)"."""
+        return _grouped((r, self.verdict(r)) for r in _kernels(kernels))
 
     @property
     def litert_rejects(self) -> bool:
@@ -107,19 +210,26 @@ class Violation:
                 "tensor_index": self.tensor_index, "tensor_name": self.tensor_name, "position": self.position,
                 "expected": _jsonable(self.expected), "found": _jsonable(self.found), "message": self.message,
                 "litert": self.litert, "litert_stage": self.litert_stage, "litert_check": self.litert_check,
-                "litert_rejects": self.litert_rejects}
+                "litert_rejects": self.litert_rejects,
+                "verdicts": {r: self.verdict(r).to_json() for r in RESOLVERS},
+                "rejected_by": list(self.rejected_by())}
 
     def __str__(self) -> str:
         where = [f"op {self.op_index} {self.op_name}" if self.op_index is not None else "model"]
         if self.tensor_index is not None:
             where.append(f"tensor {self.tensor_index} {self.tensor_name!r}")
         return (f"[{self.rule}] {', '.join(where)}: {self.message} (expected {_show(self.expected)}, found "
-                f"{_show(self.found)}); LiteRT: {self.litert_text}")
+                f"{_show(self.found)}); LiteRT: {self.resolvers_text()}")
 
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The result of :func:`check_model`: ``ok`` when there is no violation."""
+    """The result of :func:`check_model`: ``ok`` when there is no violation.
+
+    ``kernels``: the resolvers the report speaks for.  ``violations`` holds every broken spec rule
+    and every LiteRT limit one of them does not simply run (rejects, aborts on, or runs with
+    undefined behaviour); ``other_kernels`` the limits only the other resolvers have (e.g.
+    ``softmax-input-multiplier``, on which BUILTIN_REF aborts, in a report for ``"optimized"``)."""
 
     violations: tuple[Violation, ...]
     operators: int = 0
@@ -132,6 +242,8 @@ class CheckReport:
     #: "int8" (every quantized activation int8), "int16x8" (int16 activations: LiteRT's 16x8 kernels,
     #: checked with their own rules), "mixed", or "none" (no quantized activation)
     mode: str = "int8"
+    kernels: tuple[str, ...] = RESOLVERS
+    other_kernels: tuple[Violation, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -139,20 +251,30 @@ class CheckReport:
 
     @property
     def rejected_by_litert(self) -> tuple[Violation, ...]:
-        """The violations LiteRT itself refuses (the model fails to load, prepare or run)."""
-        return tuple(v for v in self.violations if v.litert_rejects)
+        """The violations LiteRT itself refuses with one of the report's resolvers (the model fails to
+        load, prepare or run, or the process aborts)."""
+        return tuple(v for v in self.violations if v.rejected_by(self.kernels))
+
+    def rejected_by(self, resolver: str) -> tuple[Violation, ...]:
+        """The violations one resolver refuses (it rejects the model or aborts on it)."""
+        return tuple(v for v in (*self.violations, *self.other_kernels) if v.verdict(resolver).fails)
 
     @property
     def silently_wrong(self) -> tuple[Violation, ...]:
-        """The violations LiteRT runs with, silently computing numbers that are not the spec's."""
-        return tuple(v for v in self.violations if v.litert == SILENT)
+        """The violations LiteRT runs with, silently computing numbers that are not the spec's (with one
+        of the report's resolvers)."""
+        return tuple(v for v in self.violations if any(v.verdict(r).action == SILENT for r in self.kernels))
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "ok": self.ok, "mode": self.mode, "operators": self.operators,
+        return {"model": self.model, "ok": self.ok, "mode": self.mode, "kernels": list(self.kernels),
+                "operators": self.operators,
                 "tensors": self.tensors, "violations": [v.to_json() for v in self.violations],
+                "other_kernels": [v.to_json() for v in self.other_kernels],
                 "unsupported": [v.to_json() for v in self.unsupported],
                 "summary": {"violations": len(self.violations), "litert_rejects": len(self.rejected_by_litert),
                             "litert_silently_computes": len(self.silently_wrong),
+                            "rejected_by": {r: len([v for v in self.violations if v.verdict(r).fails])
+                                            for r in self.kernels},
                             "rules": sorted({v.rule for v in self.violations})}}
 
     def json(self, **kwargs) -> str:
@@ -167,9 +289,13 @@ class CheckReport:
         if self.unsupported:
             notes = "\nquantspec's kernels refuse: " + "; ".join(f"op {v.op_index} {v.op_name}: {v.message}"
                                                              for v in self.unsupported)
+        if self.other_kernels:
+            notes += "\nother resolvers' limits (not the checked kernels'): " + "; ".join(
+                f"[{v.rule}] op {v.op_index} {v.op_name}: {v.resolvers_text()}" for v in self.other_kernels)
+        kernels = "kernels: " + ", ".join(self.kernels)
         if self.ok:
             return (f"{head}: conformant to {what} ({self.operators} operators, "
-                    f"{self.tensors} tensors checked)" + notes)
+                    f"{self.tensors} tensors checked; {kernels})" + notes)
         cols = ("rule", "op", "tensor", "expected", "found", "LiteRT")
         rows = []
         for v in self.violations:
@@ -179,12 +305,13 @@ class CheckReport:
             tensor = "-" if v.tensor_index is None else f"{v.tensor_index} {v.tensor_name}"
             if v.position:
                 tensor += f" [{v.position}]"
-            rows.append((v.rule, op, tensor, _show(v.expected), _show(v.found), v.litert_text))
-        rows = [tuple(_clip(c, width) for c in r) for r in rows]
+            rows.append((v.rule, op, tensor, _show(v.expected), _show(v.found), v.resolvers_text(self.kernels)))
+        rows = [tuple(_clip(c, width) for c in r[:-1]) + r[-1:] for r in rows]
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
         line = "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
         out = [f"{head}: {len(self.violations)} violation(s) of {what} "
-               f"({len(self.rejected_by_litert)} LiteRT rejects, {len(self.silently_wrong)} it silently computes)",
+               f"({len(self.rejected_by_litert)} LiteRT rejects, {len(self.silently_wrong)} it silently computes; "
+               f"{kernels})",
                "", line, "  ".join("-" * w for w in widths)]
         out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         out.append("")
@@ -667,10 +794,102 @@ def _refused(c: _Collector, op: Operator, e: QuantSpecError) -> bool | None:
     return False
 
 
-def check_model(path_or_bytes: Any) -> CheckReport:
+def _delegate_view(sg: Subgraph) -> tuple[dict[int, bool], dict[int, str]]:
+    """For each operator of ``sg``: whether LiteRT's XNNPACK delegate takes it, and for those it takes,
+    why XNNPACK then fails to create its runtime (quantspec's model of the delegate,
+    :mod:`quantspec.litert.kernels.xnnpack.delegate`)."""
+    from .interpreter import tensor_spec as runtime_spec
+    from .kernels.xnnpack import delegate
+
+    taken: dict[int, bool] = {}
+    failing: dict[int, str] = {}
+    for op in sg.operators:
+        try:
+            ins = [None if i < 0 else runtime_spec(sg.tensors[i]) for i in op.inputs]
+            outs = [runtime_spec(sg.tensors[i]) for i in op.outputs]
+            if any(t is None for t in outs) or any(t is None for i, t in zip(op.inputs, ins) if i >= 0):
+                taken[op.index] = False
+                continue
+            with np.errstate(all="ignore"):
+                taken[op.index] = delegate.declines(op.name, ins, outs, dict(op.options)) is None
+                why = delegate.fails(op.name, ins, outs) if taken[op.index] else None
+        except (QuantSpecError, AttributeError, IndexError, KeyError, TypeError, ValueError):
+            taken[op.index], why = False, None
+        if why is not None:
+            failing[op.index] = why
+    return taken, failing
+
+
+def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
+    """``found`` (one subgraph's violations, with the reference verdict) with the verdict of every
+    resolver (optable.resolver_verdict), plus an ``xnnpack-runtime`` violation for each operator the
+    XNNPACK delegate takes and then fails on that no other violation explains."""
+    import dataclasses
+
+    taken, failing = _delegate_view(sg)
+    users: dict[int, list[Operator]] = {}
+    for op in sg.operators:
+        for i in (*op.inputs, *op.outputs):
+            if i >= 0:
+                users.setdefault(i, []).append(op)
+    explained: set[int] = set()
+    out = []
+    for v in found:
+        reference = optable.Enforcement(v.litert, v.litert_stage, v.litert_check) if v.litert is not None else None
+        t = sg.tensors[v.tensor_index] if v.tensor_index is not None and v.tensor_index < len(sg.tensors) else None
+        per_axis = None if t is None or t.params is None else bool(t.params.per_axis)
+        verdicts = [("reference", Verdict(v.litert, v.litert_stage, v.litert_check))]
+        for r in RESOLVERS[1:]:
+            if reference is None or v.litert_stage == "load":
+                verdicts.append((r, verdicts[0][1]))   # outside the spec; or refused before any resolver runs
+                continue
+            op_name, delegated = v.op_name, bool(taken.get(v.op_index))
+            if v.rule in ("scale", "zero-point-range") and r == "xnnpack":
+                # XNNPACK refuses the tensor on every operator it takes that uses it
+                bad = [op for op in users.get(v.tensor_index, ()) if op.index in failing] if t is not None else []
+                delegated = bool(bad)
+                if bad:
+                    op_name = bad[0].name
+                    explained.update(op.index for op in bad)
+            e = optable.resolver_verdict(v.rule, op_name, r, reference, delegated=delegated, tensor_per_axis=per_axis)
+            if r == "xnnpack" and delegated and e.fails and v.op_index in failing:
+                explained.add(v.op_index)
+            verdicts.append((r, Verdict(e.action, e.stage if e.action in (REJECTS, ABORTS) else None,
+                                        e.check or v.litert_check)))
+        out.append(dataclasses.replace(v, resolvers=tuple(verdicts)))
+    for k, why in failing.items():
+        if k in explained:
+            continue
+        op = sg.operators[k]
+        runs = Verdict(RUNS, None, "the XNNPACK delegate's limit: this resolver runs the operator")
+        action = ABORTS if op.name in optable.XNNPACK_ABORTS else REJECTS
+        check = ("the XNNPACK delegate takes the operator, then fails to create its runtime (" +
+                 ("the process aborts" if action == ABORTS else "allocate_tensors raises") + ")")
+        out.append(Violation(rule=optable.XNNPACK_RUNTIME, op_index=k, tensor_index=None,
+                             message=f"XNNPACK cannot run this operator: {why}", op_name=op.name,
+                             expected="parameters XNNPACK accepts", found=why, litert=RUNS,
+                             litert_check=runs.check, subgraph=sg.index,
+                             resolvers=(("reference", runs), ("optimized", runs),
+                                        ("xnnpack", Verdict(action, "prepare", check)))))
+    return out
+
+
+def _matters(v: Violation, kernels: tuple[str, ...]) -> bool:
+    """Whether a violation concerns the resolvers ``kernels``: a broken spec rule always does; a
+    LiteRT limit does unless each of them runs the model."""
+    return any(v.verdict(r).action != RUNS for r in kernels)
+
+
+def check_model(path_or_bytes: Any, kernels: Any = "all") -> CheckReport:
     """Check a .tflite model (a path, its bytes, or a loaded :class:`~quantspec.litert.model.Model`)
-    against the LiteRT int8 spec.  Raises :class:`quantspec.errors.ModelError` when the model cannot
-    be read at all."""
+    against the LiteRT int8 spec, for LiteRT's op resolvers ``kernels``: ``"reference"``
+    (BUILTIN_REF), ``"optimized"`` (BUILTIN_WITHOUT_DEFAULT_DELEGATES), ``"xnnpack"`` (the default
+    resolver, with the XNNPACK delegate), ``"all"`` (the default) or a list of them.  Every violation
+    says what each resolver does (:attr:`Violation.verdicts`); the report is not ``ok`` when the
+    model breaks a spec rule, or a LiteRT limit one of ``kernels`` rejects, aborts on or runs with
+    undefined behaviour.  Raises :class:`quantspec.errors.InvalidArgumentError` for another
+    ``kernels`` and :class:`quantspec.errors.ModelError` when the model cannot be read at all."""
+    chosen = _kernels(kernels)
     model: Model = load_model(path_or_bytes)
     violations: list[Violation] = _load_checks(model)
     unsupported: list[Violation] = []
@@ -695,6 +914,7 @@ def check_model(path_or_bytes: Any) -> CheckReport:
                 _tensor_checks(c, None, t, "", refusals.get(t.index))
         if quantized:
             c.out = _float_islands(sg, c.out)
+        c.out = _with_resolvers(sg, c.out)
         violations += [v for v in c.out if v.rule != "quantspec-unsupported"]
         unsupported += [v for v in c.out if v.rule == "quantspec-unsupported"]
         n_ops += len(sg.operators)
@@ -705,9 +925,11 @@ def check_model(path_or_bytes: Any) -> CheckReport:
             path = str(path_or_bytes)
         except Exception:  # pragma: no cover
             path = None
-    return CheckReport(violations=tuple(violations), operators=n_ops, tensors=n_tensors, model=path,
+    return CheckReport(violations=tuple(v for v in violations if _matters(v, chosen)), operators=n_ops,
+                       tensors=n_tensors, model=path,
                        op_names=tuple(sorted({op.name for sg in model.subgraphs for op in sg.operators})),
-                       unsupported=tuple(unsupported), mode=_mode(model))
+                       unsupported=tuple(unsupported), mode=_mode(model), kernels=chosen,
+                       other_kernels=tuple(v for v in violations if not _matters(v, chosen)))
 
 
 def _mode(model: Model) -> str:

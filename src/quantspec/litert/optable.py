@@ -61,7 +61,9 @@ __all__ = [
     "ACTIVATION", "WEIGHT", "BIAS", "PARAMETER", "ANY", "PER_TENSOR", "PER_AXIS", "PER_TENSOR_OR_AXIS",
     "REJECTS", "ABORTS", "SILENT", "PER_TENSOR_WEIGHTS", "PER_AXIS_WEIGHTS", "ONE_SCALE", "SEVERAL_SCALES",
     "findings", "enforce", "markdown_table", "builtin_name", "TYPE_VERDICTS", "Limit", "LIMITS", "UNDEFINED",
-    "SIXTEEN_BY_EIGHT", "limits_markdown",
+    "SIXTEEN_BY_EIGHT", "limits_markdown", "RESOLVERS", "RESOLVER_TYPES", "RUNS", "ResolverVerdict",
+    "RESOLVER_VERDICTS", "resolver_verdict", "resolvers_markdown", "XNNPACK_RUNTIME", "XNNPACK_ABORTS",
+    "XNNPACK_SAME_QUANTIZATION", "VERDICTS_MEASURED_WITH",
 ]
 
 # roles
@@ -898,4 +900,151 @@ def limits_markdown() -> str:
         decided = "the input values (run time)" if lim.data_dependent else "the model (check)"
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in (f"`{lim.rule}`", ops, lim.requires, what,
                                                                         decided)) + " |")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------------------
+# the three op resolvers
+# -------------------------------------------------------------------------------------------------
+
+#: LiteRT's three CPU op resolvers, by the names quantspec's kernel modes give them
+RESOLVERS = ("reference", "optimized", "xnnpack")
+#: resolver -> the ``OpResolverType`` of LiteRT's Python interpreter
+RESOLVER_TYPES = {"reference": "BUILTIN_REF", "optimized": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "xnnpack": "AUTO"}
+#: the LiteRT release the per-resolver verdicts were measured with
+VERDICTS_MEASURED_WITH = "ai-edge-litert 2.3.0 (x86-64)"
+#: what a resolver does with a LiteRT limit it does not have: it runs the model (and computes what
+#: the spec says: the limit is a property of another resolver's kernel, not of the model)
+RUNS = "runs"
+
+_XNN = "tflite/delegates/xnnpack/xnnpack_delegate.cc"
+_XNN_RUNTIME = ("the XNNPACK delegate takes the operator and then fails to create its runtime (xnn_define_* "
+                "refuses the tensor): allocate_tensors raises")
+_XNN_ABORT = ("the XNNPACK delegate takes the QUANTIZE and then aborts the process creating its runtime (a "
+              "quantization parameter XNNPACK refuses)")
+#: the operators on which an XNNPACK runtime failure (kernels.xnnpack.delegate.fails) aborts the process
+#: rather than raising
+XNNPACK_ABORTS = ("QUANTIZE",)
+
+
+@dataclass(frozen=True)
+class ResolverVerdict:
+    """What one resolver other than ``BUILTIN_REF`` does with a broken rule where it differs from the
+    reference verdict (the op table's :class:`Enforcement` or the :class:`Limit`'s action).
+
+    ``ops``: the operators it concerns (empty: any).  ``delegated``: for ``resolver="xnnpack"``, True
+    when it holds for an operator the XNNPACK delegate takes (an operator it declines runs the
+    optimized kernel, with the optimized verdict).  ``condition``: :data:`SEVERAL_SCALES` /
+    :data:`ONE_SCALE` on the tensor, or None."""
+
+    rule: str
+    ops: tuple[str, ...]
+    resolver: str
+    enforcement: Enforcement
+    delegated: bool = False
+    condition: str | None = None
+
+    def applies(self, rule: str, op: str | None, resolver: str, delegated: bool, tensor_per_axis: bool | None) -> bool:
+        if self.rule != rule or self.resolver != resolver or (self.ops and op not in self.ops):
+            return False
+        if self.delegated and not delegated:
+            return False
+        if self.condition == SEVERAL_SCALES and tensor_per_axis is not True:
+            return False
+        if self.condition == ONE_SCALE and tensor_per_axis is not False:
+            return False
+        return True
+
+
+#: the operators whose XNNPACK operator (xnn_define_*) requires its input and output to share one
+#: quantization, and fails to be created otherwise (CONCATENATION's builtin Prepare rejects it first)
+XNNPACK_SAME_QUANTIZATION = ("MAX_POOL_2D", "TRANSPOSE", "PAD", "SLICE", "SPACE_TO_DEPTH", "RESIZE_BILINEAR",
+                             "CONCATENATION")
+
+_OPT_SOFTMAX = Enforcement(RUNS, None, "the optimized kernel's Prepare builds a float32 exp table instead of the "
+                           "fixed-point multipliers (no QuantizeMultiplierGreaterThanOne / SmallerThanOneExp CHECK)",
+                           source=K + "activations.cc: SoftmaxPrepare, LogSoftmaxPrepare (kernel_type != kReference)")
+
+#: the per-resolver verdicts that differ from the reference one (measured with
+#: :data:`VERDICTS_MEASURED_WITH`, each resolver in a child process; tests/test_litert_checker_resolvers.py)
+RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
+    # the reference kernels' fixed-point softmax limits: the optimized kernels have none of them, and
+    # the XNNPACK delegate does not take int8 SOFTMAX / LOG_SOFTMAX
+    ResolverVerdict("softmax-input-multiplier", ("SOFTMAX", "LOG_SOFTMAX"), "optimized", _OPT_SOFTMAX),
+    ResolverVerdict("log-softmax-reverse-multiplier", ("LOG_SOFTMAX",), "optimized", _OPT_SOFTMAX),
+    ResolverVerdict("softmax-sum", ("SOFTMAX",), "optimized", Enforcement(
+        RUNS, None, "the optimized kernel sums float32 exponentials (no fixed-point reciprocal CHECK)",
+        source=K + "internal/optimized/optimized_ops.h: Softmax (float table)")),
+    # operators the XNNPACK delegate takes: its own checks replace the builtin Prepare's.  A scale or a
+    # zero point XNNPACK refuses (not positive, finite and normal; outside [-128, 127]) on a tensor of
+    # an operator it takes: "delegated" here means that operator fails (kernels.xnnpack.delegate.fails)
+    ResolverVerdict("scale", XNNPACK_ABORTS, "xnnpack", Enforcement(ABORTS, "prepare", _XNN_ABORT, source=_XNN),
+                    delegated=True),
+    ResolverVerdict("zero-point-range", XNNPACK_ABORTS, "xnnpack", Enforcement(ABORTS, "prepare", _XNN_ABORT,
+                                                                                source=_XNN), delegated=True),
+    ResolverVerdict("scale", (), "xnnpack", Enforcement(REJECTS, "prepare", _XNN_RUNTIME, source=_XNN), delegated=True),
+    ResolverVerdict("zero-point-range", (), "xnnpack", Enforcement(REJECTS, "prepare", _XNN_RUNTIME, source=_XNN),
+                    delegated=True),
+    ResolverVerdict("same-scale", XNNPACK_SAME_QUANTIZATION, "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (input and output quantization differ)", source=_XNN), delegated=True),
+    ResolverVerdict("same-zero-point", XNNPACK_SAME_QUANTIZATION, "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (input and output quantization differ)", source=_XNN), delegated=True),
+    ResolverVerdict("bias-zero-point", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"), "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (a per-channel int32 bias with a non-zero zero point)", source=_XNN),
+        delegated=True, condition=SEVERAL_SCALES),
+    ResolverVerdict("fixed-scale", ("LOGISTIC",), "xnnpack", Enforcement(
+        SILENT, None, "the delegate takes the LOGISTIC and XNNPACK's sigmoid quantizes to the output's own "
+        "parameters (the builtin Prepare's output-scale check does not run)", source=_XNN), delegated=True),
+)
+
+#: the rule a resolver-specific failure is reported under where no spec rule or LiteRT limit
+#: covers it (e.g. a requantization scale of 256 or more, which XNNPACK refuses)
+XNNPACK_RUNTIME = "xnnpack-runtime"
+
+
+def resolver_verdict(rule: str, op: str | None, resolver: str, reference: Enforcement, *, delegated: bool = False,
+                     tensor_per_axis: bool | None = None) -> Enforcement:
+    """What ``resolver`` does with a broken ``rule`` at ``op``, given the reference verdict.
+
+    The optimized resolver shares the builtin kernels' Prepare checks, so it does what
+    ``BUILTIN_REF`` does except where :data:`RESOLVER_VERDICTS` says otherwise; the XNNPACK resolver
+    runs the optimized kernel for an operator its delegate declines (``delegated=False``) and
+    otherwise does what :data:`RESOLVER_VERDICTS` says for delegated operators, else the reference
+    verdict."""
+    if resolver == "reference":
+        return reference
+    if resolver == "xnnpack" and not delegated:
+        resolver = "optimized"
+    for v in RESOLVER_VERDICTS:
+        if v.applies(rule, op, resolver, delegated, tensor_per_axis):
+            return v.enforcement
+    return reference
+
+
+def resolvers_markdown() -> str:
+    """:data:`RESOLVER_VERDICTS` as a Markdown table (rule x resolver), for docs/litert-models.md."""
+    words = {REJECTS: "rejects", ABORTS: "aborts", SILENT: "silently computes", RUNS: "runs",
+             UNDEFINED: "undefined behaviour"}
+
+    def cell(e: Enforcement) -> str:
+        return words[e.action] + (f" at {e.stage}" if e.stage and e.action in (REJECTS, ABORTS) else "")
+
+    lines = ["| rule | ops | reference (BUILTIN_REF) | optimized | xnnpack (default) |", "|---|---|---|---|---|"]
+    for v in RESOLVER_VERDICTS:
+        lim = LIMITS.get(v.rule)
+        if lim is not None:
+            ref = cell(Enforcement(lim.action, lim.stage))
+        else:
+            ref = "the op table's verdict"
+        opt = cell(v.enforcement) if v.resolver == "optimized" else "as reference"
+        xnn = cell(v.enforcement) if v.resolver == "xnnpack" else "as optimized (the delegate does not take the op)"
+        cond = []
+        if v.delegated:
+            cond.append("when the XNNPACK delegate takes the operator")
+        if v.condition:
+            cond.append(v.condition)
+        if v.resolver == "xnnpack" and cond:
+            xnn += " (" + "; ".join(cond) + ")"
+        ops = ", ".join(v.ops) if v.ops else "any"
+        lines.append(f"| `{v.rule}` | {ops} | {ref} | {opt} | {xnn} |")
     return "\n".join(lines)
