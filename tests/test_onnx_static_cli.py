@@ -164,11 +164,12 @@ def test_convert_static_equals_onnxruntime(files, capsys, fmt, per_channel, meth
         assert not (d / "o.onnx").exists()
         return
     ort = require("onnxruntime")
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     assert main(argv) == 0
     quantize_static(str(d / "m.onnx"), str(d / "ort.onnx"), Reader([{"x": a} for a in x]),
                     quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator, per_channel=per_channel,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,     # the command's defaults
                     calibrate_method=getattr(CalibrationMethod, {"minmax": "MinMax", "entropy": "Entropy",
                                                                   "percentile": "Percentile"}[method]))
     got_inits, got_nodes = _model_bytes(d / "o.onnx")

@@ -572,8 +572,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="256 Ki elements, 3 rounds (seconds)")
     parser.add_argument("--size", type=int, default=None, help="elements per case (default 64 Mi, --quick 256 Ki)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case, best kept (default 7, --quick 3)")
-    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "equiv", "calibrate", "convert"),
-                        help="run only these groups (convert: whole checkpoints, only when asked)")
+    parser.add_argument("--only", action="append", choices=("onnx", "tf", "litert", "equiv", "calibrate", "convert",
+                                                             "onnx-models"),
+                        help="run only these groups (convert: whole checkpoints; onnx-models: whole ONNX models "
+                        "against onnxruntime's quantize_static and MatMulNBitsQuantizer; both only when asked)")
     parser.add_argument("--dask", metavar="local:N|ADDRESS", help="with --only convert: also time the conversion on a "
                         "Dask cluster (local:N: 1 to N worker processes), with the per-task overhead")
     parser.add_argument("--model", action="append", metavar="MODEL.tflite",
@@ -624,6 +626,12 @@ def main(argv: list[str] | None = None) -> int:
         print()
         ok &= convert_bench.run(2 * args.size if args.size else (32 << 20) if args.quick else (1 << 30), rounds,
                                 dask=args.dask)
+    if "onnx-models" in groups:   # whole ONNX models (quantspec.onnxmodels.bench)
+        from .onnxmodels import bench as models_bench
+
+        out = models_bench.lines(args.quick, rounds)
+        print("\nonnx-models:\n" + "\n".join(out), flush=True)
+        ok &= not any("DIFFERENT" in line for line in out)
     print("\nall timed outputs equal the peers'" if ok else "\nSOME OUTPUTS DIFFER FROM THE PEER'S")
     return 0 if ok else 1
 

@@ -198,12 +198,25 @@ def _load(model) -> Any:
     raise InvalidArgumentError("model", "must be a path or an onnx.ModelProto", type(model).__name__)
 
 
+#: initializers larger than this are given to shape inference without their values (only their
+#: type and dims): the values shape inference reads (a Reshape's shape, Slice's starts...) are small
+_SHAPE_DATA_UP_TO = 4096
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
+
+
 def _infer(proto):
     """The shape-inferred model onnxruntime's calibrator selects its tensors from
-    (``onnx.shape_inference`` with its default options)."""
+    (``onnx.shape_inference`` with its default options), computed on a copy whose large initializers
+    carry no values (the result is only read for its value infos)."""
     onnx = _onnx()
+    light = onnx.ModelProto()
+    light.CopyFrom(proto)
+    for t in light.graph.initializer:
+        if t.ByteSize() > _SHAPE_DATA_UP_TO:
+            for f in _DATA_FIELDS:
+                t.ClearField(f)
     try:
-        return onnx.shape_inference.infer_shapes(proto)
+        return onnx.shape_inference.infer_shapes(light)
     except Exception as e:
         raise InvalidArgumentError("model", "must pass onnx's shape inference (onnxruntime's quantizer runs it "
                                    "first)", detail=f"{type(e).__name__}: {e}") from None
@@ -429,19 +442,22 @@ def count_samples(model, calibration_data) -> int | None:
 # ------------------------------------------------------------------------------------------ running
 
 def _session(proto, names: list[str]):
-    """An onnxruntime session of ``proto`` with ``names`` as extra outputs, with the calibrator's
-    session options."""
+    """An onnxruntime session of ``proto`` with ``names`` as extra float32 outputs, with the
+    calibrator's session options (``proto`` is left as it was)."""
     from .ortrun import ort_module
 
     onnx = _onnx()
     ort = ort_module()
-    m = onnx.ModelProto()
-    m.CopyFrom(proto)
-    have = {o.name for o in m.graph.output}
-    for name in names:
-        if name not in have:
-            m.graph.output.append(onnx.ValueInfoProto(name=name))
-    payload = m.SerializeToString()
+    outputs = proto.graph.output
+    n_outputs = len(outputs)
+    have = {o.name for o in outputs}
+    try:
+        for name in names:
+            if name not in have:
+                outputs.append(onnx.helper.make_tensor_value_info(name, _FLOAT, None))
+        payload = proto.SerializeToString()
+    finally:
+        del outputs[n_outputs:]
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
@@ -473,7 +489,7 @@ def collect_ranges(model, calibration_data, *, method: Any = "minmax", op_types=
     feeds = _Feeds(model_inputs(proto), calibration_data)
     names = list(tensors)
     observers = {name: opts.observer() for name in names}
-    sess = _session(inferred, names) if names else None
+    sess = _session(proto, names) if names else None
 
     def run_call(samples: Iterator) -> int:
         """One ``collect_data`` call."""
