@@ -127,9 +127,9 @@ def normalize_options(*, quant_format: Any = "qdq", per_channel: Any = False, re
 
     ops = names("op_types_to_quantize", op_types_to_quantize)
     excl = names("nodes_to_exclude", nodes_to_exclude) or ()
-    extra = dict(extra_options or {})
     if not isinstance(extra_options, (dict, type(None))):
         raise DTypeError("extra_options", "must be a dict of onnxruntime's extra option keys", extra_options)
+    extra = dict(extra_options or {})
     for key, neutral in _REFUSED.items():
         if key in extra and extra[key] not in (neutral, None, {}, 0, False):
             raise UnsupportedError(f"extra_options[{key!r}]", "is not reproduced (only its default is)", extra[key])
