@@ -357,3 +357,19 @@ def test_bad_inputs(tmp_path):
         quantize_static(tmp_path / "junk.onnx", tmp_path / "x.onnx", CNN_DATA)
     with pytest.raises(InvalidArgumentError, match="model_output"):
         quantize_static(CNN, 3, CNN_DATA)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("act", ["uint8", "int8"])
+@pytest.mark.parametrize("extra", [None, {"ActivationSymmetric": True}, {"ForceQuantizeNoInputCheck": True},
+                                   {"extra.Sigmoid.nnapi": True}], ids=["plain", "act_sym", "force", "nnapi"])
+def test_zoo_common(tmp_path, fmt, per_channel, act, extra):
+    _check(M.zoo_common(), M.zoo_data(), tmp_path, fmt, per_channel=per_channel, act=act, extra=extra)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("extra", [None, {"ActivationSymmetric": True}, {"ForceQuantizeNoInputCheck": True},
+                                   {"DedicatedQDQPair": True}], ids=["plain", "act_sym", "force", "dedicated"])
+def test_zoo_qdq(tmp_path, per_channel, extra):
+    _check(M.zoo_qdq(), M.zoo_data(), tmp_path, "qdq", per_channel=per_channel, extra=extra)

@@ -232,3 +232,84 @@ def unit_data(cin: int, seed: int = 1, n: int = 3) -> dict[str, np.ndarray]:
     x = rng.uniform(-1, 1, size=(n, 1, cin, 3, 3)).astype(np.float32)
     x[0, 0, 0, 0, 0], x[0, 0, 0, 0, 1] = -1.0, 1.0
     return {"x": x}
+
+
+def zoo_common(seed: int = 0) -> onnx.ModelProto:
+    """Op types both formats quantize: Conv into Clip, Sigmoid, LeakyRelu, AveragePool, Squeeze /
+    Unsqueeze, Transpose, a Mul of two activations, a MatMul of two activations, a quantized tensor
+    that is also a graph output, and a Conv without bias fed by a constant-free chain."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    inits = [
+        _init("w", (rng.standard_normal((4, 2, 3, 3)) * 0.4).astype(f32)),
+        _init("b", (rng.standard_normal(4) * 0.1).astype(f32)),
+        _init("lo", np.array(-0.5, f32)), _init("hi", np.array(1.5, f32)),
+        _init("axes", np.array([0], np.int64)),
+        _init("w2", (rng.standard_normal((4, 4, 1, 1)) * 0.4).astype(f32)),
+    ]
+    N = helper.make_node
+    nodes = [
+        N("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+        N("Clip", ["c", "lo", "hi"], ["cl"], "clip"),
+        N("Sigmoid", ["cl"], ["sg"], "sigmoid"),
+        N("LeakyRelu", ["c"], ["lr"], "leaky", alpha=0.1),
+        N("Mul", ["sg", "lr"], ["m"], "mul"),
+        N("AveragePool", ["m"], ["ap"], "avgpool", kernel_shape=[2, 2], strides=[2, 2]),
+        N("Conv", ["ap", "w2"], ["c2"], "conv2"),
+        N("Squeeze", ["c2", "axes"], ["sq"], "squeeze"),
+        N("Transpose", ["sq"], ["tr"], "transpose", perm=[0, 2, 1]),
+        N("Unsqueeze", ["tr", "axes"], ["us"], "unsqueeze"),
+        N("MatMul", ["sq", "us"], ["mm"], "matmul_act"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    outs = [helper.make_tensor_value_info("mm", TensorProto.FLOAT, [1, 4, 2, 2]),
+            helper.make_tensor_value_info("cl", TensorProto.FLOAT, [1, 4, 4, 4])]
+    return _model(nodes, [x], outs, inits)
+
+
+def zoo_qdq(seed: int = 0) -> onnx.ModelProto:
+    """Op types of the QDQ registry: ConvTranspose, Resize, Pad (constant and reflect), Split, Concat,
+    Slice, Where, TopK, CumSum, InstanceNormalization, BatchNormalization, GatherElements, MaxPool."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    c = 4
+    inits = [
+        _init("wt", (rng.standard_normal((2, c, 2, 2)) * 0.4).astype(f32)),
+        _init("bt", (rng.standard_normal(c) * 0.1).astype(f32)),
+        _init("scales", np.array([1, 1, 2, 2], f32)),
+        _init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+        _init("split", np.array([2, 2], np.int64)),
+        _init("starts", np.array([1], np.int64)), _init("ends", np.array([7], np.int64)),
+        _init("sl_axes", np.array([3], np.int64)),
+        _init("k", np.array([3], np.int64)), _init("cs_axis", np.array(3, np.int64)),
+        _init("in_g", (1 + 0.1 * rng.standard_normal(2)).astype(f32)), _init("in_b", (0.1 * rng.standard_normal(2)).astype(f32)),
+        _init("bn_g", (1 + 0.1 * rng.standard_normal(2)).astype(f32)), _init("bn_b", (0.1 * rng.standard_normal(2)).astype(f32)),
+        _init("bn_m", (0.1 * rng.standard_normal(2)).astype(f32)), _init("bn_v", (1 + rng.uniform(0, 0.5, 2)).astype(f32)),
+        _init("idx", rng.integers(0, 4, size=(1, 2, 4, 4)).astype(np.int64)),
+    ]
+    N = helper.make_node
+    nodes = [
+        N("ConvTranspose", ["x", "wt", "bt"], ["ct"], "convt", strides=[2, 2]),    # [1,4,8,8]
+        N("Resize", ["ct", "", "scales"], ["rs"], "resize", mode="nearest"),      # [1,4,16,16]
+        N("MaxPool", ["rs"], ["mp"], "maxpool", kernel_shape=[2, 2], strides=[2, 2]),  # [1,4,8,8]
+        N("Pad", ["mp", "pads"], ["pd"], "pad_const"),                            # [1,4,10,10]
+        N("Pad", ["pd", "pads"], ["pr"], "pad_reflect", mode="reflect"),          # [1,4,12,12]
+        N("Split", ["pr", "split"], ["s1", "s2"], "split", axis=1),               # 2 x [1,2,12,12]
+        N("Slice", ["s1", "starts", "ends", "sl_axes"], ["sl"], "slice"),         # [1,2,12,6]
+        N("Greater", ["s2", "s1"], ["cond"], "greater"),
+        N("Where", ["cond", "s1", "s2"], ["wh"], "where"),                        # [1,2,12,12]
+        N("InstanceNormalization", ["wh", "in_g", "in_b"], ["inn"], "instnorm"),
+        N("BatchNormalization", ["inn", "bn_g", "bn_b", "bn_m", "bn_v"], ["bn"], "batchnorm"),
+        N("TopK", ["sl", "k"], ["tk", "tki"], "topk", axis=3),                    # [1,2,12,3]
+        N("CumSum", ["tk", "cs_axis"], ["cs"], "cumsum"),
+        N("Concat", ["bn", "s1"], ["cc"], "concat", axis=1),                      # [1,4,12,12]
+        N("GatherElements", ["cc", "idx"], ["ge"], "gather_el", axis=1),           # [1,2,4,4]
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    outs = [helper.make_tensor_value_info("ge", TensorProto.FLOAT, [1, 2, 4, 4]), helper.make_tensor_value_info("cs", TensorProto.FLOAT, [1, 2, 12, 3])]
+    return _model(nodes, [x], outs, inits)
+
+
+def zoo_data(seed: int = 1, n: int = 3) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((n, 1, 2, 4, 4)).astype(np.float32)}
