@@ -15,7 +15,7 @@ from .._fastpath.nbprim import kernel, shared
 from ._jitted import I32_MAX, I32_MIN, clamp, mbqm, rdbpot, round_double, srdhm, wrap32
 
 __all__ = ["epilogue", "im2col", "gather2", "binary", "mean", "softmax8", "depthwise_acc", "pool",
-           "lut", "fc8", "fc8q", "resize8", "gather", "gather2_checked", "gather3", "gather2_lanes", "MBQM32",
+           "lut", "fc8", "gemm_rows", "resize8", "gather", "gather2_checked", "gather3", "gather2_lanes", "MBQM32",
            "MBQM64", "DOUBLE32", "DOUBLE64", "HALFUP32", "FP32"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
@@ -459,40 +459,36 @@ def _fc8(x, w, corr, eff, zo, lo, hi, acc, out):
 fc8 = kernel(_fc8)
 
 
-def _fc8q(x, w, corr, mult, shift, eff, kind, zo, lo, hi, acc, out):
-    """:func:`fc8` with the requantization of :func:`epilogue`'s ``kind`` (int32 accumulators:
-    MBQM32, DOUBLE32, HALFUP32 or FP32): the optimized and XNNPACK kernel modes' small layers."""
+def _gemm_rows(x, w, corr, mult, shift, eff, kind, zo, lo, hi, out):
+    """An int8 GEMM of few rows (a convolution of a tiny image, a FULLY_CONNECTED) over int8 weights:
+    ``out[r, c] = clamp(requantize(a) + zo)``, ``a`` the int32-wrapped ``sum_k x[r, k] * w[c, k] +
+    corr[c]`` and the requantization of :func:`epilogue`'s ``kind`` (MBQM32, DOUBLE32, HALFUP32 or
+    FP32).  ``x`` the input codes (flat, its first ``rows * depth`` values), ``w`` the weights int8,
+    transposed (flat ``units * depth``).  Each sum is an int32 dot product, wrapping as the C++ int32
+    accumulator does (a sum modulo 2^32 in any order)."""
     units = corr.size
     depth = w.size // units
     rows = out.size // units
     for r in range(rows):
         xb = r * depth
-        for c in range(units):
-            acc[c] = 0.0
-        for k in range(depth):
-            xv = np.float32(x[xb + k])
-            wb = k * units
-            for c in range(units):
-                acc[c] += xv * w[wb + c]
         ob = r * units
-        if kind == 4:
-            for c in range(units):
-                a = wrap32(np.int64(acc[c]) + corr[c])
+        for c in range(units):
+            wb = c * depth
+            s = np.int32(0)
+            for k in range(depth):
+                s = np.int32(s + np.int32(np.int32(x[xb + k]) * np.int32(w[wb + k])))
+            a = wrap32(np.int64(s) + corr[c])
+            if kind == 4:
                 out[ob + c] = clamp(wrap32(mbqm_half_up(a, mult[c], shift[c]) + zo), lo, hi)
-        elif kind == 5:
-            for c in range(units):
-                out[ob + c] = requantize_fp32(wrap32(np.int64(acc[c]) + corr[c]), eff[c], zo, lo, hi)
-        elif kind == 0:
-            for c in range(units):
-                a = wrap32(np.int64(acc[c]) + corr[c])
+            elif kind == 5:
+                out[ob + c] = requantize_fp32(a, eff[c], zo, lo, hi)
+            elif kind == 0:
                 out[ob + c] = clamp(wrap32(mbqm(a, mult[c], shift[c]) + zo), lo, hi)
-        else:
-            for c in range(units):
-                a = np.int64(acc[c]) + corr[c]
-                out[ob + c] = clamp(wrap32(round_double(wrap32(a), eff[c]) + zo), lo, hi)
+            else:
+                out[ob + c] = clamp(wrap32(round_double(a, eff[c]) + zo), lo, hi)
 
 
-fc8q = kernel(_fc8q)
+gemm_rows = kernel(_gemm_rows)
 
 
 def _resize8(x, dims, y0, y1, wy0, wy1, x0, x1, wx0, wx1, out):

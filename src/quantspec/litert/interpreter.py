@@ -300,12 +300,18 @@ class _Graph:
                             continue
                         shapes = [tuple(self.specs[i].shape) for i in (*inputs_j, z)]
                         fused = plans.chain(kernels[j], kernel, tpos, shapes)
+                        both = (*inputs_j, z)
+                        if fused is None and tuple(inputs_j) == (z,) and len(set(shapes)) == 1:
+                            # x and a table of x (a swish): one table of x (modeplans.self_pair)
+                            from . import modeplans
+
+                            fused, both = modeplans.self_pair(kernels[j], kernel, tpos), (z,)
                         if fused is None:
                             continue
                         program[j] = None
                         del producer[t]
                         kernel, prepared = fused, None
-                        op_inputs = (*inputs_j, z)
+                        op_inputs = both
                         release = tuple(i for i in (*release_j, *release) if i != t)
                         break
                 producer[known] = len(program)

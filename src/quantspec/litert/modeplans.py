@@ -9,8 +9,9 @@ compare both with LiteRT):
 
 - **CONV_2D, FULLY_CONNECTED** (int8): the exact float32 GEMM of :mod:`.plans` (im2col, chunks of the
   depth) and its epilogue with the optimized kernels' half-up final rounding (``HALFUP32``) or
-  XNNPACK's float32 requantization (``FP32``); a small FULLY_CONNECTED in one numba pass
-  (:func:`~quantspec.litert._jitted_plans.fc8q`).
+  XNNPACK's float32 requantization (``FP32``); a GEMM of at most :data:`ROWS_GEMM` rows (a 1x1
+  convolution of a small image, a FULLY_CONNECTED) in one numba pass over the int8 weights
+  (:func:`~quantspec.litert._jitted_plans.gemm_rows`).
 - **DEPTHWISE_CONV_2D** (int8): one numba pass, accumulation and requantization
   (:func:`~quantspec.litert._jitted_modes.depthwise_mode`): the optimized kernel's blocks of 8
   channels half-up and its remaining channels as the reference, or XNNPACK's float32 rounding.
@@ -38,7 +39,7 @@ import numpy as np
 from .._fastpath import jit
 from .plans.base import Plan, Requant, Scratch, bind, exact_chunks, own
 
-__all__ = ["make", "ModeDepthwisePlan", "LanePairPlan", "SmallModeFullyConnectedPlan", "SpatialMeanPlan",
+__all__ = ["make", "self_pair", "ROWS_GEMM", "RowsGemmPlan", "ModeDepthwisePlan", "LanePairPlan", "SpatialMeanPlan",
            "ReduceFp32Plan"]
 
 _INT8 = np.dtype(np.int8)
@@ -68,45 +69,62 @@ def _conv(kernel, q, base, ins, outs, kind, scale=None, lo=None, hi=None):
     if plan is None:
         return None
     o = base.output_shape[3]
-    plan.requant = _requant(kind, o, plan.requant.corr, base.output_zero_point,
-                            base.act_min if lo is None else lo, base.act_max if hi is None else hi,
-                            multiplier=base.multiplier, shift=base.shift, scale=scale)
+    requant = _requant(kind, o, plan.requant.corr, base.output_zero_point,
+                       base.act_min if lo is None else lo, base.act_max if hi is None else hi,
+                       multiplier=base.multiplier, shift=base.shift, scale=scale)
+    if plan.direct and plan.rows <= ROWS_GEMM:
+        w8 = _int8_weights(plan.weights)
+        if w8 is not None:
+            return RowsGemmPlan(kernel, q, w8, requant, plan.rows, base.output_shape)
+    plan.requant = requant
     plan.prepared = q
     return plan
 
 
-class SmallModeFullyConnectedPlan(Plan):
-    """A small int8 FULLY_CONNECTED in one numba pass with the mode's requantization."""
+#: a GEMM of at most this many rows (a 1x1 convolution of a 2x2 image, a FULLY_CONNECTED of a few
+#: rows) runs as one numba pass of int32 dot products over the int8 weights (:class:`RowsGemmPlan`):
+#: the float32 GEMM of so few rows reads four bytes per weight and is bound by that (measured: about
+#: twice as fast at 4 rows, slower from 16)
+ROWS_GEMM = 4
 
-    __slots__ = ("w", "corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "size", "shape", "scratch")
 
-    def __init__(self, kernel, q, p, corr, requant):
+class RowsGemmPlan(Plan):
+    """An int8 GEMM of few rows and its requantization in one numba pass over int8 weights
+    (:func:`~quantspec.litert._jitted_plans.gemm_rows`)."""
+
+    __slots__ = ("w", "corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "size", "shape")
+
+    def __init__(self, kernel, q, w8, requant, rows, shape):
         super().__init__(kernel, q)
-        self.w = own(p.weights, np.float32).reshape(-1)
-        self.scratch = Scratch([((p.units,), np.float32)])
+        self.w = w8
         self.corr = requant.corr
         self.mult, self.shift, self.eff, self.kind = requant.mult, requant.shift, requant.eff, requant.kind
         self.zo, self.lo, self.hi = requant.zo, requant.lo, requant.hi
-        self.size = p.rows * p.units
-        self.shape = tuple(p.output_shape)
+        self.size = rows * requant.corr.size
+        self.shape = tuple(shape)
 
     def compute(self, unused, arrays):
         out = np.empty(self.size, np.int8)
-        bufs, owned = self.scratch.take()
-        try:
-            args = (arrays[0].reshape(-1), self.w, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo,
-                    self.lo, self.hi, bufs[0], out)
-            entry = self.entry
-            if entry is None:
-                entry = self.entry = bind("fc8q", args)
-            entry(*args)
-        finally:
-            self.scratch.give(owned)
+        args = (arrays[0].reshape(-1), self.w, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo,
+                self.lo, self.hi, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = bind("gemm_rows", args)
+        entry(*args)
         return [out.reshape(self.shape)]
 
 
+def _int8_weights(w) -> np.ndarray | None:
+    """The float32 (depth, units) matrix of integer weights as int8, transposed (flat units x depth);
+    None where one does not fit."""
+    w8 = np.asarray(w).astype(np.int8)
+    if not np.array_equal(w8.astype(np.float32), w):
+        return None
+    return own(w8.T).reshape(-1)
+
+
 def _fully_connected(kernel, q, p, ins, outs, kind, multiplier=None, shift=None, scale=None, lo=None, hi=None):
-    from .plans.fully_connected import SMALL_FC, FullyConnectedPlan
+    from .plans.fully_connected import FullyConnectedPlan
 
     if p.wide or not _int8(ins[0], outs[0]):
         return None
@@ -121,8 +139,10 @@ def _fully_connected(kernel, q, p, ins, outs, kind, multiplier=None, shift=None,
     corr = bias - np.int64(p.input_zero_point) * p.weight_sums
     requant = _requant(kind, p.units, corr, p.output_zero_point, p.act_min if lo is None else lo,
                        p.act_max if hi is None else hi, multiplier=multiplier, shift=shift, scale=scale)
-    if len(chunks) == 1 and p.rows * p.depth * p.units <= SMALL_FC:
-        return SmallModeFullyConnectedPlan(kernel, q, p, corr, requant)
+    if p.rows <= ROWS_GEMM:
+        w8 = _int8_weights(p.weights)
+        if w8 is not None:
+            return RowsGemmPlan(kernel, q, w8, requant, p.rows, p.output_shape)
     plan = FullyConnectedPlan(kernel, p, chunks, requant, False)
     plan.prepared = q
     return plan
@@ -444,3 +464,26 @@ def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
     except QuantSpecError:
         return None
     return None
+
+
+def self_pair(first: Plan, second: Plan, tpos: int) -> Plan | None:
+    """One unary table for the pair table ``second`` whose input ``tpos`` is the output of the unary
+    table ``first`` and whose other input is ``first``'s own input (``x * LOGISTIC(x)``, a swish; in
+    any kernel mode): entry ``x`` is ``second``'s entry for the pair ``(x, first[x])`` (or
+    ``(first[x], x)``), the same bytes by construction.  None where they do not compose (a table with
+    invalid codes, a lane-dependent pair plan, a broadcast)."""
+    from .plans.elementwise import PairTablePlan
+    from .plans.folding import byte_table
+    from .plans.unary import UnaryTablePlan
+
+    if not byte_table(first) or first.table.dtype != _INT8 or type(second) is not PairTablePlan \
+            or second.dims is None or second.table.dtype != _INT8:
+        return None
+    if not np.array_equal(second.xs, second.ys):      # the two inputs walked alike: no broadcast
+        return None
+    x = np.arange(256, dtype=np.int64)                  # the codes' unsigned view
+    t = first.table.view(np.uint8).astype(np.int64)
+    index = (x << 8) | t if tpos == 1 else (t << 8) | x
+    table = np.ascontiguousarray(second.table[index])
+    table.setflags(write=False)
+    return UnaryTablePlan(second.kernel, second.prepared, table, np.uint8, None)

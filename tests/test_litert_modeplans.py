@@ -1,0 +1,182 @@
+"""The run plans of the optimized and XNNPACK kernel modes (``quantspec.litert.modeplans``) equal
+the mode kernels they replace, byte for byte, and the whole models they run equal LiteRT.
+
+- every mode plan of a model, on the tensors a run fed its operator and on random codes of the full
+  range (requantization ties, saturation), against its kernel's numpy ``compute``;
+- the models, run on the fast path (plans, folded tables, regions), against LiteRT's matching
+  configuration on random inputs;
+- ``self_pair`` (``x`` and a table of ``x``: a swish) against the two tables one after the other.
+
+``QUANTSPEC_MODEPLANS_ARCHS``: the zoo architectures (``benchmarks/litert_zoo.py``; default
+``mobilenet_v3_small,transformer``; ``efficientnet_b0`` adds LOGISTIC and the swish);
+``QUANTSPEC_MODEPLANS_INPUTS``: random inputs per model (default 3).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from refs import require, require_fast
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import litert_zoo  # noqa: E402
+
+SEED = int(os.environ.get("QUANTSPEC_TEST_SEED", "0"))
+ARCHS = tuple(a for a in os.environ.get("QUANTSPEC_MODEPLANS_ARCHS", "mobilenet_v3_small,transformer").split(",")
+              if a)
+INPUTS = int(os.environ.get("QUANTSPEC_MODEPLANS_INPUTS", "3"))
+MODES = ("optimized", "xnnpack")
+RESOLVER = {"optimized": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "xnnpack": "AUTO"}
+BUNDLED = ("bench_cnn", "cnn", "mixed", "mlp_softmax")
+
+
+def _model(name: str) -> bytes:
+    if name in BUNDLED:
+        import quantspec
+
+        return (Path(quantspec.__file__).parent / "data" / f"{name}.tflite").read_bytes()
+    try:
+        return litert_zoo.build(name, "int8").read_bytes()
+    except ImportError:
+        require("tensorflow")
+        raise
+
+
+def _inputs(interp, rng):
+    out = []
+    for t in interp.inputs:
+        dtype = np.dtype(t.dtype.dtype)
+        if dtype == np.float32:
+            out.append(rng.uniform(-1, 1, t.shape).astype(np.float32))
+        elif dtype == np.int32:                              # the zoo transformer's token ids
+            out.append(rng.integers(0, litert_zoo.VOCAB, t.shape).astype(np.int32))
+        else:
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max + 1, t.shape).astype(dtype))
+    return out
+
+
+def _mode_plans(interp):
+    """(operator, plan, kernel, prepared record) of every operator a mode kernel's plan runs."""
+    from quantspec.litert.kernels.base import REGISTRY
+
+    g = interp._main
+    g.plan_steps()
+    out = []
+    for step, planned in zip(g.steps, g.planned):
+        k, op, kernel, prepared = step[:4]
+        plan = planned[2]
+        if kernel is not REGISTRY.get(op.name) and plan is not kernel:
+            out.append((op, plan, kernel, prepared))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", BUNDLED + ARCHS)
+def test_plans_equal_kernels(name, mode):
+    require_fast()
+    from quantspec._fastpath import jit
+    from quantspec.litert import Interpreter
+
+    model = _model(name)
+    interp = Interpreter(model, kernels=mode, preserve_all_tensors=True)
+    rng = np.random.default_rng(SEED)
+    interp.run(_inputs(interp, rng))
+    plans = _mode_plans(interp)
+    sg = interp.subgraph
+    compared = 0
+    for op, plan, kernel, prepared in plans:
+        recorded = [None if i < 0 else interp.get_tensor(i) for i in op.inputs]
+        random = [x if x is None or sg.tensors[i].data is not None or x.dtype not in (np.int8, np.int16) else
+                  rng.integers(np.iinfo(x.dtype).min, np.iinfo(x.dtype).max + 1, x.shape).astype(x.dtype)
+                  for i, x in zip(op.inputs, recorded)]
+        for arrays in (recorded, random):
+            ours = plan.compute(None, arrays)
+            with jit.reference_only():
+                theirs = kernel.compute(prepared, arrays)
+            assert len(ours) == len(theirs)
+            for a, b in zip(ours, theirs):
+                a, b = np.asarray(a), np.asarray(b)
+                assert a.dtype == b.dtype and a.shape == b.shape, (op.index, op.name, type(plan).__name__)
+                assert a.tobytes() == b.tobytes(), (op.index, op.name, type(plan).__name__,
+                                                    int(np.count_nonzero(a != b)))
+            compared += 1
+    assert compared > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", BUNDLED + ARCHS)
+def test_models_equal_litert(name, mode):
+    require_fast()
+    interp_mod = require("ai_edge_litert.interpreter")
+    from quantspec.litert import Interpreter
+
+    model = _model(name)
+    ours = Interpreter(model, kernels=mode)
+    theirs = interp_mod.Interpreter(model_content=model,
+                                    experimental_op_resolver_type=getattr(interp_mod.OpResolverType, RESOLVER[mode]))
+    theirs.allocate_tensors()
+    ins = [d["index"] for d in theirs.get_input_details()]
+    outs = [d["index"] for d in theirs.get_output_details()]
+    rng = np.random.default_rng(SEED + 1)
+    for _ in range(INPUTS):
+        x = _inputs(ours, rng)
+        y = ours.run(x)
+        for i, v in zip(ins, x):
+            theirs.set_tensor(i, v)
+        theirs.invoke()
+        for a, j in zip(y, outs):
+            b = theirs.get_tensor(j)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert ours._main.program is not None            # the fast program ran
+
+
+def test_modes_plan_their_heavy_operators():
+    """On a model of convolutions, depthwise convolutions, squeeze-excitation MUL and MEAN, no mode
+    leaves its GEMMs, depthwise convolutions or element-wise tables to the numpy kernels."""
+    require_fast()
+    from quantspec.litert import Interpreter
+
+    model = _model(ARCHS[0]) if ARCHS and ARCHS[0] != "transformer" else _model("bench_cnn")
+    for mode in MODES:
+        interp = Interpreter(model, kernels=mode)
+        interp.run(_inputs(interp, np.random.default_rng(SEED)))
+        g = interp._main
+        for step, planned in zip(g.steps, g.planned):
+            k, op = step[:2]
+            if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL") and g.engines[k] != \
+                    "reference":
+                assert planned[2] is not step[2], (mode, op.index, op.name)
+
+
+@pytest.mark.parametrize("tpos", (0, 1))
+def test_self_pair(tpos):
+    require_fast()
+    from quantspec.litert.modeplans import self_pair
+    from quantspec.litert.plans import PairTablePlan, UnaryTablePlan
+    from quantspec.litert.plans.elementwise import _broadcast_walk
+
+    rng = np.random.default_rng(SEED + tpos)
+    shape = (1, 5, 7, 3)
+    unary = rng.integers(-128, 128, 256).astype(np.int8)
+    pair = rng.integers(-128, 128, 1 << 16).astype(np.int8)
+    first = UnaryTablePlan(None, None, unary, np.uint8, None)
+    second = PairTablePlan(None, None, pair, _broadcast_walk(shape, shape, shape), shape)
+    fused = self_pair(first, second, tpos)
+    x = np.concatenate([np.arange(-128, 128), rng.integers(-128, 128, 256 * 3 - 256)]).astype(np.int8)
+    shape = (1, 16, 16, 3)
+    x = rng.permutation(x).reshape(shape)
+    second = PairTablePlan(None, None, pair, _broadcast_walk(shape, shape, shape), shape)
+    fused = self_pair(first, second, tpos)
+    (t,) = first.compute(None, [x])
+    expected = second.compute(None, [x, t] if tpos == 1 else [t, x])[0]
+    (ours,) = fused.compute(None, [x])
+    assert ours.tobytes() == expected.tobytes()
+    # a broadcast pair (inputs of two shapes) does not fold
+    wide = PairTablePlan(None, None, pair, _broadcast_walk((1, 1, 1, 3), shape, shape), shape)
+    assert self_pair(first, wide, tpos) is None
