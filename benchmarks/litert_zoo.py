@@ -23,14 +23,15 @@ Architectures (:data:`ARCHS`):
   ``MultiHeadAttention``, ``LayerNormalization``, ``Dense``, ``GlobalAveragePooling1D``); the
   converter surrounds the integer layers with int32 / bool shape arithmetic on the run-time batch
   size (SHAPE, STRIDED_SLICE, PACK, REDUCE_PROD, SELECT_V2, ...);
-- ``lstm``, ``gru``: Keras ``LSTM`` / ``GRU`` layers with ``unroll=True`` (a fixed number of time
-  steps), then a dense softmax classifier: the converter makes plain integer operators of each step
-  (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, UNPACK, ...);
-- ``lstm_loop``: the same LSTM without ``unroll`` (a loop over the time steps).  TensorFlow 2.21's
-  converter (Keras 3) turns the loop into a WHILE with float32 subgraphs; in full-integer
-  quantization (int8 and int16x8 alike) its calibration step crashes the converting process
-  (SIGSEGV), so :func:`build` runs that conversion in a child process and raises
-  :class:`Unsupported` saying so.  (GRU and SimpleRNN loops crash the same way.)
+- ``lstm``, ``gru``, ``simple_rnn``: Keras ``LSTM`` / ``GRU`` / ``SimpleRNN`` layers with
+  ``unroll=True`` (a fixed number of time steps), then a dense softmax classifier: the converter
+  makes plain integer operators of each step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD,
+  UNPACK, ...);
+- ``lstm_loop``, ``gru_loop``, ``simple_rnn_loop``: the same layers without ``unroll`` (a loop over
+  the time steps).  TensorFlow 2.21's converter (Keras 3) turns the loop into a WHILE with float32
+  subgraphs; in full-integer quantization (int8 and int16x8 alike) its calibration step crashes the
+  converting process (SIGSEGV), so :func:`build` runs those conversions in a child process and
+  raises :class:`Unsupported` saying so.
 
 Quantization modes:
 
@@ -70,7 +71,8 @@ VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
 VERSIONS = {"efficientnet_b0": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
-         "densenet121", "transformer", "text_transformer", "lstm", "gru", "lstm_loop")
+         "densenet121", "transformer", "text_transformer", "lstm", "gru", "simple_rnn", "lstm_loop", "gru_loop",
+         "simple_rnn_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64
@@ -123,7 +125,7 @@ def input_size(arch: str) -> tuple[int, ...]:
     return (1, image_size(arch), image_size(arch), 3)
 
 
-_RNNS = ("lstm", "gru", "lstm_loop")
+_RNNS = ("lstm", "gru", "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
 
 
 def _check(arch: str, quant: str) -> None:
@@ -279,7 +281,7 @@ def _converter(tf, fn, samples, quant: str, integer_io: bool):
 def _convert(arch: str, quant: str) -> bytes:
     tf = _tf()
     tf.keras.utils.set_random_seed(SEED)
-    if arch == "lstm_loop":
+    if arch.endswith("_loop"):
         return _convert_in_child(arch, quant)
     if arch == "transformer":
         fn, samples = _transformer()
@@ -318,6 +320,8 @@ def _convert_in_child(arch: str, quant: str) -> bytes:
                            capture_output=True, text=True)
         if r.returncode < 0:
             name = signal.Signals(-r.returncode).name
+            if -r.returncode in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):    # killed, not crashed
+                raise RuntimeError(f"{arch} {quant}: the converting process was killed ({name})")
             raise Unsupported(f"{arch} {quant}: the converter crashes ({name}) while calibrating the model "
                               "(the process dies)")
         if r.returncode != 0:
@@ -366,15 +370,17 @@ def _text_transformer():
 
 
 def _rnn(arch: str):
-    """An LSTM or GRU layer over ``STEPS`` time steps (unrolled, except ``lstm_loop``), then a
+    """An LSTM, GRU or SimpleRNN layer over ``STEPS`` time steps (unrolled, except the ``*_loop``
+    archs), then a
     dense softmax classifier."""
     import numpy as np
 
     tf = _tf()
     layers = tf.keras.layers
-    cell = layers.GRU if arch == "gru" else layers.LSTM
+    kind = arch.removesuffix("_loop")
+    cell = {"lstm": layers.LSTM, "gru": layers.GRU, "simple_rnn": layers.SimpleRNN}[kind]
     inp = tf.keras.Input((STEPS, FEATURES), batch_size=1, name="sequence")
-    x = cell(UNITS, unroll=arch != "lstm_loop")(inp)
+    x = cell(UNITS, unroll=not arch.endswith("_loop"))(inp)
     out = layers.Dense(RNN_CLASSES, activation="softmax")(x)
     model = tf.keras.Model(inp, out)
     spec = tf.TensorSpec((1, STEPS, FEATURES), tf.float32, name="sequence")

@@ -20,14 +20,15 @@ where XNNPACK's arithmetic does), so they are compared like the others; a tensor
 Models and quantizations (``QUANTSPEC_ZOO_ARCHS`` / ``QUANTSPEC_ZOO_QUANTS``): MobileNetV2,
 MobileNetV3Small, EfficientNetB0 (32x32), a transformer encoder written with TensorFlow ops, a Keras
 text transformer with a dynamic batch dimension (run at batch 1 and batch 3: LiteRT resizes the
-input, quantspec runs the larger batch), and unrolled Keras LSTM and GRU layers; int8 and int16x8.
+input, quantspec runs the larger batch), and unrolled Keras LSTM, GRU and SimpleRNN layers; int8 and
+int16x8.
 
 What the converter or LiteRT cannot do is asserted too:
 
 - the converter refuses MobileNetV3 in int16x8 (no 16x8 HARD_SWISH) and the dynamic-batch text
   transformer in int16x8 (its calibration records no range for the token input); converting a Keras
-  LSTM that is not unrolled (a WHILE loop) in full-integer quantization crashes the converting
-  process (SIGSEGV) in int8 and int16x8 alike;
+  LSTM, GRU or SimpleRNN that is not unrolled (a WHILE loop) in full-integer quantization crashes
+  the converting process (SIGSEGV) in int8 and int16x8 alike;
 - the int16x8 transformer encoder converts, but LiteRT has no int16 SQUARED_DIFFERENCE kernel: every
   resolver fails at invoke, and quantspec's interpreter refuses the model in every mode with the same
   rule (``no-int16-kernel``), which ``check_model`` reports.
@@ -56,7 +57,8 @@ from refs import require
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import litert_zoo  # noqa: E402
 
-DEFAULT = "mobilenet_v2,mobilenet_v3_small,efficientnet_b0,transformer,text_transformer,lstm,gru,lstm_loop"
+DEFAULT = ("mobilenet_v2,mobilenet_v3_small,efficientnet_b0,transformer,text_transformer,lstm,gru,simple_rnn,"
+           "lstm_loop,gru_loop,simple_rnn_loop")
 _ARCHS = os.environ.get("QUANTSPEC_ZOO_ARCHS", DEFAULT)
 ARCHS = litert_zoo.ARCHS if _ARCHS == "all" else tuple(a for a in _ARCHS.split(",") if a)
 QUANTS = tuple(q for q in os.environ.get("QUANTSPEC_ZOO_QUANTS", "int8,int16x8").split(",") if q)
@@ -66,7 +68,8 @@ SEED = int(os.environ.get("QUANTSPEC_TEST_SEED", "0"))
 #: what the converter cannot make, and how it says so
 UNSUPPORTED = {("mobilenet_v3_small", "int16x8"): "16x8", ("mobilenet_v3_large", "int16x8"): "16x8",
                ("text_transformer", "int16x8"): "Max and min for dynamic tensors",
-               ("lstm_loop", "int8"): "crashes \\(SIGSEGV\\)", ("lstm_loop", "int16x8"): "crashes \\(SIGSEGV\\)"}
+               **{(f"{rnn}_loop", q): "crashes \\(SIGSEGV\\)" for rnn in ("lstm", "gru", "simple_rnn")
+                  for q in ("int8", "int16x8")}}
 #: models no LiteRT resolver can run, and the rule quantspec (and check_model) reports for them
 LITERT_FAILS = {("transformer", "int16x8"): "no-int16-kernel"}
 #: the batch sizes the dynamic-batch model runs at
@@ -211,9 +214,10 @@ def test_the_zoo_has_the_operators_it_is_meant_to_cover():
             set(litert_zoo.op_names(path))
         t = load_model(path).main.tensors[load_model(path).main.inputs[0]]
         assert t.shape_signature is not None and t.shape_signature[0] == -1
-    for arch in ("lstm", "gru"):
+    for arch in ("lstm", "gru", "simple_rnn"):
         for quant in QUANTS:
             if arch in ARCHS:
                 ops = set(litert_zoo.op_names(_model(arch, quant)))
-                assert {"FULLY_CONNECTED", "LOGISTIC", "TANH", "MUL", "UNPACK"} <= ops, ops
+                gates = {"LOGISTIC", "MUL"} if arch != "simple_rnn" else set()
+                assert {"FULLY_CONNECTED", "TANH", "ADD", "UNPACK"} | gates <= ops, ops
                 assert not ops & {"WHILE", "UNIDIRECTIONAL_SEQUENCE_LSTM", "DEQUANTIZE", "QUANTIZE"}, ops
