@@ -373,3 +373,25 @@ def test_zoo_common(tmp_path, fmt, per_channel, act, extra):
                                    {"DedicatedQDQPair": True}], ids=["plain", "act_sym", "force", "dedicated"])
 def test_zoo_qdq(tmp_path, per_channel, extra):
     _check(M.zoo_qdq(), M.zoo_data(), tmp_path, "qdq", per_channel=per_channel, extra=extra)
+
+
+def test_float16_model_is_refused(tmp_path):
+    from onnx import TensorProto, numpy_helper
+
+    from quantspec.errors import UnsupportedError
+    from quantspec.onnxmodels.static import quantize_with_ranges
+
+    m = copy.deepcopy(CNN)
+    for t in m.graph.initializer:
+        if t.data_type == TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    for vi in list(m.graph.input) + list(m.graph.output):
+        vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    with pytest.raises(UnsupportedError, match="float16"):
+        quantize_with_ranges(m, {})
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_subgraph_reads_are_kept(tmp_path, fmt):
+    data = {"x": np.random.default_rng(2).standard_normal((3, 1, 2, 2, 2)).astype(np.float32)}
+    _check(M.with_subgraph(), data, tmp_path, fmt)

@@ -313,3 +313,24 @@ def zoo_qdq(seed: int = 0) -> onnx.ModelProto:
 def zoo_data(seed: int = 1, n: int = 3) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {"x": rng.standard_normal((n, 1, 2, 4, 4)).astype(np.float32)}
+
+
+def with_subgraph(seed: int = 0) -> onnx.ModelProto:
+    """A Conv, then an If whose branches read an outer weight and the Conv's output (subgraphs are not
+    quantized, and what they read stays)."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    w = _init("w", (rng.standard_normal((2, 2, 1, 1)) * 0.5).astype(f32))
+    scale = _init("s", (rng.standard_normal((1, 2, 1, 1))).astype(f32))
+    then_g = helper.make_graph([helper.make_node("Mul", ["c", "s"], ["t"], "then_mul")], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 2, 2, 2])])
+    else_g = helper.make_graph([helper.make_node("Conv", ["c", "w"], ["e"], "else_conv")], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 2, 2, 2])])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], "conv"),
+             helper.make_node("ReduceSum", ["c"], ["r"], "sum", keepdims=0),
+             helper.make_node("Greater", ["r", "zero"], ["cond"], "gt"),
+             helper.make_node("If", ["cond"], ["y"], "if", then_branch=then_g, else_branch=else_g)]
+    inits = [w, scale, _init("zero", np.array(0.0, f32))]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2, 2])
+    return _model(nodes, [x], [y], inits)

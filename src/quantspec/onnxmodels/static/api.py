@@ -99,6 +99,12 @@ def prepare_model(model_input: Any):
 def _check_model(graph: Graph) -> None:
     if graph.opset is None:
         raise ModelError("model_input", "must import the default ONNX domain exactly once", None)
+    halves = [t.name for t in graph.graph.initializer if t.data_type == 10]
+    halves += [n for n, vi in graph.value_infos.items()
+               if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type == 10]
+    if halves:
+        raise UnsupportedError("model_input", "float16 tensors are not reproduced (onnxruntime's quantized "
+                               "float16 models do not load at these opsets)", sorted(halves)[:4])
     if graph.opset < 10:
         raise UnsupportedError("model_input", "opset below 10 (onnxruntime converts it to opset 11 first, which is "
                                "not reproduced)", graph.opset)

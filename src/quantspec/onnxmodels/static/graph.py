@@ -115,9 +115,9 @@ class Graph:
         return best
 
     def clean_initializers(self) -> None:
-        """Drop the initializers no node reads (nor a graph output), and their graph inputs."""
-        wanted = {i for n in self.graph.node for i in n.input if i}
-        wanted |= {o.name for o in self.graph.output}
+        """Drop the initializers no node reads (nor a graph output, nor a node of a subgraph), and their
+        graph inputs."""
+        wanted = _read_names(self.graph)
         for init in [t for t in self.graph.initializer if t.name not in wanted]:
             self.remove_initializer(init.name)
 
@@ -152,6 +152,19 @@ class Graph:
                 visit(k)
         self.graph.ClearField("node")
         self.graph.node.extend(nodes[k] for k in order)
+
+
+def _read_names(graph) -> set[str]:
+    """The names the nodes of ``graph`` and of its subgraphs read, and its outputs."""
+    names = {i for n in graph.node for i in n.input if i} | {o.name for o in graph.output}
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                names |= _read_names(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    names |= _read_names(g)
+    return names
 
 
 def scale_zp_initializers(base: str, zero_point: np.ndarray, scale: np.ndarray, zp_type: int,
