@@ -39,7 +39,7 @@ from numba import njit
 from ..dtypes import qtype
 from ..onnx.fast import float_format
 
-from .._fastpath.nbprim import (widen_row, cvtt_int32, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
+from .._fastpath.nbprim import (widen_row, f32_bits, f32_from_bits, inline, kernel, narrow_code, round_bf16, round_f16,
                             amax_bits32, minmax_keys16, minmax_keys32, prefetch, round_half_away, uadd, uand, uor, ushl, ushr, usub, uxor)
 
 __all__ = ["minmax", "channel", "tensor", "nbits", "mx", "CH_ORT_SYM", "CH_ORT_ASYM", "CH_LITERT", "CH_FP8",

@@ -382,7 +382,6 @@ def _preset_outputs(t: SourceTensor, p) -> tuple[list[OutTensor], int]:
 def _preset_place(e, p, r0: int, r1: int, arrays: dict[str, np.ndarray]) -> list[tuple[str, int, np.ndarray]]:
     """(role, offset in the file, bytes) of each of a preset's outputs for rows ``[r0, r1)``: ``arrays``
     holds the slab's stored tensors by role (:func:`quantspec.checkpoint.presets.encode_weight`)."""
-    rows = e.source.shape[0]
     a = p.weights
     out = []
     for o in e.outputs:

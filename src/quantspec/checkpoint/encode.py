@@ -27,7 +27,7 @@ import numpy as np
 from .._fastpath import jit
 from .._semantics.packing import pack_codes, packed_size
 from ..dtypes import qtype
-from ..errors import RangeError, TensorFileError
+from ..errors import RangeError
 from . import digest as _digest
 from . import reference, sources
 from .layout import Entry

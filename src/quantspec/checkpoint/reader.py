@@ -17,7 +17,6 @@ header whose offsets do not fit, sizes that do not fit the shapes — is a
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from pathlib import Path

@@ -282,7 +282,7 @@ def _rewrite(proto: Any, done: dict[str, tuple[Candidate, Scheme, Quantized]], i
     onnx = onnx_module()
     from onnx import helper
 
-    from .io import tensor_size, without_initializers
+    from .io import without_initializers
 
     tensors, node_names = _all_names(proto.graph)
     fresh, fresh_node = _Names(tensors), _Names(node_names)
@@ -346,7 +346,7 @@ def _rewrite_nbits(proto: Any, done: dict[str, tuple[Candidate, Scheme, nbits.NB
     onnx = onnx_module()
     from onnx import helper
 
-    from .io import tensor_size, without_initializers
+    from .io import without_initializers
 
     tensors, node_names = _all_names(proto.graph)
     fresh, fresh_node = _Names(tensors), _Names(node_names)
@@ -435,7 +435,7 @@ def convert_model(src: Any, dst: str | os.PathLike, scheme: str | None = None, *
     if target > opset:
         why = max(used, key=required_opset)
         proto = _upgrade(proto, opset, target, f"scheme {why} (its DequantizeLinear types and attributes)")
-    onnx = onnx_module()
+    onnx_module()
     from onnx import helper
 
     done: dict[str, tuple[Candidate, Scheme, Quantized]] = {}

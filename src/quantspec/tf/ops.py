@@ -240,7 +240,7 @@ class DequantizeOp(QuantizerRecord):
         return float(out[0]), float(out[1])
 
     def grid(self) -> tuple[float, float]:
-        T, p = self._T, self._plan
+        p = self._plan
         if self.mode == "MIN_COMBINED":
             scale = float(p.scale[0])
             return scale, -float(p.half) - float(p.bias[0]) / scale
