@@ -11,7 +11,8 @@ xnnpack       ``AUTO`` (the XNNPACK delegate, then the    every output and every
               optimized kernels)                          LiteRT exposes (see below)
 ============  ==========================================  ==========================================
 
-LiteRT runs with ``experimental_preserve_all_tensors``.  With the XNNPACK delegate the tensors inside
+The outputs are compared with LiteRT as it runs by default and with
+``experimental_preserve_all_tensors``, which exposes the intermediates.  With the XNNPACK delegate the tensors inside
 a delegated partition are computed by XNNPACK in its own buffers; ai-edge-litert 2.3.0 still writes
 them back (each delegated operator's output is readable, and differs from the optimized kernels'
 where XNNPACK's arithmetic does), so they are compared like the others; a tensor LiteRT cannot read
@@ -100,9 +101,9 @@ def _random_inputs(model, batch: int, rng) -> list[np.ndarray]:
     return out
 
 
-def _litert(data: bytes, mode: str, feeds):
+def _litert(data: bytes, mode: str, feeds, preserve: bool = True):
     ip = require("ai_edge_litert.interpreter")
-    it = ip.Interpreter(model_content=data, experimental_preserve_all_tensors=True,
+    it = ip.Interpreter(model_content=data, experimental_preserve_all_tensors=preserve,
                         experimental_op_resolver_type=getattr(ip.OpResolverType, RESOLVER[mode]))
     for d, x in zip(it.get_input_details(), feeds):
         if tuple(d["shape"]) != x.shape:
@@ -133,15 +134,17 @@ def test_zoo_model_is_byte_identical_to_litert(arch, quant, batch, mode):
     compared = 0
     for k in range(INPUTS):
         feeds = _random_inputs(model, batch, rng)
-        ref = _litert(data, mode, feeds)
-        for d, x in zip(ref.get_input_details(), feeds):
-            ref.set_tensor(d["index"], x)
-        ref.invoke()
         outputs = ours.run(feeds)
-        for j, (d, y) in enumerate(zip(ref.get_output_details(), outputs)):
-            want = ref.get_tensor(d["index"])
-            assert y.dtype == want.dtype and y.shape == want.shape, (y.dtype, want.dtype, y.shape, want.shape)
-            assert y.tobytes() == want.tobytes(), f"{arch} {quant} batch {batch} ({mode}) input {k}: output {j} differs"
+        for preserve in (False, True):      # the outputs of the resolver as it runs by default, and with
+            ref = _litert(data, mode, feeds, preserve)            # every tensor kept
+            for d, x in zip(ref.get_input_details(), feeds):
+                ref.set_tensor(d["index"], x)
+            ref.invoke()
+            for j, (d, y) in enumerate(zip(ref.get_output_details(), outputs)):
+                want = ref.get_tensor(d["index"])
+                assert y.dtype == want.dtype and y.shape == want.shape, (y.dtype, want.dtype, y.shape, want.shape)
+                assert y.tobytes() == want.tobytes(), \
+                    f"{arch} {quant} batch {batch} ({mode}, preserve_all_tensors={preserve}) input {k}: output {j} differs"
         for t in sg.tensors:
             if t.data is not None or t.dtype is None:
                 continue
