@@ -395,3 +395,10 @@ def test_float16_model_is_refused(tmp_path):
 def test_subgraph_reads_are_kept(tmp_path, fmt):
     data = {"x": np.random.default_rng(2).standard_normal((3, 1, 2, 2, 2)).astype(np.float32)}
     _check(M.with_subgraph(), data, tmp_path, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_shared_weights_and_biases(tmp_path, fmt, per_channel):
+    data = {"x": np.random.default_rng(3).standard_normal((3, 1, 3, 2, 2)).astype(np.float32)}
+    _check(M.shared(), data, tmp_path, fmt, per_channel=per_channel)

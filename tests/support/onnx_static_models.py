@@ -334,3 +334,26 @@ def with_subgraph(seed: int = 0) -> onnx.ModelProto:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2, 2])
     return _model(nodes, [x], [y], inits)
+
+
+def shared(seed: int = 0) -> onnx.ModelProto:
+    """Two Convs sharing one weight and one bias (onnxruntime copies the bias in QDQ, reuses it in
+    QOperator), two Gemms sharing a weight, one with alpha 0.5 and beta 2 (the bias scale takes beta),
+    one without transB nor bias."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    inits = [_init("w", (rng.standard_normal((3, 3, 3, 3)) * 0.3).astype(f32)),
+             _init("b", (rng.standard_normal(3) * 0.2).astype(f32)),
+             _init("wg", (rng.standard_normal((12, 12)) * 0.3).astype(f32)),
+             _init("bg", (rng.standard_normal(12) * 0.2).astype(f32))]
+    N = helper.make_node
+    nodes = [N("Conv", ["x", "w", "b"], ["c1"], "conv_a", pads=[1, 1, 1, 1]),
+             N("Conv", ["c1", "w", "b"], ["c2"], "conv_b", pads=[1, 1, 1, 1]),
+             N("Flatten", ["c2"], ["f"], "flatten", axis=2),                          # [1, 3, 4] -> reshape
+             N("Reshape", ["f", "shape"], ["f2"], "reshape"),
+             N("Gemm", ["f2", "wg", "bg"], ["g1"], "gemm_ab", alpha=0.5, beta=2.0, transB=1),
+             N("Gemm", ["g1", "wg"], ["y"], "gemm_plain")]
+    inits.append(_init("shape", np.array([1, 12], np.int64)))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12])
+    return _model(nodes, [x], [y], inits)
