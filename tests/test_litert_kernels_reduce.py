@@ -282,3 +282,24 @@ def test_reduce_prod_quantized_refusals():
         quantspec_run("REDUCE_PROD", [T((2, 3), "int8", 100.0, 0), axis], [T((2,), "int8", 1e-9, 0)], {},
                       [np.zeros((2, 3), np.int8)])
     assert caught.value.limit == "multiplier-shift"
+
+
+def test_reduce_prod_of_a_constant_is_computed_by_the_optimized_kernel_in_every_mode():
+    """LiteRT computes a REDUCE_PROD of constant input and axis with at most 8 outputs at prepare, with
+    the optimized kernel whatever the resolver: over a size-1 axis that is a copy, in BUILTIN_REF too."""
+    from litert_build import build_graph
+    from litert_modes import litert_run
+    from quantspec.litert import Interpreter
+
+    _prod_builder()
+    x = np.array([[-100], [3], [50], [127]], np.int8)
+    tensors = [T((4, 1), "int8", 0.1, 2, data=x), T((1,), "int32", data=np.array([1], np.int32)),
+               T((4,), "int8", 0.3, -5), T((4,), "int8", 0.3, -5), T((4,), "int8", 0.3, -5)]
+    ops = [("REDUCE_PROD", [0, 1], [2], {"keep_dims": False}),
+           ("ADD", [2, 3], [4], {"fused_activation_function": "NONE"})]     # + 0: the product, unchanged
+    model = build_graph(tensors, ops, [3], [4])
+    zero = np.full(4, -5, np.int8)
+    for mode in ("reference", "optimized", "xnnpack"):
+        want = litert_run(model, [zero], mode)[0]
+        assert want.tobytes() == x.tobytes()
+        assert Interpreter(model, kernels=mode).run([zero])[0].tobytes() == want.tobytes()
