@@ -821,42 +821,59 @@ def _delegate_view(sg: Subgraph) -> tuple[dict[int, bool], dict[int, str]]:
 
 
 def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
-    """``found`` (one subgraph's violations, with the reference verdict) with the verdict of every
-    resolver (optable.resolver_verdict), plus an ``xnnpack-runtime`` violation for each operator the
-    XNNPACK delegate takes and then fails on that no other violation explains."""
+    """``found`` (one subgraph's violations, with the op table's verdict) with the verdict of every
+    resolver (optable.resolver_verdict; the ``litert*`` fields become BUILTIN_REF's), plus an
+    ``xnnpack-runtime`` violation for each operator the XNNPACK delegate takes and then fails on that
+    no other violation explains.  A tensor rule's verdict is that of the first operator using the
+    tensor that fails on it (XNNPACK's failures come first: the delegate is applied before the
+    builtin kernels are prepared), else that of the operator it is reported at."""
     import dataclasses
 
     taken, failing = _delegate_view(sg)
-    users: dict[int, list[Operator]] = {}
+    users: dict[int, list[tuple[Operator, str]]] = {}
     for op in sg.operators:
-        for i in (*op.inputs, *op.outputs):
-            if i >= 0:
-                users.setdefault(i, []).append(op)
+        for side, ids in (("input", op.inputs), ("output", op.outputs)):
+            for i in ids:
+                if i >= 0:
+                    users.setdefault(i, []).append((op, side))
     explained: set[int] = set()
+    order = {"load": 0, "prepare": 1, "eval": 2}
     out = []
     for v in found:
-        reference = optable.Enforcement(v.litert, v.litert_stage, v.litert_check) if v.litert is not None else None
+        table = optable.Enforcement(v.litert, v.litert_stage, v.litert_check) if v.litert is not None else None
         t = sg.tensors[v.tensor_index] if v.tensor_index is not None and v.tensor_index < len(sg.tensors) else None
         per_axis = None if t is None or t.params is None else bool(t.params.per_axis)
-        verdicts = [("reference", Verdict(v.litert, v.litert_stage, v.litert_check))]
-        for r in RESOLVERS[1:]:
-            if reference is None or v.litert_stage == "load":
-                verdicts.append((r, verdicts[0][1]))   # outside the spec; or refused before any resolver runs
-                continue
-            op_name, delegated = v.op_name, bool(taken.get(v.op_index))
-            if v.rule in ("scale", "zero-point-range") and r == "xnnpack":
-                # XNNPACK refuses the tensor on every operator it takes that uses it
-                bad = [op for op in users.get(v.tensor_index, ()) if op.index in failing] if t is not None else []
-                delegated = bool(bad)
-                if bad:
-                    op_name = bad[0].name
-                    explained.update(op.index for op in bad)
-            e = optable.resolver_verdict(v.rule, op_name, r, reference, delegated=delegated, tensor_per_axis=per_axis)
-            if r == "xnnpack" and delegated and e.fails and v.op_index in failing:
-                explained.add(v.op_index)
+        if table is None or v.litert_stage == "load":
+            out.append(v)                  # outside the spec, or refused before any resolver runs: one verdict
+            continue
+        own_side = v.position.split(" ")[0] if v.position.split(" ")[0] in ("input", "output") else None
+        if v.rule in ("scale", "zero-point-range") and t is not None:
+            places = [(op, side) for op, side in users.get(t.index, ())]
+        else:
+            places = []
+        own = sg.operators[v.op_index] if v.op_index is not None and v.op_index < len(sg.operators) else None
+        verdicts = []
+        for r in RESOLVERS:
+            def at(op: Operator | None, side: str | None, r=r):
+                name = v.op_name if op is None else op.name
+                index = v.op_index if op is None else op.index
+                if v.rule in ("scale", "zero-point-range"):
+                    delegated = index in failing          # XNNPACK refuses the tensor at an operator it takes
+                else:
+                    delegated = bool(taken.get(index))
+                e = optable.resolver_verdict(v.rule, name, r, table, delegated=delegated, tensor_per_axis=per_axis,
+                                             side=side, found=v.found)
+                return e, (r == "xnnpack" and delegated and e.fails), index
+
+            mine = at(own, own_side)
+            failures = [c for c in (mine, *(at(op, side) for op, side in places)) if c[0].fails]
+            e = min(failures, key=lambda c: (order.get(c[0].stage, 1), not c[1], c[2] or 0))[0] if failures else mine[0]
+            explained.update(c[2] for c in failures if c[1])      # every XNNPACK failure this tensor explains
             verdicts.append((r, Verdict(e.action, e.stage if e.action in (REJECTS, ABORTS) else None,
                                         e.check or v.litert_check)))
-        out.append(dataclasses.replace(v, resolvers=tuple(verdicts)))
+        ref = verdicts[0][1]
+        out.append(dataclasses.replace(v, litert=ref.action, litert_stage=ref.stage, litert_check=ref.check,
+                                       resolvers=tuple(verdicts)))
     for k, why in failing.items():
         if k in explained:
             continue

@@ -920,6 +920,9 @@ RUNS = "runs"
 _XNN = "tflite/delegates/xnnpack/xnnpack_delegate.cc"
 _XNN_RUNTIME = ("the XNNPACK delegate takes the operator and then fails to create its runtime (xnn_define_* "
                 "refuses the tensor): allocate_tensors raises")
+_XNN_SAME = ("XNNPACK src/subgraph/validation.c: xnn_subgraph_check_quantization_parameter_matches, called by "
+             "xnn_define_max_pooling_2d, xnn_define_static_slice, xnn_define_static_resize_bilinear_2d, "
+             "xnn_define_space_to_depth_2d, ...")
 _XNN_ABORT = ("the XNNPACK delegate takes the QUANTIZE and then aborts the process creating its runtime (a "
               "quantization parameter XNNPACK refuses)")
 #: the operators on which an XNNPACK runtime failure (kernels.xnnpack.delegate.fails) aborts the process
@@ -943,8 +946,11 @@ class ResolverVerdict:
     enforcement: Enforcement
     delegated: bool = False
     condition: str | None = None
+    sides: tuple[str, ...] = ("input", "output")     # where the tensor is, for tensor rules
+    not_found: tuple[Any, ...] = ()                  # found values it does not hold for
 
-    def applies(self, rule: str, op: str | None, resolver: str, delegated: bool, tensor_per_axis: bool | None) -> bool:
+    def applies(self, rule: str, op: str | None, resolver: str, delegated: bool, tensor_per_axis: bool | None,
+                side: str | None = None, found: Any = None) -> bool:
         if self.rule != rule or self.resolver != resolver or (self.ops and op not in self.ops):
             return False
         if self.delegated and not delegated:
@@ -952,6 +958,10 @@ class ResolverVerdict:
         if self.condition == SEVERAL_SCALES and tensor_per_axis is not True:
             return False
         if self.condition == ONE_SCALE and tensor_per_axis is not False:
+            return False
+        if side is not None and side not in self.sides:
+            return False
+        if any(found == v for v in self.not_found if isinstance(found, (int, float))):
             return False
         return True
 
@@ -965,9 +975,21 @@ _OPT_SOFTMAX = Enforcement(RUNS, None, "the optimized kernel's Prepare builds a 
                            "fixed-point multipliers (no QuantizeMultiplierGreaterThanOne / SmallerThanOneExp CHECK)",
                            source=K + "activations.cc: SoftmaxPrepare, LogSoftmaxPrepare (kernel_type != kReference)")
 
-#: the per-resolver verdicts that differ from the reference one (measured with
-#: :data:`VERDICTS_MEASURED_WITH`, each resolver in a child process; tests/test_litert_checker_resolvers.py)
+_ADD_SUB_SCALE = Enforcement(ABORTS, "prepare", "Prepare turns the scales into multipliers with "
+                             "QuantizeMultiplierSmallerThanOneExp, whose CHECK 0 < m < 1 fails for a scale that is 0, "
+                             "negative or not finite", source=K + "add.cc, sub.cc: Prepare")
+
+#: the per-resolver verdicts that differ from the op table's (``resolver="reference"``: where
+#: BUILTIN_REF itself does more than the table's tensor rule says, for some operators) or from the
+#: reference one (measured with :data:`VERDICTS_MEASURED_WITH`, each resolver in a child process;
+#: tests/test_litert_checker_resolvers.py)
 RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
+    # the scale rule is "silent" in the table (most kernels divide by the scale), but ADD and SUB
+    # make multipliers of their scales in Prepare and CHECK them (SUB's output scale 0 passes: its
+    # multiplier is then infinite, which its check lets through)
+    ResolverVerdict("scale", ("ADD",), "reference", _ADD_SUB_SCALE),
+    ResolverVerdict("scale", ("SUB",), "reference", _ADD_SUB_SCALE, sides=("input",)),
+    ResolverVerdict("scale", ("SUB",), "reference", _ADD_SUB_SCALE, sides=("output",), not_found=(0.0,)),
     # the reference kernels' fixed-point softmax limits: the optimized kernels have none of them, and
     # the XNNPACK delegate does not take int8 SOFTMAX / LOG_SOFTMAX
     ResolverVerdict("softmax-input-multiplier", ("SOFTMAX", "LOG_SOFTMAX"), "optimized", _OPT_SOFTMAX),
@@ -986,9 +1008,11 @@ RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
     ResolverVerdict("zero-point-range", (), "xnnpack", Enforcement(REJECTS, "prepare", _XNN_RUNTIME, source=_XNN),
                     delegated=True),
     ResolverVerdict("same-scale", XNNPACK_SAME_QUANTIZATION, "xnnpack", Enforcement(
-        REJECTS, "prepare", _XNN_RUNTIME + " (input and output quantization differ)", source=_XNN), delegated=True),
+        REJECTS, "prepare", _XNN_RUNTIME + " (input and output quantization differ)", source=_XNN_SAME),
+        delegated=True),
     ResolverVerdict("same-zero-point", XNNPACK_SAME_QUANTIZATION, "xnnpack", Enforcement(
-        REJECTS, "prepare", _XNN_RUNTIME + " (input and output quantization differ)", source=_XNN), delegated=True),
+        REJECTS, "prepare", _XNN_RUNTIME + " (input and output quantization differ)", source=_XNN_SAME),
+        delegated=True),
     ResolverVerdict("bias-zero-point", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"), "xnnpack", Enforcement(
         REJECTS, "prepare", _XNN_RUNTIME + " (a per-channel int32 bias with a non-zero zero point)", source=_XNN),
         delegated=True, condition=SEVERAL_SCALES),
@@ -1002,23 +1026,29 @@ RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
 XNNPACK_RUNTIME = "xnnpack-runtime"
 
 
-def resolver_verdict(rule: str, op: str | None, resolver: str, reference: Enforcement, *, delegated: bool = False,
-                     tensor_per_axis: bool | None = None) -> Enforcement:
-    """What ``resolver`` does with a broken ``rule`` at ``op``, given the reference verdict.
+def resolver_verdict(rule: str, op: str | None, resolver: str, table: Enforcement, *, delegated: bool = False,
+                     tensor_per_axis: bool | None = None, side: str | None = None, found: Any = None) -> Enforcement:
+    """What ``resolver`` does with a broken ``rule`` at ``op``, given the op table's (or the limit's)
+    verdict ``table``; ``side`` ("input" / "output") and ``found`` say where the broken tensor is and
+    its value, for the verdicts that depend on them.
 
-    The optimized resolver shares the builtin kernels' Prepare checks, so it does what
-    ``BUILTIN_REF`` does except where :data:`RESOLVER_VERDICTS` says otherwise; the XNNPACK resolver
-    runs the optimized kernel for an operator its delegate declines (``delegated=False``) and
-    otherwise does what :data:`RESOLVER_VERDICTS` says for delegated operators, else the reference
-    verdict."""
+    BUILTIN_REF does what the table says except where :data:`RESOLVER_VERDICTS` has a
+    ``"reference"`` entry; the optimized resolver shares the builtin kernels' Prepare checks, so it
+    does what BUILTIN_REF does except where an ``"optimized"`` entry says otherwise; the XNNPACK
+    resolver runs the optimized kernel for an operator its delegate declines (``delegated=False``),
+    and for one it takes does what an ``"xnnpack"`` entry says, else what BUILTIN_REF does."""
+    def entry(name: str, default: Enforcement, taken: bool = False) -> Enforcement:
+        for v in RESOLVER_VERDICTS:
+            if v.applies(rule, op, name, taken, tensor_per_axis, side, found):
+                return v.enforcement
+        return default
+
+    reference = entry("reference", table)
     if resolver == "reference":
         return reference
-    if resolver == "xnnpack" and not delegated:
-        resolver = "optimized"
-    for v in RESOLVER_VERDICTS:
-        if v.applies(rule, op, resolver, delegated, tensor_per_axis):
-            return v.enforcement
-    return reference
+    if resolver == "optimized" or resolver == "xnnpack" and not delegated:
+        return entry("optimized", reference)
+    return entry("xnnpack", reference, True)
 
 
 def resolvers_markdown() -> str:
@@ -1036,8 +1066,11 @@ def resolvers_markdown() -> str:
             ref = cell(Enforcement(lim.action, lim.stage))
         else:
             ref = "the op table's verdict"
-        opt = cell(v.enforcement) if v.resolver == "optimized" else "as reference"
-        xnn = cell(v.enforcement) if v.resolver == "xnnpack" else "as optimized (the delegate does not take the op)"
+        if v.resolver == "reference":
+            ref, opt, xnn = cell(v.enforcement), "as reference", "as reference (unless the delegate takes the op)"
+        else:
+            opt = cell(v.enforcement) if v.resolver == "optimized" else "as reference"
+            xnn = cell(v.enforcement) if v.resolver == "xnnpack" else "as optimized (the delegate does not take the op)"
         cond = []
         if v.delegated:
             cond.append("when the XNNPACK delegate takes the operator")
