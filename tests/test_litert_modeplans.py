@@ -180,3 +180,32 @@ def test_self_pair(tpos):
     # a broadcast pair (inputs of two shapes) does not fold
     wide = PairTablePlan(None, None, pair, _broadcast_walk((1, 1, 1, 3), shape, shape), shape)
     assert self_pair(first, wide, tpos) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("size", (21, 37, 64))
+def test_quantize_tails(mode, size):
+    """QUANTIZE float32 -> int8 and int8 -> int8 on sizes whose last values fall outside the optimized
+    kernel's vector blocks (8 and 16 values): the plans against LiteRT and against the kernels."""
+    require_fast()
+    from litert_build import T, build, run_ref
+    from quantspec._fastpath import jit
+    from quantspec.litert import Interpreter
+
+    rng = np.random.default_rng(SEED + size)
+    s = 0.05
+    # float values on the grid of ties (k + 0.5) * s, NaN-free, some beyond the int8 range
+    xf = ((rng.integers(-300, 300, (1, size)) + rng.choice([0.0, 0.5], (1, size))) * s).astype(np.float32)
+    xq = rng.integers(-128, 128, (1, size)).astype(np.int8)
+    cases = [(T((1, size), "float32"), T((1, size), "int8", s, 3), xf),
+             (T((1, size), "int8", 0.3, -5), T((1, size), "int8", 0.7, 9), xq)]
+    for tin, tout, x in cases:
+        model = build(op="QUANTIZE", inputs=[tin], outputs=[tout])
+        (expected,) = run_ref(model, [x], resolver=RESOLVER[mode])
+        interp = Interpreter(model, kernels=mode)
+        (ours,) = interp.run([x])
+        assert ours.tobytes() == expected.tobytes()
+        (op, plan, kernel, prepared), = _mode_plans(interp)
+        with jit.reference_only():
+            (theirs,) = kernel.compute(prepared, [x])
+        assert plan.compute(None, [x])[0].tobytes() == theirs.tobytes()

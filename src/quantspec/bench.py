@@ -25,8 +25,9 @@ Peers, each when it is installed:
 - LiteRT's interpreter with ``BUILTIN_REF`` kernels, on the bundled int8 CNN
   (``quantspec/data/bench_cnn.tflite``, made by ``benchmarks/make_bench_cnn.py``), on a converter-made
   int8 MobileNetV2 when the checkout's ``benchmarks/litert_zoo.py`` can build it, and on any
-  ``--model`` given; and per model and kernel mode, LiteRT with the op resolver the mode reproduces
-  (:mod:`quantspec.litert._bench`).
+  ``--model`` given; and per model, kernel mode and thread setting (one thread, each side's default),
+  LiteRT with the op resolver the mode reproduces, on the bundled models and converter-made
+  EfficientNetB0, MobileNetV3Small and a small transformer (:mod:`quantspec.litert._bench`).
 
 ``--quick`` runs 256 Ki elements and 3 rounds, without the MobileNetV2 (seconds; a test runs it
 smaller still); the full run uses 64 Mi elements and 7 rounds.  Results and the machine are recorded in docs/performance.md.
@@ -461,18 +462,9 @@ def _tf_cases(n: int, rounds: int) -> list[Case]:
 def _zoo_model(arch: str) -> tuple[str | None, str]:
     """(path, "") of a converter-made model built by the checkout's ``benchmarks/litert_zoo.py``, or
     (None, why not)."""
-    script = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "litert_zoo.py")
-    if not os.path.exists(script):
-        return None, "benchmarks/litert_zoo.py, which builds it, is not in this checkout"
-    import importlib.util
+    from .litert._bench import zoo_model
 
-    try:
-        spec = importlib.util.spec_from_file_location("quantspec_bench_litert_zoo", script)
-        zoo = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(zoo)
-        return str(zoo.build(arch, quant="int8")), ""
-    except Exception as e:          # TensorFlow missing, a conversion that fails, ...
-        return None, f"benchmarks/litert_zoo.py could not build it ({type(e).__name__}: {e})"
+    return zoo_model(arch)
 
 
 def _litert_cases(rounds: int, models: list[str] | None = None, zoo: bool = True) -> list[Case]:
@@ -611,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         ok &= run_cases(_litert_cases(rounds, args.model, zoo=not args.quick), max(rounds, 10), bandwidth, lines)
         from .litert._bench import mode_cases
 
-        ok &= run_cases(mode_cases(rounds), max(rounds, 10), bandwidth, lines)
+        ok &= run_cases(mode_cases(rounds, zoo=not args.quick), max(rounds, 10), bandwidth, lines)
     for group, section in (("equiv", "quantspec.equiv.bench"), ("calibrate", "quantspec.calibrate.bench")):
         if group in groups:            # each section is its module's lines(); a "DIFFERENT" fails the run
             import importlib

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fastpath.nbprim import claim, finished, inline, kernel
+from .._fastpath.nbprim import claim, cvtt_int32, finished, inline, kernel, round_half_away
 from ._jitted import rdbpot, srdhm, wrap32
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate", "depthwise_mode", "mean_spatial",
-           "reduce_fp32"]
+           "reduce_fp32", "softmax_table", "quantize_lanes", "quantize_xnn"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_jitted.py", "fast.py")
@@ -220,3 +220,62 @@ def _reduce_fp32(x, outer, red, inner, scale, zp, out):
 
 
 reduce_fp32 = kernel(_reduce_fp32)
+
+
+def _softmax_table(x, cols, table, so, zo, out):
+    """The optimized int8 SOFTMAX over rows of ``cols`` codes (``x`` flat): per row ``e_j =
+    table[255 - max + x_j]``, their float32 sum in order, ``inv = f32(1) / f32(sum * so)``, then
+    ``clamp(wrap32(int32(roundf(f32(e_j * inv))) + zo))`` (a NaN or out-of-int32 value: INT32_MIN,
+    as x86 converts it)."""
+    rows = x.size // cols
+    for r in range(rows):
+        b = r * cols
+        top = np.int64(-128)
+        for j in range(cols):
+            v = np.int64(x[b + j])
+            if v > top:
+                top = v
+        total = np.float32(0)
+        for j in range(cols):
+            total = np.float32(total + table[255 - top + np.int64(x[b + j])])
+        inv = np.float32(np.float32(1) / np.float32(total * so))
+        for j in range(cols):
+            prob = np.float32(table[255 - top + np.int64(x[b + j])] * inv)
+            q = wrap32(np.int64(cvtt_int32(round_half_away(prob))) + zo)
+            out[b + j] = np.int8(min(max(q, np.int64(-128)), np.int64(127)))
+
+
+softmax_table = kernel(_softmax_table)
+
+
+_TWO31 = np.float32(2.0 ** 31)
+
+
+def _quantize_lanes(x, n, inverse, zp, lo, hi, out):
+    """The optimized float32 QUANTIZE's vector blocks, on the first ``n`` values: ``rint(f32(x *
+    inverse))`` (ties to even; NaN and values beyond int32: INT32_MIN), plus the zero point (int32,
+    wrapping), clamped."""
+    for i in range(n):
+        r = np.rint(np.float32(x[i] * inverse))
+        q = np.int64(r) if (r >= -_TWO31) & (r < _TWO31) else np.int64(-2147483648)
+        q = wrap32(q + zp)
+        out[i] = min(max(q, lo), hi)
+
+
+quantize_lanes = kernel(_quantize_lanes)
+
+
+def _quantize_xnn(x, inverse, zp, out):
+    """XNNPACK's float32 -> int8 QUANTIZE: ``rint(min(f32(x * inverse), 32767))`` (NaN: 32767), held
+    in int16, plus the zero point (saturating), then saturated to int8."""
+    for i in range(x.size):
+        v = np.float32(x[i] * inverse)
+        v = np.float32(32767) if np.isnan(v) else min(v, np.float32(32767))
+        r = np.rint(v)
+        q = np.int64(-2147483648) if r < -_TWO31 else np.int64(r)
+        q = min(max(q, np.int64(-32768)), np.int64(32767))
+        q = min(max(q + zp, np.int64(-32768)), np.int64(32767))
+        out[i] = np.int8(min(max(q, np.int64(-128)), np.int64(127)))
+
+
+quantize_xnn = kernel(_quantize_xnn)

@@ -22,6 +22,7 @@ compare both with LiteRT):
   one table per kind of lane, and per output element the kind (one table where all are the same).
 - **LOGISTIC, TANH** (the mode's code-to-code table), XNNPACK's int8 **QUANTIZE** (a table of the
   256 codes made by its kernel): a table gather.
+- **SOFTMAX** (optimized, int8): one numba pass over the rows with the kernel's float32 table.
 - **MEAN**: the optimized kernel's 4-D spatial mean (thread-dependent lanes fixed when the plan is
   made) in one numba pass; its other MEANs are the reference kernel's plan.  XNNPACK's MEAN and SUM
   over adjacent axes: one numba pass with its float32 conversion.
@@ -40,7 +41,7 @@ from .._fastpath import jit
 from .plans.base import Plan, Requant, Scratch, bind, exact_chunks, own
 
 __all__ = ["make", "self_pair", "ROWS_GEMM", "RowsGemmPlan", "ModeDepthwisePlan", "LanePairPlan", "SpatialMeanPlan",
-           "ReduceFp32Plan"]
+           "ReduceFp32Plan", "SoftmaxTablePlan", "QuantizeLanesPlan", "LaneTablesPlan", "XnnQuantizePlan"]
 
 _INT8 = np.dtype(np.int8)
 
@@ -396,6 +397,140 @@ def _xnnpack_reduce(kernel, q, ins, outs):
     return plan
 
 
+# -- QUANTIZE ---------------------------------------------------------------------------------------
+
+class QuantizeLanesPlan(Plan):
+    """The optimized per-tensor float32 QUANTIZE: its blocks of 8 values in one numba pass, the tail
+    (``size mod 8`` values) as the kernel computes it."""
+
+    __slots__ = ("n", "inverse", "scale", "zp", "lo", "hi", "dtype", "shape")
+
+    def compute(self, unused, arrays):
+        from .params import affine_quantize
+
+        x = arrays[0].reshape(-1)
+        out = np.empty(x.size, self.dtype)
+        args = (x, self.n, self.inverse, self.zp, self.lo, self.hi, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = jit_entry("quantize_lanes", args)
+        entry(*args)
+        if self.n < x.size:
+            out[self.n:] = affine_quantize(x[self.n:].astype(np.float64), self.scale, int(self.zp), int(self.lo),
+                                           int(self.hi))
+        return [out.reshape(self.shape)]
+
+
+def _optimized_float_quantize(kernel, q, ins, outs):
+    if q.params is None or q.params.per_axis or ins[0] is None or ins[0].dtype.name != "float" \
+            or np.dtype(q.out_dtype) not in (np.dtype(np.int8), np.dtype(np.int16)):
+        return None
+    info = np.iinfo(q.out_dtype)
+    plan = QuantizeLanesPlan(kernel, q)
+    size = math.prod(q.shape)
+    plan.n = (size // 8) * 8
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        plan.inverse = np.float32(1.0 / np.float64(q.params.scale[0]))
+    plan.scale = np.float64(q.params.scale[0])
+    plan.zp = np.int64(q.params.zero_point[0])
+    plan.lo, plan.hi = np.int64(info.min), np.int64(info.max)
+    plan.dtype, plan.shape = np.dtype(q.out_dtype), tuple(q.shape)
+    return plan
+
+
+class LaneTablesPlan(Plan):
+    """A requantization of one-byte codes whose first ``n`` values (full vector blocks) take one table
+    and the rest another (the optimized int8 QUANTIZE)."""
+
+    __slots__ = ("vector", "tail", "n", "shape")
+
+    def compute(self, unused, arrays):
+        x = arrays[0].reshape(-1).view(np.uint8)
+        out = np.take(self.vector, x)
+        if self.n < x.size:
+            out[self.n:] = np.take(self.tail, x[self.n:])
+        return [out.reshape(self.shape)]
+
+
+def _optimized_requantize(kernel, q, ins, outs):
+    one = (np.dtype(np.int8), np.dtype(np.uint8))
+    if q.xor or q.in_dtype not in one or q.out_dtype not in one:
+        return None
+    codes = np.arange(256, dtype=np.int64)
+    x = (((codes ^ 0x80) - 0x80) if q.in_dtype == np.int8 else codes).astype(q.in_dtype)   # by the uint8 view
+    # the 256 codes in one call fill 16 full blocks: every code on the vector lanes; 8 codes in a call
+    # are all in the scalar tail
+    with jit.reference_only():
+        (vector,) = kernel.compute(replace(q, shape=(256,)), [x])
+        tail = np.concatenate([kernel.compute(replace(q, shape=(8,)), [x[k:k + 8]])[0] for k in range(0, 256, 8)])
+    plan = LaneTablesPlan(kernel, q)
+    plan.vector, plan.tail = _frozen_as(vector, q.out_dtype), _frozen_as(tail, q.out_dtype)
+    plan.n = (math.prod(q.shape) // 16) * 16
+    plan.shape = tuple(q.shape)
+    return plan
+
+
+def _frozen_as(table, dtype) -> np.ndarray:
+    t = np.ascontiguousarray(table, dtype).reshape(-1)
+    t.setflags(write=False)
+    return t
+
+
+class XnnQuantizePlan(Plan):
+    """XNNPACK's float32 -> int8 QUANTIZE, one numba pass."""
+
+    __slots__ = ("inverse", "zp", "shape")
+
+    def compute(self, unused, arrays):
+        x = arrays[0].reshape(-1)
+        out = np.empty(x.size, np.int8)
+        args = (x, self.inverse, self.zp, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = jit_entry("quantize_xnn", args)
+        entry(*args)
+        return [out.reshape(self.shape)]
+
+
+def _xnnpack_float_quantize(kernel, q, ins, outs):
+    if ins[0] is None or ins[0].dtype.name != "float" or not _int8(outs[0]):
+        return None
+    plan = XnnQuantizePlan(kernel, q)
+    plan.inverse, plan.zp, plan.shape = np.float32(q.inverse_scale), np.int64(q.zero_point), tuple(q.shape)
+    return plan
+
+
+# -- SOFTMAX ---------------------------------------------------------------------------------------
+
+class SoftmaxTablePlan(Plan):
+    """The optimized int8 SOFTMAX (float32 table of ``expf``), one numba pass over the rows."""
+
+    __slots__ = ("cols", "table", "so", "zo", "shape")
+
+    def __init__(self, kernel, q):
+        super().__init__(kernel, q)
+        self.shape = tuple(q.shape)
+        self.cols = int(self.shape[-1])
+        self.table = own(q.table, np.float32)
+        self.so, self.zo = np.float32(q.output_scale), np.int64(q.output_zero_point)
+
+    def compute(self, unused, arrays):
+        x = arrays[0]
+        out = np.empty(self.shape, np.int8)
+        args = (x.reshape(-1), self.cols, self.table, self.so, self.zo, out.reshape(-1))
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = jit_entry("softmax_table", args)
+        entry(*args)
+        return [out]
+
+
+def _optimized_softmax(kernel, q, ins, outs):
+    if not _int8(ins[0], outs[0]) or not q.shape or math.prod(q.shape) == 0:
+        return None
+    return SoftmaxTablePlan(kernel, q)
+
+
 # -- choosing ----------------------------------------------------------------------------------------
 
 def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
@@ -453,11 +588,27 @@ def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
             return None
         if t is xu.Quantize and isinstance(prepared, xu.XnnRequantize) and _int8(inputs[0], outputs[0]):
             return _xnnpack_requantize(kernel, prepared, inputs, outputs)
+        if t is xu.Quantize and isinstance(prepared, xu.XnnQuantizeFloat):
+            return _xnnpack_float_quantize(kernel, prepared, inputs, outputs)
+        if t is type(O.OPS["QUANTIZE"]):
+            from .kernels.quantize import FloatQuantizeParams, RequantizeParams
+
+            if isinstance(prepared, FloatQuantizeParams):
+                return _optimized_float_quantize(kernel, prepared, inputs, outputs)
+            if isinstance(prepared, RequantizeParams):
+                return _optimized_requantize(kernel, prepared, inputs, outputs)
+            return None
         if t is type(O.OPS["MEAN"]):
             from .kernels.optimized.reduce import MeanOptimized
 
             if isinstance(prepared, MeanOptimized):
                 return _optimized_mean(kernel, prepared, inputs, outputs)
+            return None
+        if t is type(O.OPS["SOFTMAX"]):
+            from .kernels.optimized.activations import SoftmaxOptimized
+
+            if isinstance(prepared, SoftmaxOptimized):
+                return _optimized_softmax(kernel, prepared, inputs, outputs)
             return None
         if t in (xr.Mean, xr.Sum) and isinstance(prepared, xr.XnnReduce):
             return _xnnpack_reduce(kernel, prepared, inputs, outputs)
