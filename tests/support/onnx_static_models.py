@@ -357,3 +357,38 @@ def shared(seed: int = 0) -> onnx.ModelProto:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2, 2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12])
     return _model(nodes, [x], [y], inits)
+
+
+def zoo_qoperator(seed: int = 0) -> onnx.ModelProto:
+    """The QOperator registry's remaining op types: Pad (constant from an initializer, implicit zero,
+    reflect), Resize, Split, Concat, Where, ArgMax."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    inits = [
+        _init("w", (rng.standard_normal((4, 2, 1, 1)) * 0.5).astype(f32)),
+        _init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+        _init("pad_value", np.array(0.37, f32)),
+        _init("scales", np.array([1, 1, 2, 2], f32)),
+        _init("split", np.array([2, 2], np.int64)),
+    ]
+    N = helper.make_node
+    nodes = [
+        N("Conv", ["x", "w"], ["c"], "conv"),                                     # [1,4,4,4]
+        N("Pad", ["c", "pads", "pad_value"], ["p1"], "pad_value"),                # [1,4,6,6]
+        N("Pad", ["p1", "pads"], ["p2"], "pad_zero"),                             # [1,4,8,8]
+        N("Pad", ["p2", "pads"], ["p3"], "pad_reflect", mode="reflect"),          # [1,4,10,10]
+        N("Resize", ["p3", "", "scales"], ["r"], "resize", mode="nearest"),       # [1,4,20,20]
+        N("Split", ["r", "split"], ["s1", "s2"], "split", axis=1),               # 2 x [1,2,20,20]
+        N("Conv", ["r", "w2"], ["c2"], "conv2"),                                  # [1,2,20,20]
+        N("Concat", ["s2", "s1", "c2"], ["cc"], "concat", axis=1),                # [1,6,20,20]
+        N("Greater", ["c2", "s1"], ["cond"], "greater"),
+        N("Where", ["cond", "c2", "s2"], ["wh"], "where"),
+        N("ArgMax", ["cc"], ["am"], "argmax", axis=1),
+        N("Add", ["wh", "s1"], ["y"], "add"),
+    ]
+    inits.append(_init("w2", (rng.standard_normal((2, 4, 1, 1)) * 0.5).astype(f32)))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 20, 20]),
+            helper.make_tensor_value_info("am", TensorProto.INT64, [1, 1, 20, 20]),
+            helper.make_tensor_value_info("cc", TensorProto.FLOAT, [1, 6, 20, 20])]
+    return _model(nodes, [x], outs, inits)

@@ -28,13 +28,16 @@ What is equal to onnxruntime's output: the set of quantized tensors, the op type
 every scale, zero point and quantized initializer (dtype, shape and values: int8/uint8 weights, int32
 biases) under onnxruntime's names (``{tensor}_scale``, ``{tensor}_zero_point``, ``{tensor}_quantized``,
 ``{bias}_quantized``...), so the model's outputs in onnxruntime are bitwise those of onnxruntime's own
-quantized model.  The QOperator format covers Conv, Gemm, MatMul, Add, Mul, Relu, Clip, LeakyRelu,
-Sigmoid, MaxPool, GlobalAveragePool, AveragePool, Softmax, Gather and the 8-bit pass-through of
-Reshape, Squeeze, Unsqueeze, Flatten, Transpose; a node onnxruntime would quantize as ArgMax, Split,
-Pad, Resize, Concat, Where or EmbedLayerNormalization in that format is refused
-(:class:`quantspec.errors.UnsupportedError` naming the node).  The QDQ format covers every op type of
-onnxruntime's default list.  Subgraphs (If / Loop bodies) are not quantized, as onnxruntime by
-default.  Opsets below 10 are refused (onnxruntime converts them first).
+quantized model.  Both formats cover every op type of onnxruntime's default list, with
+onnxruntime's rules (QOperator: QLinearConv, QLinearMatMul, com.microsoft QGemm, QLinearAdd,
+QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearConcat, QLinearWhere, QLinearSoftmax,
+QLinearAveragePool, QLinearGlobalAveragePool, and 8-bit MaxPool, Reshape, Squeeze, Unsqueeze, Flatten,
+Transpose, Split, Pad, Resize, Gather, ArgMax; QDQ: QuantizeLinear / DequantizeLinear pairs, Relu and
+Clip folded into their producer), except EmbedLayerNormalization in the QOperator format
+(:class:`quantspec.errors.UnsupportedError` naming the node, were one to be quantized).  Where
+onnxruntime refuses the model it writes (a QOperator graph with a tensor left without a producer), so
+does this.  Subgraphs (If / Loop bodies) are not quantized, as onnxruntime by default.  Refused:
+float16 models, opsets below 10 (onnxruntime converts them first).
 
 Weight codes are ``round(float32(w) / scale)`` (a float32 division, ties to even) in both formats;
 scales are ``float32((rmax - rmin) / (qmax - qmin))`` computed in float64; see

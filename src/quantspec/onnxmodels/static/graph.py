@@ -114,12 +114,15 @@ class Graph:
                     continue
         return best
 
-    def clean_initializers(self) -> None:
+    def clean_initializers(self) -> set[str]:
         """Drop the initializers no node reads (nor a graph output, nor a node of a subgraph), and their
-        graph inputs."""
+        graph inputs.  Returns the names read that nothing provides (no node, initializer or input)."""
         wanted = _read_names(self.graph)
         for init in [t for t in self.graph.initializer if t.name not in wanted]:
             self.remove_initializer(init.name)
+        provided = {o for n in self.graph.node for o in n.output} | {t.name for t in self.graph.initializer}
+        provided |= {i.name for i in self.graph.input}
+        return wanted - provided
 
     def sort(self) -> None:
         """Order the nodes so each comes after the producers of its inputs (stable otherwise)."""
@@ -154,16 +157,20 @@ class Graph:
         self.graph.node.extend(nodes[k] for k in order)
 
 
-def _read_names(graph) -> set[str]:
-    """The names the nodes of ``graph`` and of its subgraphs read, and its outputs."""
+def _read_names(graph, outer: bool = True) -> set[str]:
+    """The names the nodes of ``graph`` and of its subgraphs read (a subgraph's own values, initializers
+    and inputs left out), and its outputs."""
     names = {i for n in graph.node for i in n.input if i} | {o.name for o in graph.output}
     for node in graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.GRAPH:
-                names |= _read_names(attr.g)
+                names |= _read_names(attr.g, False)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for g in attr.graphs:
-                    names |= _read_names(g)
+                    names |= _read_names(g, False)
+    if not outer:
+        names -= {o for n in graph.node for o in n.output}
+        names -= {t.name for t in graph.initializer} | {i.name for i in graph.input}
     return names
 
 

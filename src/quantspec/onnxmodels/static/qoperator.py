@@ -1,6 +1,8 @@
 """The QOperator writer: quantized operators (QLinearConv, QLinearMatMul, com.microsoft QGemm,
 QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
-QLinearAveragePool, QLinearSoftmax), 8-bit pass-through of the data-movement ops, QuantizeLinear where
+QLinearAveragePool, QLinearSoftmax, QLinearConcat, QLinearWhere), 8-bit pass-through of the
+data-movement ops (MaxPool, Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Split, Pad, Resize,
+Gather, ArgMax), QuantizeLinear where
 a float tensor enters a quantized operator and DequantizeLinear where a quantized tensor leaves one,
 as onnxruntime 1.31.1's ``ONNXQuantizer`` (QLinearOps mode) writes them.
 
@@ -430,6 +432,97 @@ class QOperatorWriter:
         self._emit(nodes)
         self.quantized_nodes.append(node.name or node.op_type)
 
+    def rule_concat(self, node) -> None:
+        out = self._output_params(node.output[0])
+        got = self._quantize_inputs(node, list(range(len(node.input))))
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [out[0], out[1]]
+        for i in range(len(names)):
+            inputs += [names[i], scales[i], zps[i]]
+        self._result(node, "QLinearConcat", inputs, out, nodes, MS, _attrs(node))
+
+    def rule_split(self, node) -> None:
+        got = self._quantize_inputs(node, [0])
+        if got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        outputs = []
+        for out in node.output:
+            q_out = out + "quantized"  # onnxruntime's name for Split outputs has no underscore
+            outputs.append(q_out)
+            self.values[out] = _Value(q_out, scales[0], zps[0])
+        inputs = [names[0]] + list(node.input[1:])
+        nodes.append(helper.make_node(node.op_type, inputs, outputs, node.name + "_quant" if node.name else "",
+                                      **_attrs(node)))
+        self._emit(nodes)
+        self.quantized_nodes.append(node.name or node.op_type)
+
+    def rule_argmax(self, node) -> None:
+        v = self.values.get(node.input[0])
+        if v is not None:
+            node.input[0] = v.q_name
+            self.quantized_nodes.append(node.name or node.op_type)
+        self.new_nodes.append(node)
+
+    def rule_resize(self, node) -> None:
+        if self.g.opset is not None and self.g.opset < 11:
+            return self.keep(node)
+        return self.rule_direct(node)
+
+    def rule_where(self, node) -> None:
+        """onnxruntime takes every Where here (excluded or not, whatever its op type list): without
+        ForceQuantizeNoInputCheck the node is kept as it is, with no DequantizeLinear in front."""
+        if not self.o.opt("ForceQuantizeNoInputCheck"):
+            self.new_nodes.append(node)
+            return
+        out = self._output_params(node.output[0])
+        got = self._quantize_inputs(node, [1, 2])
+        if out is None or got is None:
+            return self.keep(node)
+        names, zps, scales, nodes = got
+        inputs = [node.input[0], names[0], scales[0], zps[0], names[1], scales[1], zps[1], out[0], out[1]]
+        self._result(node, "QLinearWhere", inputs, out, nodes, MS, _attrs(node))
+
+    def rule_pad(self, node) -> None:
+        if (self.g.opset is not None and self.g.opset < 11) or node.input[0] not in self.values:
+            return self.keep(node)
+        v = self.values[node.input[0]]
+        attrs = _attrs(node)
+        if attrs.get("mode", b"constant") == b"constant":
+            if len(node.input) > 2 and node.input[2] != "":
+                zp_init, sc_init = self.g.initializer(v.zero_point), self.g.initializer(v.scale)
+                if zp_init is None or sc_init is None:
+                    return self.keep(node)
+                const = self.g.initializer(node.input[2])
+                if const is not None:
+                    zp_arr, sc_arr = numpy_helper.to_array(zp_init), numpy_helper.to_array(sc_init)
+                    zp_value = zp_arr.item() if zp_arr.ndim == 0 else zp_arr[0]
+                    sc_value = sc_arr.item() if sc_arr.ndim == 0 else sc_arr[0]
+                    codes = P.quantize_values(numpy_helper.to_array(const), self.act, sc_value, zp_value)
+                    q_name = node.input[2] + "_quantized"
+                    self.g.remove_initializer(node.input[2])
+                    self.g.add_initializer(numpy_helper.from_array(codes, q_name))
+                    node.input[2] = q_name
+                else:
+                    tensor = node.input[2]
+                    q_node = helper.make_node("QuantizeLinear", [tensor, v.scale, v.zero_point],
+                                              [tensor + "_quantized"], tensor + "_QuantizeLinear")
+                    self.values[tensor] = _Value(tensor + "_quantized", v.scale, v.zero_point)
+                    self.new_nodes.append(q_node)
+                    node.input[2] = q_node.output[0]
+            elif len(node.input) == 2:
+                node.input.append(v.zero_point)
+            else:
+                node.input[2] = v.zero_point
+        q_out = node.output[0] + "_quantized"
+        self.values[node.output[0]] = _Value(q_out, v.scale, v.zero_point)
+        node.input[0] = v.q_name
+        node.output[0] = q_out
+        self.new_nodes.append(node)
+        self.quantized_nodes.append(node.name or node.op_type)
+
     def rule_unsupported(self, node) -> None:
         raise UnsupportedError("op_types_to_quantize", f"onnxruntime quantizes {node.op_type} in the QOperator "
                                "format, which is not reproduced; exclude the node (nodes_to_exclude) or its op type",
@@ -440,7 +533,7 @@ class QOperatorWriter:
         for node in list(self.g.graph.node):
             before = len(self.new_nodes)
             rule = QOPERATOR_RULES.get(node.op_type)
-            if rule is not None and should_quantize(node, self.o) and self._should(node, rule):
+            if rule == "where" or (rule is not None and should_quantize(node, self.o) and self._should(node, rule)):
                 getattr(self, "rule_" + rule)(node)
             else:
                 self.keep(node)
@@ -452,7 +545,11 @@ class QOperatorWriter:
                 self.new_nodes.append(dq)
         self.g.graph.ClearField("node")
         self.g.graph.node.extend(self.new_nodes)
-        self.g.clean_initializers()
+        missing = self.g.clean_initializers()
+        if missing:
+            raise UnsupportedError("model", "onnxruntime's QOperator writer leaves these tensors without a producer "
+                                   "(a node it keeps reads a float tensor whose producer it quantized) and refuses "
+                                   "the model", sorted(missing))
         activations = sorted(n for n, v in self.values.items() if not v.initializer)
         return {"nodes": self.quantized_nodes, "activations": activations, "weights": list(self.weights),
                 "removed": []}

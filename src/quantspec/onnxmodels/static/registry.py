@@ -7,9 +7,10 @@ function per rule.  An op type of the default list that a writer has no rule for
 
 from __future__ import annotations
 
-#: QOperator format (onnxruntime's QLinearOps registry, its common ops included)
+#: QOperator format (onnxruntime's QLinearOps registry, its common ops included); EmbedLayerNormalization
+#: (com.microsoft) is not reproduced
 QOPERATOR_RULES: dict[str, str] = {
-    "ArgMax": "unsupported",
+    "ArgMax": "argmax",
     "Conv": "conv",
     "Gemm": "gemm",
     "MatMul": "matmul",
@@ -21,17 +22,17 @@ QOPERATOR_RULES: dict[str, str] = {
     "Sigmoid": "activation",
     "MaxPool": "maxpool",
     "GlobalAveragePool": "global_average_pool",
-    "Split": "unsupported",
-    "Pad": "unsupported",
+    "Split": "split",
+    "Pad": "pad",
     "Reshape": "direct",
     "Squeeze": "direct",
     "Unsqueeze": "direct",
     "Flatten": "direct",
-    "Resize": "unsupported",
+    "Resize": "resize",
     "AveragePool": "pool",
-    "Concat": "unsupported",
+    "Concat": "concat",
     "Softmax": "softmax",
-    "Where": "unsupported",
+    "Where": "where",
     "Gather": "gather",
     "Transpose": "direct",
     "EmbedLayerNormalization": "unsupported",
