@@ -220,6 +220,10 @@ def test_reduce_prod_quantized_matches_litert_in_every_mode(dtype):
             continue
         for mode in ("optimized", "xnnpack"):
             check_mode("REDUCE_PROD", ins, outs, opts, feeds, mode)
+    from litert_modes import ENGINES
+
+    # the XNNPACK delegate does not take REDUCE_PROD: the optimized kernel runs in the xnnpack mode
+    assert ENGINES[("REDUCE_PROD", "xnnpack", "optimized")] > 0 and not ENGINES[("REDUCE_PROD", "xnnpack", "xnnpack")]
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
