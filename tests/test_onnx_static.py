@@ -101,6 +101,20 @@ def assert_same_model(ref, got, inputs, check_outputs=True):
     ops_a = Counter((n.domain, n.op_type) for n in ref.graph.node)
     ops_b = Counter((n.domain, n.op_type) for n in got.graph.node)
     assert ops_a == ops_b
+    # each initializer serialized identically (the same TensorProto fields: typed lists or raw bytes)
+    ser_a = {t.name: t.SerializeToString() for t in ref.graph.initializer}
+    ser_b = {t.name: t.SerializeToString() for t in got.graph.initializer}
+    assert [n for n in ser_a if ser_a[n] != ser_b[n]] == []
+    # the same nodes: names, wiring and attributes (order aside)
+    from onnx import helper
+
+    def node_key(n):
+        attrs = tuple(sorted((a.name, repr(helper.get_attribute_value(a))) for a in n.attribute))
+        return (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output), attrs)
+
+    assert sorted(map(node_key, ref.graph.node)) == sorted(map(node_key, got.graph.node))
+    assert [o.name for o in ref.graph.output] == [o.name for o in got.graph.output]
+    assert sorted(i.name for i in ref.graph.input) == sorted(i.name for i in got.graph.input)
     qa = sorted(n.input[0] for n in ref.graph.node if n.op_type == "QuantizeLinear")
     qb = sorted(n.input[0] for n in got.graph.node if n.op_type == "QuantizeLinear")
     assert qa == qb
