@@ -407,3 +407,28 @@ def test_subgraph_reads_are_kept(tmp_path, fmt):
 def test_shared_weights_and_biases(tmp_path, fmt, per_channel):
     data = {"x": np.random.default_rng(3).standard_normal((3, 1, 3, 2, 2)).astype(np.float32)}
     _check(M.shared(), data, tmp_path, fmt, per_channel=per_channel)
+
+
+SWEEP_SEED = int(os.environ.get("QUANTSPEC_ONNX_STATIC_SEED", "0"))
+SWEEP_CASES = int(os.environ.get("QUANTSPEC_ONNX_STATIC_CASES", "6"))
+
+
+@pytest.mark.parametrize("case", range(SWEEP_CASES))
+def test_random_sweep(tmp_path, case):
+    """Random models and options (QUANTSPEC_ONNX_STATIC_SEED, QUANTSPEC_ONNX_STATIC_CASES for more)."""
+    rng = np.random.default_rng([SWEEP_SEED, case])
+    which = rng.integers(0, 4)
+    seed = int(rng.integers(0, 2**31))
+    model, data = [(M.cnn(seed=seed, channels=int(rng.integers(2, 9))), M.cnn_data(seed=seed + 1)),
+                   (M.transformer(seed=seed), M.transformer_data(seed=seed + 1)),
+                   (M.zoo_common(seed=seed), M.zoo_data(seed=seed + 1)),
+                   (M.shared(seed=seed), {"x": np.random.default_rng(seed).standard_normal((3, 1, 3, 2, 2))
+                                          .astype(np.float32)})][which]
+    act, wt = [("uint8", "int8"), ("int8", "int8"), ("uint8", "uint8")][rng.integers(0, 3)]
+    extra = {}
+    for key in ("ActivationSymmetric", "WeightSymmetric", "QDQKeepRemovableActivations", "DedicatedQDQPair"):
+        if rng.random() < 0.3:
+            extra[key] = bool(rng.integers(0, 2))
+    kw = dict(per_channel=bool(rng.integers(0, 2)), reduce_range=bool(rng.integers(0, 2)), act=act, wt=wt,
+              method=METHODS[rng.integers(0, 4)], extra=extra or None)
+    _check(model, data, tmp_path, FORMATS[rng.integers(0, 2)], **kw)
