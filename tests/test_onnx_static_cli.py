@@ -188,3 +188,43 @@ def test_options_before_the_model_route_to_onnx(files, capsys):
         _one_error_line(capsys, "quantize_static")
     else:
         assert code == 0 and (d / "o.onnx").exists()
+
+
+def test_calibrate_damaged_inputs_never_trace(files, capsys):
+    """Seeded damaged models and data files: exit 0, or 2 with one error line; never a traceback."""
+    d, x = files
+    rng = np.random.default_rng(int(__import__("os").environ.get("QUANTSPEC_CALIB_SEED", "0")))
+    good = (d / "m.onnx").read_bytes()
+    (d / "cut.onnx").write_bytes(good[: len(good) // 2])
+    (d / "noise.onnx").write_bytes(rng.integers(0, 256, 300, dtype=np.uint8).tobytes())
+    datas = {
+        "nan": {"x": np.where(rng.random(x.shape) < 0.01, np.nan, x).astype(np.float32)},
+        "inf": {"x": np.where(rng.random(x.shape) < 0.01, np.inf, x).astype(np.float32)},
+        "empty": {"x": x[:0]},
+        "scalar": {"x": np.float32(1.0)},
+        "int": {"x": x.astype(np.int32)},
+        "two": {"x": x, "z": x},
+        "shape": {"x": x[..., :5]},
+        "huge": {"x": np.where(x > 2, np.float32(3e38), x).astype(np.float32)},
+        "zeros": {"x": np.zeros_like(x)},
+    }
+    for name, arrays in datas.items():
+        np.savez(d / f"{name}.npz", **arrays)
+    np.save(d / "plain.npy", x)
+    models = ["m.onnx", "cut.onnx", "noise.onnx", "d.npz"]
+    data_files = [f"{n}.npz" for n in datas] + ["plain.npy", "d.npz"]
+    methods = ["minmax", "entropy", "percentile", "distribution", "all"]
+    for _ in range(int(__import__("os").environ.get("QUANTSPEC_CALIB_FUZZ", "12"))):
+        argv = ["calibrate", str(d / rng.choice(models)), str(d / rng.choice(data_files)),
+                "--method", str(rng.choice(methods))]
+        if rng.random() < 0.3:
+            argv.append("--json")
+        if rng.random() < 0.3:
+            argv += ["--activation-type", str(rng.choice(["int8", "uint16", "int16"]))]
+        code = main(argv)
+        captured = capsys.readouterr()
+        assert code in (0, 2), argv
+        assert "Traceback" not in captured.err, (argv, captured.err)
+        if code == 2:
+            lines = [line for line in captured.err.splitlines() if line.strip()]
+            assert len(lines) == 1 and lines[0].startswith("quantspec calibrate: error:"), (argv, captured.err)

@@ -276,14 +276,14 @@ def calibrate_main(argv: Sequence[str]) -> int:
     """``quantspec calibrate MODEL.onnx DATA.npz ...`` (quantspec.cli routes it here)."""
     from ..calibrate import onnx_params
     from ..errors import QuantSpecError
-    from .calibration import _load, collect_ranges
+    from .calibration import _load, collect_ranges, count_samples
 
     args, code = _parse(calibrate_parser(), argv)
     if args is None:
         return code
     model = _load(args.model)
     data = read_calibration(args.data, model)
-    samples = len(next(iter(data.values()))) if data else 0
+    samples = count_samples(model, data)          # the data checked against the model's inputs first
     methods = list(METHODS) if args.method == "all" else [args.method]
     rows: dict[str, dict] = {}
     for m in methods:

@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DTypeError, InvalidArgumentError, RuntimeUnsupportedError, ShapeError, UnsupportedError
+from ..errors import (DTypeError, InvalidArgumentError, QuantSpecError, RuntimeUnsupportedError, ShapeError,
+                      UnsupportedError)
 
 __all__ = ["collect_ranges", "iter_feeds", "count_samples", "select_tensors", "calibration_options",
            "CalibrationOptions", "DEFAULT_OP_TYPES", "METHODS", "model_inputs"]
@@ -504,14 +505,16 @@ def collect_ranges(model, calibration_data, *, method: Any = "minmax", op_types=
                 raise InvalidArgumentError("calibration_data", "must be inputs onnxruntime can run the model on",
                                            detail=" ".join(str(e).split())[:400]) from None
             for name, v in zip(names, values):
-                observers[name].update(v)
+                with _naming(name, opts.method):
+                    observers[name].update(v)
             held += 1
             if opts.method == "minmax" and opts.max_intermediate_outputs == held:
                 for o in observers.values():
                     o.discard_pending()
                 held = 0
-        for o in observers.values():
-            o.flush()
+        for name, o in observers.items():
+            with _naming(name, opts.method):
+                o.flush()
         return used
 
     any_data = False
@@ -537,9 +540,24 @@ def collect_ranges(model, calibration_data, *, method: Any = "minmax", op_types=
                                    "collected.')", 0)
     out = {}
     for name, o in observers.items():
-        try:
+        with _naming(name, opts.method):
             out[name] = o.range()
-        except InvalidArgumentError as e:
-            raise InvalidArgumentError("calibration_data", f"gives no range for tensor {name!r}: {e.rule}",
-                                       detail=e.args[0] if not e.rule else "") from None
     return out
+
+
+class _naming:
+    """An observer's error as an error of ``calibration_data`` that names the tensor (the observer
+    names its own argument, ``batch``)."""
+
+    def __init__(self, tensor: str, method: str):
+        self.tensor, self.method = tensor, method
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if e is None or not isinstance(e, QuantSpecError) or getattr(e, "argument", "") == "calibration_data":
+            return False
+        rule = f"gives tensor {self.tensor!r} values the {self.method} calibration cannot take: {e.rule}"
+        err = type(e)("calibration_data", rule, e.value if e.value is not None else ...)
+        raise err from None
