@@ -263,6 +263,8 @@ EXTRA_CASES = [
     {"QDQOpTypePerChannelSupportToAxis": {"MatMul": 0}},
     {"extra.Sigmoid.nnapi": True},
     {"CalibTensorRangeSymmetric": True},
+    {"ActivationRestrictedAsymmetric": True},
+    {"ActivationRestrictedAsymmetric": True, "MinimumRealRange": 4.0},
     {"CalibMovingAverage": True, "CalibMovingAverageConstant": 0.25},
 ]
 

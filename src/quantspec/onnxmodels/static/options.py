@@ -38,6 +38,7 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "QDQDisableWeightAdjustForInt32Bias": False,
     "MinimumRealRange": None,
     "extra.Sigmoid.nnapi": False,
+    "ActivationRestrictedAsymmetric": False,
 }
 #: calibration keys: passed to the calibration, not used by the graph writer
 CALIBRATION_KEYS = ("CalibTensorRangeSymmetric", "CalibMovingAverage", "CalibMovingAverageConstant",
@@ -45,7 +46,7 @@ CALIBRATION_KEYS = ("CalibTensorRangeSymmetric", "CalibMovingAverage", "CalibMov
                     "CalibNumQuantizedBins")
 #: keys onnxruntime honours that change the output, refused unless at their neutral value
 _REFUSED = {"EnableSubgraph": False, "TensorQuantOverrides": None, "SmoothQuant": False, "UseQDQContribOps": False,
-            "BlockSize": 0, "ActivationRestrictedAsymmetric": False, "DefaultTensorType": None}
+            "BlockSize": 0, "DefaultTensorType": None}
 
 
 def _enum_name(value: Any) -> Any:

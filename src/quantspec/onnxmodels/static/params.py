@@ -166,8 +166,40 @@ def quantize_bias(bias: np.ndarray, scale) -> np.ndarray:
     return np.clip(q, INT32_MIN, INT32_MAX).astype(np.int32).reshape(bias.shape)
 
 
+def snapped_uint8(rmin, rmax, qmin: int, qmax: int, min_real_range: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """onnxruntime's ActivationRestrictedAsymmetric rule for uint8 activations (Python float arithmetic):
+    the zero point is qmin when the range holds no negative value, else the middle ``(qmin + qmax + 1) // 2``,
+    and the scale the smallest that covers the range from there (float32 at the end)."""
+    mid = (qmin + qmax + 1) // 2
+    lo = min(float(np.squeeze(rmin)), 0.0)
+    hi = max(float(np.squeeze(rmax)), 0.0)
+    if min_real_range is not None and min_real_range > 0:
+        hi = max(hi, lo + float(min_real_range))
+    if hi <= lo:
+        zp = qmin if lo >= 0.0 else mid
+        absmax = max(abs(lo), abs(hi))
+        denom = (qmax - qmin) if zp == qmin else max(1, (qmax - qmin) // 2)
+        value = (absmax if absmax > 0 else 1.0) / max(1, denom)
+        if min_real_range is not None and value < min_real_range / (qmax - qmin):
+            value = min_real_range / (qmax - qmin)
+        return np.array(zp, dtype=np.uint8), np.array(value, dtype=np.float32)
+    if lo >= 0.0:
+        zero_point = np.array(qmin, dtype=np.uint8)
+        scale = np.array(hi / (qmax - qmin), dtype=np.float32)
+    else:
+        zero_point = np.array(mid, dtype=np.uint8)
+        scale = np.array(max(-lo / (mid - qmin), hi / (qmax - mid)), dtype=np.float32)
+    if min_real_range is not None and float(scale) < min_real_range / (qmax - qmin):
+        scale = np.array(min_real_range / (qmax - qmin), dtype=np.float32)
+    return zero_point, scale
+
+
 def activation_params(lowest: np.ndarray, highest: np.ndarray, qtype: str, symmetric: bool,
-                      min_real_range: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """``(zero_point, scale)`` of an activation from its calibrated range (the range's shape kept)."""
+                      min_real_range: float | None, restricted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(zero_point, scale)`` of an activation from its calibrated range (the range's shape kept), or
+    the ActivationRestrictedAsymmetric pair (0-d) for asymmetric uint8 when ``restricted``."""
     qmin, qmax = qrange(qtype, False, symmetric)
-    return scale_zero_point(np.asarray(lowest), np.asarray(highest), qmin, qmax, symmetric, min_real_range)
+    pair = scale_zero_point(np.asarray(lowest), np.asarray(highest), qmin, qmax, symmetric, min_real_range)
+    if restricted and qtype == "uint8" and not symmetric:
+        return snapped_uint8(lowest, highest, int(qmin), int(qmax), min_real_range)
+    return pair

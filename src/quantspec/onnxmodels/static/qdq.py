@@ -71,7 +71,7 @@ class QDQWriter:
         self.params = {}
         for name, r in ranges.items():
             zp, sc = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
-                                         self.min_real_range)
+                                         self.min_real_range, bool(options.opt("ActivationRestrictedAsymmetric")))
             self.params[name] = (zp.squeeze(), sc.squeeze())
 
     # -- marking ---------------------------------------------------------------------------------

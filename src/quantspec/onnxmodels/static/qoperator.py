@@ -54,7 +54,8 @@ class QOperatorWriter:
         self.params = {}
         for name, r in ranges.items():
             self.params[name] = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
-                                                    self.min_real_range)
+                                                    self.min_real_range,
+                                                    bool(options.opt("ActivationRestrictedAsymmetric")))
         self.values: dict[str, _Value] = {}
         self.new_nodes: list = []
         self.tensor_names = {o.name for o in graph.graph.output} | {i.name for i in graph.graph.input}
