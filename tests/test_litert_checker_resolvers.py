@@ -184,6 +184,57 @@ SINGLE = {
 }
 
 
+# --- a scale that is 0, negative, NaN or inf on an input or the output of 15 operators -------------------
+_WS = np.random.default_rng(4).integers(-127, 128, (4, 1, 1, 2), dtype=np.int8)
+
+
+def _scale_case(op, where, value):
+    s_in, s_out = (value, 0.1) if where == "input" else (0.1, value)
+    x = T((1, 2, 2, 2), "int8", s_in, 0)
+    zero4 = np.zeros(4, I32)
+    pool = {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2}
+    same = T((1, 2, 2, 2), "int8", s_out, 0)
+    return {
+        "CONV_2D": ([x, T((4, 1, 1, 2), "int8", [0.02], 0, 0, _WS), T((4,), "int32", [0.002], 0, 0, zero4)],
+                    [T((1, 2, 2, 4), "int8", s_out, 0)], {"padding": "VALID", "stride_h": 1, "stride_w": 1}, 3),
+        "FULLY_CONNECTED": ([T((1, 2), "int8", s_in, 0), T((4, 2), "int8", [0.02], 0, 0, _WS.reshape(4, 2)),
+                             T((4,), "int32", [0.002], 0, 0, zero4)], [T((1, 4), "int8", s_out, 0)], {}, 4),
+        "AVERAGE_POOL_2D": ([x], [T((1, 1, 1, 2), "int8", s_out, 0)], pool, 2),
+        "MAX_POOL_2D": ([x], [T((1, 1, 1, 2), "int8", s_out, 0)], pool, 2),
+        "CONCATENATION": ([x, x], [T((1, 2, 2, 4), "int8", s_out, 0)], {"axis": 3}, 2),
+        "MEAN": ([x, T((2,), "int32", data=np.array([1, 2], I32))], [T((1, 1, 1, 2), "int8", s_out, 0)],
+                 {"keep_dims": True}, 2),
+        "TANH": ([x], [same], {}, 2),
+        "LOGISTIC": ([x], [T((1, 2, 2, 2), "int8", s_out, -128)], {}, 2),
+        "SOFTMAX": ([x], [T((1, 2, 2, 2), "int8", s_out, -128)], {"beta": 1.0}, 2),
+        "QUANTIZE": ([x], [same], {}, 2),
+        "DEQUANTIZE": ([x], [T((1, 2, 2, 2), "float")], {}, 2),
+        "LEAKY_RELU": ([x], [same], {"alpha": 0.2}, 2),
+        "RESIZE_BILINEAR": ([x, T((2,), "int32", data=np.array([4, 4], I32))], [T((1, 4, 4, 2), "int8", s_out, 0)],
+                            {}, 3),
+        "MAXIMUM": ([x, x], [same], {}, 2),
+        "LESS": ([x, x], [T((1, 2, 2, 2), "bool")], {}, 2),
+        "ADD": ([x, T((1, 2, 2, 2), "int8", 0.1, 0)], [same], {}, 2),
+        "SUB": ([x, T((1, 2, 2, 2), "int8", 0.1, 0)], [same], {}, 2),
+        "MUL": ([x, T((1, 2, 2, 2), "int8", 0.1, 0)], [same], {}, 2),
+    }[op]
+
+
+SCALES = {"zero": 0.0, "negative": -1.0, "nan": np.nan, "inf": np.inf}
+SCALE_CASES = [f"{op}-{where}-{name}" for op in ("CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+                                                 "CONCATENATION", "MEAN", "TANH", "LOGISTIC", "SOFTMAX", "QUANTIZE",
+                                                 "DEQUANTIZE", "LEAKY_RELU", "RESIZE_BILINEAR", "MAXIMUM", "LESS",
+                                                 "ADD", "SUB", "MUL")
+               for where in ("input", "output") for name in SCALES
+               if not (where == "output" and op in ("DEQUANTIZE", "LESS"))]
+
+
+def _scale_model(key):
+    op, where, name = key.split("-")
+    inputs, outputs, options, version = _scale_case(op, where, SCALES[name])
+    return build(op, inputs, outputs, options, version)
+
+
 def _single(name):
     op, inputs, outputs, options, version, _ = SINGLE[name]
     return build(op, inputs, outputs, options, version)
@@ -202,7 +253,8 @@ def _limit_case(rule):
 
 MODELS = {**{f"single:{n}": (_single, n) for n in SINGLE},
           **{f"rule:{c[0]}": (_checker_case, c[0]) for c in C.CASES},
-          **{f"limit:{r}": (_limit_case, r) for r in L.CASES}}
+          **{f"limit:{r}": (_limit_case, r) for r in L.CASES},
+          **{f"scale:{k}": (_scale_model, k) for k in SCALE_CASES}}
 _cache: dict[str, bytes] = {}
 
 
@@ -214,11 +266,7 @@ def model_of(key: str) -> bytes:
 
 
 #: (model, resolver) where the checker does not yet say what LiteRT does
-CHECK_GAPS = {
-    **{(f"single:{op.lower()}-scale-nan", "xnnpack"): "quantspec's model of the XNNPACK delegate declines an "
-       "operator whose scale ratio is NaN; the delegate takes it (its range checks let NaN through) and XNNPACK "
-       "then refuses the scale" for op in ("ADD", "MUL")},
-}
+CHECK_GAPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("key, r", [

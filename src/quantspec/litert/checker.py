@@ -833,9 +833,9 @@ def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
     users: dict[int, list[tuple[Operator, str]]] = {}
     for op in sg.operators:
         for side, ids in (("input", op.inputs), ("output", op.outputs)):
-            for i in ids:
+            for k, i in enumerate(ids):
                 if i >= 0:
-                    users.setdefault(i, []).append((op, side))
+                    users.setdefault(i, []).append((op, f"{side} {k}"))
     explained: set[int] = set()
     order = {"load": 0, "prepare": 1, "eval": 2}
     out = []
@@ -846,7 +846,7 @@ def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
         if table is None or v.litert_stage == "load":
             out.append(v)                  # outside the spec, or refused before any resolver runs: one verdict
             continue
-        own_side = v.position.split(" ")[0] if v.position.split(" ")[0] in ("input", "output") else None
+        dtype = None if t is None or t.dtype is None else t.dtype.name
         if v.rule in ("scale", "zero-point-range") and t is not None:
             places = [(op, side) for op, side in users.get(t.index, ())]
         else:
@@ -854,7 +854,7 @@ def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
         own = sg.operators[v.op_index] if v.op_index is not None and v.op_index < len(sg.operators) else None
         verdicts = []
         for r in RESOLVERS:
-            def at(op: Operator | None, side: str | None, r=r):
+            def at(op: Operator | None, position: str | None, r=r):
                 name = v.op_name if op is None else op.name
                 index = v.op_index if op is None else op.index
                 if v.rule in ("scale", "zero-point-range"):
@@ -862,11 +862,11 @@ def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
                 else:
                     delegated = bool(taken.get(index))
                 e = optable.resolver_verdict(v.rule, name, r, table, delegated=delegated, tensor_per_axis=per_axis,
-                                             side=side, found=v.found)
+                                             position=position, found=v.found, dtype=dtype)
                 return e, (r == "xnnpack" and delegated and e.fails), index
 
-            mine = at(own, own_side)
-            failures = [c for c in (mine, *(at(op, side) for op, side in places)) if c[0].fails]
+            mine = at(own, v.position or None)
+            failures = [c for c in (mine, *(at(op, position) for op, position in places)) if c[0].fails]
             e = min(failures, key=lambda c: (order.get(c[0].stage, 1), not c[1], c[2] or 0))[0] if failures else mine[0]
             explained.update(c[2] for c in failures if c[1])      # every XNNPACK failure this tensor explains
             verdicts.append((r, Verdict(e.action, e.stage if e.action in (REJECTS, ABORTS) else None,

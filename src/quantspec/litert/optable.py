@@ -117,7 +117,9 @@ class Tolerance:
         with np.errstate(all="ignore"):
             delta = t(abs(f - e))
             if self.kind == "absolute":
-                return bool(delta <= t(self.value))
+                # TF_LITE_ENSURE_NEAR fails when found < expected - value or expected + value < found:
+                # a NaN passes it
+                return not bool(f < e - t(self.value) or e + t(self.value) < f)
             if self.kind == "relative-to-output-scale":
                 return bool(delta / t(output_scale) <= t(self.value))
         raise ValueError(f"unknown tolerance kind {self.kind!r}")  # pragma: no cover - table bug
@@ -946,24 +948,42 @@ class ResolverVerdict:
     enforcement: Enforcement
     delegated: bool = False
     condition: str | None = None
-    sides: tuple[str, ...] = ("input", "output")     # where the tensor is, for tensor rules
-    not_found: tuple[Any, ...] = ()                  # found values it does not hold for
+    #: where the tensor is, for tensor rules: "input", "output", or "input 0" (one operand)
+    places: tuple[str, ...] = ("input", "output")
+    #: the broken values it holds for (``scale``: "zero", "negative", "nan", "inf"; empty: any)
+    values: tuple[str, ...] = ()
+    #: the tensor types it holds for (empty: any)
+    dtypes: tuple[str, ...] = ()
 
-    def applies(self, rule: str, op: str | None, resolver: str, delegated: bool, tensor_per_axis: bool | None,
-                side: str | None = None, found: Any = None) -> bool:
+    def applies(self, rule: str, op: str | None, resolver: str, delegated: bool | None,
+                tensor_per_axis: bool | None, position: str | None = None, found: Any = None,
+                dtype: str | None = None) -> bool:
+        """Whether this entry says what ``resolver`` does; ``delegated`` None: ask for the entries
+        that hold whether or not the XNNPACK delegate takes the operator (``delegated=False`` ones)."""
         if self.rule != rule or self.resolver != resolver or (self.ops and op not in self.ops):
             return False
-        if self.delegated and not delegated:
+        if delegated is None and self.delegated or delegated is False and self.delegated:
             return False
         if self.condition == SEVERAL_SCALES and tensor_per_axis is not True:
             return False
         if self.condition == ONE_SCALE and tensor_per_axis is not False:
             return False
-        if side is not None and side not in self.sides:
+        if position is not None and not any(position == p or position.startswith(p + " ") for p in self.places):
             return False
-        if any(found == v for v in self.not_found if isinstance(found, (int, float))):
+        if self.values and value_class(found) not in self.values:
+            return False
+        if self.dtypes and dtype not in self.dtypes:
             return False
         return True
+
+
+def value_class(found: Any) -> str | None:
+    """"zero", "negative", "nan", "inf" (either sign) for a broken scale, else None."""
+    if isinstance(found, (int, float, np.floating)):
+        f = float(found)
+        return "nan" if f != f else "inf" if f in (float("inf"), float("-inf")) else "zero" if f == 0 else \
+            "negative" if f < 0 else None
+    return None
 
 
 #: the operators whose XNNPACK operator (xnn_define_*) requires its input and output to share one
@@ -975,6 +995,10 @@ _OPT_SOFTMAX = Enforcement(RUNS, None, "the optimized kernel's Prepare builds a 
                            "fixed-point multipliers (no QuantizeMultiplierGreaterThanOne / SmallerThanOneExp CHECK)",
                            source=K + "activations.cc: SoftmaxPrepare, LogSoftmaxPrepare (kernel_type != kReference)")
 
+_COMPARISONS = ("LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL")
+_FC_SCALE = Enforcement(REJECTS, "prepare", "Prepare's real multiplier s_in * s_w / s_out must be finite and the "
+                        "input product non-negative", source=K + "kernel_util.cc: GetQuantizedConvolutionMultipler; "
+                        "fully_connected.cc: Prepare")
 _ADD_SUB_SCALE = Enforcement(ABORTS, "prepare", "Prepare turns the scales into multipliers with "
                              "QuantizeMultiplierSmallerThanOneExp, whose CHECK 0 < m < 1 fails for a scale that is 0, "
                              "negative or not finite", source=K + "add.cc, sub.cc: Prepare")
@@ -988,8 +1012,17 @@ RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
     # make multipliers of their scales in Prepare and CHECK them (SUB's output scale 0 passes: its
     # multiplier is then infinite, which its check lets through)
     ResolverVerdict("scale", ("ADD",), "reference", _ADD_SUB_SCALE),
-    ResolverVerdict("scale", ("SUB",), "reference", _ADD_SUB_SCALE, sides=("input",)),
-    ResolverVerdict("scale", ("SUB",), "reference", _ADD_SUB_SCALE, sides=("output",), not_found=(0.0,)),
+    ResolverVerdict("scale", ("SUB",), "reference", _ADD_SUB_SCALE, places=("input",)),
+    ResolverVerdict("scale", ("SUB",), "reference", _ADD_SUB_SCALE, places=("output",),
+                    values=("negative", "nan", "inf")),
+    # the comparisons rescale their inputs with QuantizeMultiplierSmallerThanOneExp when they run
+    ResolverVerdict("scale", _COMPARISONS, "reference", Enforcement(
+        ABORTS, "eval", "Eval rescales the inputs with QuantizeMultiplierSmallerThanOneExp, whose CHECK fails for "
+        "a scale that is 0, negative or NaN", source=K + "comparisons.cc: ComparisonQuantized"), places=("input",),
+        values=("zero", "negative", "nan")),
+    # FULLY_CONNECTED's Prepare checks the real multiplier s_in * s_w / s_out (GetQuantizedConvolutionMultipler)
+    ResolverVerdict("scale", ("FULLY_CONNECTED",), "reference", _FC_SCALE, places=("input 0",)),
+    ResolverVerdict("scale", ("FULLY_CONNECTED",), "reference", _FC_SCALE, places=("output",), values=("zero", "nan")),
     # the reference kernels' fixed-point softmax limits: the optimized kernels have none of them, and
     # the XNNPACK delegate does not take int8 SOFTMAX / LOG_SOFTMAX
     ResolverVerdict("softmax-input-multiplier", ("SOFTMAX", "LOG_SOFTMAX"), "optimized", _OPT_SOFTMAX),
@@ -1001,9 +1034,12 @@ RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
     # zero point XNNPACK refuses (not positive, finite and normal; outside [-128, 127]) on a tensor of
     # an operator it takes: "delegated" here means that operator fails (kernels.xnnpack.delegate.fails)
     ResolverVerdict("scale", XNNPACK_ABORTS, "xnnpack", Enforcement(ABORTS, "prepare", _XNN_ABORT, source=_XNN),
-                    delegated=True),
+                    dtypes=("int8",)),
     ResolverVerdict("zero-point-range", XNNPACK_ABORTS, "xnnpack", Enforcement(ABORTS, "prepare", _XNN_ABORT,
-                                                                                source=_XNN), delegated=True),
+                                                                                source=_XNN), dtypes=("int8",)),
+    ResolverVerdict("scale", ("ADD", "SUB", "MUL"), "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (the delegate's scale-ratio range checks let a NaN through)",
+        source=_XNN), values=("nan",), dtypes=("int8",)),
     ResolverVerdict("scale", (), "xnnpack", Enforcement(REJECTS, "prepare", _XNN_RUNTIME, source=_XNN), delegated=True),
     ResolverVerdict("zero-point-range", (), "xnnpack", Enforcement(REJECTS, "prepare", _XNN_RUNTIME, source=_XNN),
                     delegated=True),
@@ -1027,28 +1063,34 @@ XNNPACK_RUNTIME = "xnnpack-runtime"
 
 
 def resolver_verdict(rule: str, op: str | None, resolver: str, table: Enforcement, *, delegated: bool = False,
-                     tensor_per_axis: bool | None = None, side: str | None = None, found: Any = None) -> Enforcement:
+                     tensor_per_axis: bool | None = None, position: str | None = None, found: Any = None,
+                     dtype: str | None = None) -> Enforcement:
     """What ``resolver`` does with a broken ``rule`` at ``op``, given the op table's (or the limit's)
-    verdict ``table``; ``side`` ("input" / "output") and ``found`` say where the broken tensor is and
-    its value, for the verdicts that depend on them.
+    verdict ``table``; ``position`` ("input 0 (input)", "output 0"...), ``found`` and ``dtype`` say
+    where the broken tensor is, its value and its type, for the verdicts that depend on them.
 
     BUILTIN_REF does what the table says except where :data:`RESOLVER_VERDICTS` has a
     ``"reference"`` entry; the optimized resolver shares the builtin kernels' Prepare checks, so it
     does what BUILTIN_REF does except where an ``"optimized"`` entry says otherwise; the XNNPACK
-    resolver runs the optimized kernel for an operator its delegate declines (``delegated=False``),
-    and for one it takes does what an ``"xnnpack"`` entry says, else what BUILTIN_REF does."""
-    def entry(name: str, default: Enforcement, taken: bool = False) -> Enforcement:
+    resolver does what an ``"xnnpack"`` entry without ``delegated`` says, else runs the optimized
+    kernel for an operator its delegate declines (``delegated=False``), and for one it takes does
+    what a ``delegated`` ``"xnnpack"`` entry says, else what BUILTIN_REF does."""
+    def entry(name: str, default: Enforcement, taken: bool | None) -> Enforcement:
         for v in RESOLVER_VERDICTS:
-            if v.applies(rule, op, name, taken, tensor_per_axis, side, found):
+            if v.applies(rule, op, name, taken, tensor_per_axis, position, found, dtype):
                 return v.enforcement
         return default
 
-    reference = entry("reference", table)
+    reference = entry("reference", table, None)
     if resolver == "reference":
         return reference
-    if resolver == "optimized" or resolver == "xnnpack" and not delegated:
-        return entry("optimized", reference)
-    return entry("xnnpack", reference, True)
+    if resolver == "xnnpack":
+        for v in RESOLVER_VERDICTS:
+            if v.applies(rule, op, "xnnpack", None, tensor_per_axis, position, found, dtype):
+                return v.enforcement
+        if delegated:
+            return entry("xnnpack", reference, True)
+    return entry("optimized", reference, None)
 
 
 def resolvers_markdown() -> str:
