@@ -209,3 +209,23 @@ def test_quantize_tails(mode, size):
         with jit.reference_only():
             (theirs,) = kernel.compute(prepared, [x])
         assert plan.compute(None, [x])[0].tobytes() == theirs.tobytes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_regions_take_mode_plans(mode):
+    """A transformer encoder of small tensors runs as one region (plus its embedding lookup) in the
+    modes too: the regions take the modes' GEMMs, SOFTMAX and MEAN (their bytes: test_models_equal_litert)."""
+    require_fast()
+    from quantspec.litert import Interpreter
+    from quantspec.litert import modeplans as M
+    from quantspec.litert.regions import RegionPlan
+
+    interp = Interpreter(_model("transformer"), kernels=mode)
+    x = _inputs(interp, np.random.default_rng(SEED))
+    interp.run(x)
+    interp.run(x)
+    entries = [getattr(e[0], "__self__", None) for e in interp._main.program]
+    inside = {type(p) for r in entries if isinstance(r, RegionPlan) for p in r.plans}
+    assert len(entries) <= 2
+    assert {M.RowsGemmPlan, M.SoftmaxTablePlan} <= inside
+    assert (M.ReduceFp32Plan in inside) == (mode == "xnnpack")

@@ -15,16 +15,20 @@ import numpy as np
 
 from .._fastpath.nbprim import kernel
 from ._jitted import clamp, mbqm, wrap32
-from ._jitted_plans import fc8, gather2, gather2_checked, gather3, lut, softmax8
+from ._jitted_modes import mean_spatial, reduce_fp32, softmax_table
+from ._jitted_plans import fc8, gather2, gather2_checked, gather2_lanes, gather3, gemm_rows, lut, softmax8
 
 __all__ = ["region", "permute", "scatter", "bmm8", "mean8", "resize8u", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
-           "PERMUTE", "BMM", "SOFTMAX", "SCATTER", "RESIZE"]
+           "PERMUTE", "BMM", "SOFTMAX", "SCATTER", "RESIZE", "GEMM_ROWS", "SOFTMAX_F32", "REDUCE_F32", "MEAN_SPATIAL",
+           "PAIR_LANES"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
-KERNEL_SOURCES = ("_jitted_plans.py", "_jitted.py", "fast.py")
+KERNEL_SOURCES = ("_jitted_plans.py", "_jitted_modes.py", "_jitted.py", "fast.py")
 
-#: the kinds of step (column 0 of a region's code)
-PAIR, PAIR_CHECKED, CHAIN, LUT, MEAN, FC, PERMUTE, BMM, SOFTMAX, SCATTER, RESIZE = range(11)
+#: the kinds of step (column 0 of a region's code); the last five are the optimized and XNNPACK
+#: kernel modes' plans (:mod:`.modeplans`)
+PAIR, PAIR_CHECKED, CHAIN, LUT, MEAN, FC, PERMUTE, BMM, SOFTMAX, SCATTER, RESIZE, GEMM_ROWS, SOFTMAX_F32, REDUCE_F32, \
+    MEAN_SPATIAL, PAIR_LANES = range(16)
 
 
 def _permute(x, dims, strides, out):
@@ -233,6 +237,20 @@ def _region(code, a8, cb, src, dst):
             resize8u(a8[x:x + xn], ip[p:p + 4], ip[q:q + oh], ip[q + oh:q + 2 * oh], ip[q + 2 * oh:q + 3 * oh],
                     ip[q + 3 * oh:r], ip[r:r + ow], ip[r + ow:r + 2 * ow], ip[r + 2 * ow:r + 3 * ow],
                     ip[r + 3 * ow:r + 4 * ow], out)
+        elif kind == GEMM_ROWS:
+            units = ip[p + 4]
+            q = p + 5
+            gemm_rows(a8[x:x + xn], t8[t:t + tn], ip[q:q + units], ip[q + units:q + 2 * units],
+                      ip[q + 2 * units:q + 3 * units], f64[m:m + mn], ip[p + 3], ip[p], ip[p + 1], ip[p + 2], out)
+        elif kind == SOFTMAX_F32:
+            softmax_table(a8[x:x + xn], ip[p], f32[f:f + fn - 1], f32[f + fn - 1], ip[p + 1], out)
+        elif kind == REDUCE_F32:
+            reduce_fp32(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 2], f32[f], f32[f + 1], out)
+        elif kind == MEAN_SPATIAL:
+            mean_spatial(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 2], ip[p + 3], ip[p + 4], t8[t:t + tn], ip[p + 5], out)
+        elif kind == PAIR_LANES:
+            gather2_lanes(u8[x:x + xn], u8[y:y + yn], t8[t:t + tn], t8[m:m + mn], ip[p:p + 4], ip[p + 4:p + 8],
+                          ip[p + 8:p + 12], out)
         elif kind == SOFTMAX:
             if softmax8(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 4:p + 4 + ip[p + 3]],
                         ip[p + 4 + ip[p + 3]:p + 4 + 2 * ip[p + 3]], ip[p + 2], out):

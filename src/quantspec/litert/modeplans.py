@@ -10,8 +10,13 @@ compare both with LiteRT):
 - **CONV_2D, FULLY_CONNECTED** (int8): the exact float32 GEMM of :mod:`.plans` (im2col, chunks of the
   depth) and its epilogue with the optimized kernels' half-up final rounding (``HALFUP32``) or
   XNNPACK's float32 requantization (``FP32``); a GEMM of at most :data:`ROWS_GEMM` rows (a 1x1
-  convolution of a small image, a FULLY_CONNECTED) in one numba pass over the int8 weights
+  convolution of a small image, a FULLY_CONNECTED), or a FULLY_CONNECTED of at most
+  :data:`~quantspec.litert.plans.SMALL_FC` multiply-adds, in one numba pass over the int8 weights
   (:func:`~quantspec.litert._jitted_plans.gemm_rows`).
+
+Fused regions (:mod:`.regions`) take the table plans and the mode plans of few rows, softmax and
+reductions as steps, so that a model of small tensors (a transformer encoder) runs as few compiled
+calls in every mode.
 - **DEPTHWISE_CONV_2D** (int8): one numba pass, accumulation and requantization
   (:func:`~quantspec.litert._jitted_modes.depthwise_mode`): the optimized kernel's blocks of 8
   channels half-up and its remaining channels as the reference, or XNNPACK's float32 rounding.
@@ -125,7 +130,7 @@ def _int8_weights(w) -> np.ndarray | None:
 
 
 def _fully_connected(kernel, q, p, ins, outs, kind, multiplier=None, shift=None, scale=None, lo=None, hi=None):
-    from .plans.fully_connected import FullyConnectedPlan
+    from .plans.fully_connected import SMALL_FC, FullyConnectedPlan
 
     if p.wide or not _int8(ins[0], outs[0]):
         return None
@@ -140,7 +145,7 @@ def _fully_connected(kernel, q, p, ins, outs, kind, multiplier=None, shift=None,
     corr = bias - np.int64(p.input_zero_point) * p.weight_sums
     requant = _requant(kind, p.units, corr, p.output_zero_point, p.act_min if lo is None else lo,
                        p.act_max if hi is None else hi, multiplier=multiplier, shift=shift, scale=scale)
-    if p.rows <= ROWS_GEMM:
+    if p.rows <= ROWS_GEMM or p.rows * p.depth * p.units <= SMALL_FC:
         w8 = _int8_weights(p.weights)
         if w8 is not None:
             return RowsGemmPlan(kernel, q, w8, requant, p.rows, p.output_shape)

@@ -6,7 +6,8 @@ Python around it, the arguments' unboxing, the fresh output array — costs more
 A region replaces a run of consecutive program entries whose plans all work on one-byte codes
 (pair and unary tables and their folds and chains, MEAN / SUM, small int8 FULLY_CONNECTED,
 RESHAPE / SQUEEZE, TRANSPOSE, int8 BATCH_MATMUL, int8 SOFTMAX, CONCATENATION, PAD / PADV2, int8
-RESIZE_BILINEAR) on tensors of at most :data:`MAX_TENSOR` bytes with one entry: its input tensors
+RESIZE_BILINEAR; and the optimized and XNNPACK kernel modes' plans of :mod:`.modeplans` for GEMMs of
+few rows, SOFTMAX, MEAN / SUM and lane-dependent pair tables) on tensors of at most :data:`MAX_TENSOR` bytes with one entry: its input tensors
 are copied into a byte arena that holds every tensor of the region at its own offset, one compiled
 loop (:func:`~._jitted_regions.region`) runs the steps — each step the plan's own kernel with the
 plan's own arguments, on slices of the arena — and the tensors read after the region (or that the
@@ -139,6 +140,9 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
         return ins[:1] if ok else None
     if t is P.ResizeBilinearPlan:
         return ins[:1] if byte(ins[0], True) and plan.size == _size(specs[out].shape) else None
+    mode = _mode_reads(plan, ins, n_out, specs, byte)
+    if mode is not False:
+        return mode
     if t is P.SoftmaxPlan:
         p = plan.prepared
         ok = byte(ins[0], True) and isinstance(p.exps, np.ndarray) and isinstance(p.terms, np.ndarray) \
@@ -146,6 +150,32 @@ def _reads(plan, op_inputs: Sequence[int], out: int, specs) -> list[int] | None:
             and plan.rows * plan.cols == n_out == _size(specs[ins[0]].shape)
         return ins[:1] if ok else None
     return None
+
+
+def _mode_reads(plan, ins, n_out, specs, byte):
+    """:func:`_reads` of the kernel modes' plans (:mod:`.modeplans`); False for another plan."""
+    from . import modeplans as M
+
+    t = type(plan)
+    if t is M.RowsGemmPlan:
+        ok = byte(ins[0], True) and plan.size == n_out and _size(specs[ins[0]].shape) >= plan.w.size // plan.corr.size \
+            * (plan.size // plan.corr.size)
+        return ins[:1] if ok else None
+    if t is M.SoftmaxTablePlan:
+        ok = byte(ins[0], True) and _size(plan.shape) == n_out == _size(specs[ins[0]].shape)
+        return ins[:1] if ok else None
+    if t is M.ReduceFp32Plan:
+        ok = byte(ins[0], True) and plan.outer * plan.inner == n_out \
+            and plan.outer * plan.red * plan.inner == _size(specs[ins[0]].shape)
+        return ins[:1] if ok else None
+    if t is M.SpatialMeanPlan:
+        ok = byte(ins[0], True) and plan.n * plan.depth == n_out and plan.n * plan.hw * plan.depth == \
+            _size(specs[ins[0]].shape)
+        return ins[:1] if ok else None
+    if t is M.LanePairPlan:
+        ok = plan.size == n_out and len(ins) == 2 and byte(ins[0]) and byte(ins[1]) and plan.lanes.size == n_out
+        return ins[:2] if ok else None
+    return False
 
 
 def _strides(shape) -> list[int]:
@@ -410,6 +440,23 @@ def _lower_one(plan, o, ins, pools: _Pools, specs, reads):
         cols = g[1]
         p = pools.ints([int(plan.zl), int(plan.zr), rq.zo, rq.lo, rq.hi, cols, len(g), *g, *rq.mult, *rq.shift])
         return _row(K.BMM, o, ins, p)
+    from . import modeplans as M
+
+    if t is M.RowsGemmPlan:
+        p = pools.ints([plan.zo, plan.lo, plan.hi, plan.kind, plan.corr.size, *plan.corr, *plan.mult, *plan.shift])
+        return _row(K.GEMM_ROWS, o, ins, p, pools.table(plan.w), m=(pools.doubles(plan.eff), plan.corr.size))
+    if t is M.SoftmaxTablePlan:
+        return _row(K.SOFTMAX_F32, o, ins, pools.ints([plan.cols, plan.zo]),
+                    f=pools.floats(np.concatenate([plan.table, [plan.so]]).astype(np.float32)))
+    if t is M.ReduceFp32Plan:
+        return _row(K.REDUCE_F32, o, ins, pools.ints([plan.outer, plan.red, plan.inner]),
+                    f=pools.floats(np.array([plan.scale, plan.zp], np.float32)))
+    if t is M.SpatialMeanPlan:
+        return _row(K.MEAN_SPATIAL, o, ins, pools.ints([plan.n, plan.hw, plan.depth, plan.mult, plan.shift, plan.bias]),
+                    pools.table(plan.vec))
+    if t is M.LanePairPlan:
+        p = pools.ints([*plan.dims, *plan.xs, *plan.ys])
+        return _row(K.PAIR_LANES, o, ins, p, pools.table(plan.tables), m=pools.table(plan.lanes))
     if t is P.SoftmaxPlan:
         pr = plan.prepared
         p = pools.ints([plan.rows, plan.cols, plan.diff_min, pr.exps.size, *pr.exps.reshape(-1),
