@@ -30,9 +30,10 @@ def _ort():
 
 def _enum_kwargs(fmt, act, wt, method):
     q = _ort().quantization
+    types = {"uint8": q.QuantType.QUInt8, "int8": q.QuantType.QInt8, "uint16": q.QuantType.QUInt16,
+             "int16": q.QuantType.QInt16}
     return dict(quant_format=q.QuantFormat.QDQ if fmt == "qdq" else q.QuantFormat.QOperator,
-                activation_type=q.QuantType.QUInt8 if act == "uint8" else q.QuantType.QInt8,
-                weight_type=q.QuantType.QUInt8 if wt == "uint8" else q.QuantType.QInt8,
+                activation_type=types[act], weight_type=types[wt],
                 calibrate_method={"minmax": q.CalibrationMethod.MinMax, "entropy": q.CalibrationMethod.Entropy,
                                   "percentile": q.CalibrationMethod.Percentile,
                                   "distribution": q.CalibrationMethod.Distribution}[method])
@@ -337,7 +338,9 @@ def test_zoo_qoperator(tmp_path, fmt, extra, exclude):
     ({"quant_format": "qlinear"}, "InvalidArgumentError", "quant_format"),
     ({"calibrate_method": "mse"}, "InvalidArgumentError", "calibrate_method"),
     ({"activation_type": "uint7"}, "InvalidArgumentError", "activation_type"),
-    ({"activation_type": "int16"}, "UnsupportedError", "activation_type"),
+    ({"activation_type": "int4"}, "UnsupportedError", "activation_type"),
+    ({"activation_type": "int16", "quant_format": "qoperator"}, "UnsupportedError", "quant_format"),
+    ({"activation_type": "uint16"}, "UnsupportedError", "opset 21"),
     ({"weight_type": "float8e4m3fn"}, "UnsupportedError", "weight_type"),
     ({"activation_type": "int8", "weight_type": "uint8"}, "UnsupportedError", "weight_type"),
     ({"per_channel": "yes"}, "DTypeError", "per_channel"),
@@ -460,3 +463,13 @@ def test_opset_below_10_is_refused():
     model.opset_import[0].version = 9
     with pytest.raises(UnsupportedError, match="opset"):
         quantize_with_ranges(model, {})
+
+
+@pytest.mark.parametrize("act,wt", [("uint16", "int8"), ("int16", "int16"), ("uint16", "uint16"), ("uint8", "int16")])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("extra", [None, {"ActivationSymmetric": True}], ids=["plain", "act_sym"])
+def test_16_bit_qdq(tmp_path, act, wt, per_channel, extra):
+    for model, data in ((CNN, CNN_DATA), (TRF, TRF_DATA), (M.extreme_corpus(), M.unit_data(4))):
+        model = copy.deepcopy(model)
+        model.opset_import[0].version = 21
+        _check(model, data, tmp_path, "qdq", act=act, wt=wt, per_channel=per_channel, extra=extra)

@@ -11,8 +11,10 @@ op_types_to_quantize=None, nodes_to_exclude=None, extra_options=None) -> StaticQ
   onnxruntime ``CalibrationDataReader``; the ranges come from
   :func:`quantspec.onnxmodels.calibration.collect_ranges` with onnxruntime's tensor selection.
 - ``quant_format``: ``"qdq"`` / ``"qoperator"`` or ``QuantFormat``; ``activation_type`` /
-  ``weight_type``: ``"uint8"`` / ``"int8"`` or ``QuantType`` (onnxruntime's 16-bit, 4-bit and float8
-  types are refused, as is int8 activations with uint8 weights, which onnxruntime refuses too);
+  ``weight_type``: ``"uint8"``, ``"int8"``, and in the QDQ format on models of opset 21 or later
+  ``"uint16"``, ``"int16"``, or ``QuantType`` (onnxruntime's 4-bit and float8 types are refused, as
+  are int8 activations with uint8 weights and 16-bit types in QOperator, which onnxruntime refuses
+  too, and 16-bit types below opset 21, where onnxruntime converts the model first);
   ``calibrate_method``: ``"minmax"``, ``"entropy"``, ``"percentile"``, ``"distribution"`` or
   ``CalibrationMethod``.  Note that onnxruntime's own default activation type is int8; here it is uint8.
 - ``extra_options``: onnxruntime's keys.  Reproduced: ActivationSymmetric, WeightSymmetric,
@@ -26,8 +28,8 @@ op_types_to_quantize=None, nodes_to_exclude=None, extra_options=None) -> StaticQ
   an error).
 
 What is equal to onnxruntime's output: the set of quantized tensors, the op types of the nodes, and
-every scale, zero point and quantized initializer (dtype, shape and values: int8/uint8 weights, int32
-biases) under onnxruntime's names (``{tensor}_scale``, ``{tensor}_zero_point``, ``{tensor}_quantized``,
+every scale, zero point and quantized initializer (dtype, shape and values: 8- and 16-bit weights,
+int32 biases) under onnxruntime's names (``{tensor}_scale``, ``{tensor}_zero_point``, ``{tensor}_quantized``,
 ``{bias}_quantized``...), so the model's outputs in onnxruntime are bitwise those of onnxruntime's own
 quantized model.  Both formats cover every op type of onnxruntime's default list, with
 onnxruntime's rules (QOperator: QLinearConv, QLinearMatMul, com.microsoft QGemm, QLinearAdd,

@@ -17,10 +17,10 @@ from ...errors import DTypeError, InvalidArgumentError, UnsupportedError
 #: quant_format spellings -> "qdq" / "qoperator"
 _FORMATS = {"qdq": "qdq", "qoperator": "qoperator", "qlinearops": "qoperator"}
 #: activation_type / weight_type spellings -> ONNX element type name
-_TYPES = {"uint8": "uint8", "quint8": "uint8", "u8": "uint8", "int8": "int8", "qint8": "int8", "i8": "int8"}
+_TYPES = {"uint8": "uint8", "quint8": "uint8", "u8": "uint8", "int8": "int8", "qint8": "int8", "i8": "int8",
+          "uint16": "uint16", "quint16": "uint16", "int16": "int16", "qint16": "int16"}
 #: types onnxruntime has that are not reproduced here
-_OTHER_TYPES = {"int16", "qint16", "uint16", "quint16", "int4", "qint4", "uint4", "quint4", "qfloat8e4m3fn",
-                "float8e4m3fn"}
+_OTHER_TYPES = {"int4", "qint4", "uint4", "quint4", "qfloat8e4m3fn", "float8e4m3fn"}
 _METHODS = {"minmax": "minmax", "entropy": "entropy", "percentile": "percentile", "distribution": "distribution"}
 
 #: extra_options keys reproduced, with their default (onnxruntime's)
@@ -64,8 +64,8 @@ def _choice(argument: str, value: Any, table: dict[str, str], allowed: str) -> s
     norm = table.get(key.lower())
     if norm is None:
         if argument.endswith("_type") and key.lower() in _OTHER_TYPES:
-            raise UnsupportedError(argument, "only uint8 and int8 are reproduced (onnxruntime's 16-bit, 4-bit and "
-                                   "float8 static quantization is not)", value)
+            raise UnsupportedError(argument, "only uint8, int8, uint16 and int16 are reproduced (onnxruntime's "
+                                   "4-bit and float8 static quantization is not)", value)
         raise InvalidArgumentError(argument, f"must be one of {allowed} (or onnxruntime's enum)", value)
     return norm
 
@@ -98,7 +98,7 @@ class StaticOptions:
         explicit = self.opt("WeightSymmetric")
         if explicit is not None:
             return bool(explicit)
-        return qtype == "int8"
+        return qtype in ("int8", "int16")
 
 
 def normalize_options(*, quant_format: Any = "qdq", per_channel: Any = False, reduce_range: Any = False,
@@ -108,8 +108,8 @@ def normalize_options(*, quant_format: Any = "qdq", per_channel: Any = False, re
     """Check and normalise ``quantize_static``'s keywords; a :mod:`quantspec.errors` exception names the
     argument, the rule and the value of the first one that is wrong."""
     fmt = _choice("quant_format", quant_format, _FORMATS, "'qdq', 'qoperator'")
-    act = _choice("activation_type", activation_type, _TYPES, "'uint8', 'int8'")
-    wt = _choice("weight_type", weight_type, _TYPES, "'uint8', 'int8'")
+    act = _choice("activation_type", activation_type, _TYPES, "'uint8', 'int8', 'uint16', 'int16'")
+    wt = _choice("weight_type", weight_type, _TYPES, "'uint8', 'int8', 'uint16', 'int16'")
     method = _choice("calibrate_method", calibrate_method, _METHODS,
                      "'minmax', 'entropy', 'percentile', 'distribution'")
     for name, flag in (("per_channel", per_channel), ("reduce_range", reduce_range)):
@@ -118,6 +118,9 @@ def normalize_options(*, quant_format: Any = "qdq", per_channel: Any = False, re
     if act == "int8" and wt == "uint8":
         raise UnsupportedError("weight_type", "uint8 weights with int8 activations are refused by onnxruntime's "
                                "quantize_static (activation_type=int8, weight_type=uint8)", weight_type)
+    if fmt != "qdq" and (act.endswith("16") or wt.endswith("16")):
+        raise UnsupportedError("quant_format", "16-bit types need the QDQ format (onnxruntime refuses them in "
+                               "QOperator)", quant_format)
 
     def names(argument: str, value: Any) -> tuple[str, ...] | None:
         if value is None:

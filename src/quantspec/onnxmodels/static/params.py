@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 #: element type name -> (numpy dtype, ONNX TensorProto type number)
-QTYPES = {"uint8": (np.uint8, 2), "int8": (np.int8, 3)}
+QTYPES = {"uint8": (np.uint8, 2), "int8": (np.int8, 3), "uint16": (np.uint16, 4), "int16": (np.int16, 5)}
 
-_FULL = {"uint8": (0, 255), "int8": (-128, 127)}
-_SYMMETRIC = {"int8": (-127, 127)}
-_REDUCED = {"uint8": (0, 127), "int8": (-64, 64)}
+_FULL = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
+_SYMMETRIC = {"int8": (-127, 127), "int16": (-32767, 32767)}
+_REDUCED = {"uint8": (0, 127), "int8": (-64, 64), "uint16": (0, 32767), "int16": (-16384, 16384)}
 
 INT32_MIN, INT32_MAX = np.float64(np.iinfo(np.int32).min), np.float64(np.iinfo(np.int32).max)
 

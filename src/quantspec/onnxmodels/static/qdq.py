@@ -305,7 +305,7 @@ class QDQWriter:
             in_type = self.marks[info.input].data_type
             in_scale = np.asarray(self.params[info.input][1], dtype=helper.tensor_dtype_to_np_dtype(in_type))
             wp = self.init_params[info.weight]
-            if wp["qtype"] != "int8" or wp["zero_point"].any():
+            if wp["qtype"] not in ("int8", "int16") or wp["zero_point"].any():
                 continue
             new = P.raise_weight_scale_for_bias(self.g.array(bias), in_scale, wp["scale"], wp["axis"] is not None)
             if new is not None:
@@ -484,5 +484,9 @@ class QDQWriter:
 
 def write_qdq(graph: Graph, ranges: dict[str, Range], options: StaticOptions) -> dict:
     if options.activation_type not in P.QTYPES or options.weight_type not in P.QTYPES:
-        raise InvalidArgumentError("activation_type", "must be uint8 or int8", options.activation_type)
+        raise InvalidArgumentError("activation_type", "must be uint8, int8, uint16 or int16", options.activation_type)
+    sixteen = options.activation_type.endswith("16") or options.weight_type.endswith("16")
+    if sixteen and graph.opset is not None and graph.opset < 21:
+        raise UnsupportedError("model_input", "16-bit types need opset 21 or later (onnxruntime converts the model "
+                               "to opset 21 first, which is not reproduced)", graph.opset)
     return QDQWriter(graph, ranges, options).run()
