@@ -184,7 +184,7 @@ SINGLE = {
 }
 
 
-# --- a scale that is 0, negative, NaN or inf on an input or the output of 15 operators -------------------
+# --- a scale that is 0, negative, NaN or inf (or a zero point of 200) on an input or the output of 18 operators
 _WS = np.random.default_rng(4).integers(-127, 128, (4, 1, 1, 2), dtype=np.int8)
 
 
@@ -231,7 +231,11 @@ SCALE_CASES = [f"{op}-{where}-{name}" for op in ("CONV_2D", "FULLY_CONNECTED", "
 
 def _scale_model(key):
     op, where, name = key.split("-")
-    inputs, outputs, options, version = _scale_case(op, where, SCALES[name])
+    if name == "zp200":                # a zero point outside int8's range, scale 0.1
+        inputs, outputs, options, version = _scale_case(op, where, 0.1)
+        (inputs[0] if where == "input" else outputs[0]).zero_point = 200
+    else:
+        inputs, outputs, options, version = _scale_case(op, where, SCALES[name])
     return build(op, inputs, outputs, options, version)
 
 
@@ -254,7 +258,9 @@ def _limit_case(rule):
 MODELS = {**{f"single:{n}": (_single, n) for n in SINGLE},
           **{f"rule:{c[0]}": (_checker_case, c[0]) for c in C.CASES},
           **{f"limit:{r}": (_limit_case, r) for r in L.CASES},
-          **{f"scale:{k}": (_scale_model, k) for k in SCALE_CASES}}
+          **{f"scale:{k}": (_scale_model, k) for k in SCALE_CASES},
+          **{f"zero-point:{k}": (_scale_model, k) for k in
+             sorted({c.rsplit("-", 1)[0] + "-zp200" for c in SCALE_CASES})}}
 _cache: dict[str, bytes] = {}
 
 
