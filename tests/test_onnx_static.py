@@ -473,3 +473,24 @@ def test_16_bit_qdq(tmp_path, act, wt, per_channel, extra):
         model = copy.deepcopy(model)
         model.opset_import[0].version = 21
         _check(model, data, tmp_path, "qdq", act=act, wt=wt, per_channel=per_channel, extra=extra)
+
+
+def test_where_the_formats_write_different_codes(tmp_path):
+    """onnxruntime's two writers share the code arithmetic but not the parameters of some tensors:
+    a constant operand of Add (here ``pos``) with int8 activations and weights is asymmetric in QDQ
+    (ActivationSymmetric) and symmetric in QOperator (WeightSymmetric, as its type is the weight type);
+    reduce_range narrows it in QDQ only; uint8 per-channel weights are symmetric (zero point 128) in
+    QDQ, asymmetric in QOperator's MatMul.  quantspec writes each format's own."""
+    cases = [dict(act="int8", wt="int8"), dict(act="int8", wt="int8", reduce_range=True),
+             dict(act="uint8", wt="uint8", per_channel=True)]
+    names = ["pos", "pos", "wq"]
+    for kw, name in zip(cases, names):
+        written = {}
+        for fmt in FORMATS:
+            ref = _arrays(ort_quantize(TRF, TRF_DATA, tmp_path, fmt, **kw))
+            got = _arrays(ours(TRF, TRF_DATA, tmp_path, fmt, **kw)[0])
+            for suffix in ("_scale", "_zero_point", "_quantized"):
+                assert ref[name + suffix].tobytes() == got[name + suffix].tobytes()
+            written[fmt] = ref
+        assert written["qdq"][name + "_scale"].tobytes() != written["qoperator"][name + "_scale"].tobytes()
+        assert written["qdq"][name + "_quantized"].tobytes() != written["qoperator"][name + "_quantized"].tobytes()

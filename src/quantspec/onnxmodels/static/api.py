@@ -23,7 +23,7 @@ class StaticQuantizationReport:
 
     ``quantized_nodes``: the nodes (names, or op types for unnamed ones) a quantization rule handled;
     ``activations``: the tensors given activation scales / zero points (sorted);
-    ``weights``: the initializers written quantized (weights, int8/uint8; biases, int32), in order;
+    ``weights``: the initializers written quantized (weights, 8 or 16 bits; biases, int32), in order;
     ``removed_nodes``: activations folded into their producer (QDQ Relu / Clip);
     ``ranges``: how many calibrated ranges were used; ``output``: the file written, if any."""
 
