@@ -1121,5 +1121,10 @@ def resolvers_markdown() -> str:
         if v.resolver == "xnnpack" and cond:
             xnn += " (" + "; ".join(cond) + ")"
         ops = ", ".join(v.ops) if v.ops else "any"
+        where = [f"on {' / '.join(v.places)}"] if v.places != ("input", "output") else []
+        where += [f"found {' / '.join(v.values)}"] if v.values else []
+        where += [f"{' / '.join(v.dtypes)} tensors"] if v.dtypes else []
+        if where:
+            ops += " (" + "; ".join(where) + ")"
         lines.append(f"| `{v.rule}` | {ops} | {ref} | {opt} | {xnn} |")
     return "\n".join(lines)
