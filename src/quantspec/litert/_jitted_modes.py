@@ -126,7 +126,10 @@ def _depthwise_mode(x, filt, bias, mult, shift, scale, vec, g, kind, zx, zo, lo,
     sh, sw, dh, dw, ph, pw = g[8], g[9], g[10], g[11], g[12], g[13]
     oc = c * m
     rows = out.size // (ow * oc)
-    accs = np.empty(oc, np.int64)
+    # int32 accumulators, each sum wrapping as the C++ int32 one does (addition modulo 2^32 in any
+    # order): twice the lanes of int64 ones
+    accs = np.empty(oc, np.int32)
+    z32 = np.int32(zx)
     flo = np.float32(lo - zo)
     fhi = np.float32(hi - zo)
     while True:
@@ -138,8 +141,8 @@ def _depthwise_mode(x, filt, bias, mult, shift, scale, vec, g, kind, zx, zo, lo,
             b = row // oh
             oy = row - b * oh
             for ox in range(ow):
-                for k in range(oc):
-                    accs[k] = bias[k]
+                for k in range(np.uint64(oc)):
+                    accs[k] = np.int32(bias[k])
                 for ky in range(kh):
                     iy = oy * sh - ph + ky * dh
                     if iy < 0 or iy >= h:
@@ -152,12 +155,13 @@ def _depthwise_mode(x, filt, bias, mult, shift, scale, vec, g, kind, zx, zo, lo,
                         fb = np.uint64((ky * kw + kx) * oc)
                         if m == 1:
                             for ic in range(np.uint64(c)):
-                                accs[ic] += (np.int64(x[xb + ic]) - zx) * filt[fb + ic]
+                                accs[ic] = np.int32(accs[ic] + np.int32((np.int32(x[xb + ic]) - z32) * filt[fb + ic]))
                         else:
                             for ic in range(np.uint64(c)):
-                                v = np.int64(x[xb + ic]) - zx
+                                v = np.int32(np.int32(x[xb + ic]) - z32)
                                 for mm in range(np.uint64(m)):
-                                    accs[ic * np.uint64(m) + mm] += v * filt[fb + ic * np.uint64(m) + mm]
+                                    j = ic * np.uint64(m) + mm
+                                    accs[j] = np.int32(accs[j] + np.int32(v * filt[fb + j]))
                 ob = np.uint64((row * ow + ox) * oc)
                 if kind == 0:
                     for k in range(np.uint64(oc)):
