@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ...errors import UnsupportedError
 from . import params as P
-from .graph import FLOAT_TYPES, Graph, scale_zp_initializers
+from .graph import Graph, scale_zp_initializers
 from .options import StaticOptions
 from .registry import QOPERATOR_RULES
 from .selection import Range, adjust_ranges, should_quantize
