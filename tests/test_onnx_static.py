@@ -494,3 +494,31 @@ def test_where_the_formats_write_different_codes(tmp_path):
             written[fmt] = ref
         assert written["qdq"][name + "_scale"].tobytes() != written["qoperator"][name + "_scale"].tobytes()
         assert written["qdq"][name + "_quantized"].tobytes() != written["qoperator"][name + "_quantized"].tobytes()
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("minmax", {"CalibStridedMinMax": 2}),
+    ("minmax", {"CalibMovingAverage": True, "CalibMovingAverageConstant": 0.3}),
+    ("minmax", {"CalibTensorRangeSymmetric": True, "CalibMaxIntermediateOutputs": 1}),
+    ("minmax", {"CalibMaxIntermediateOutputs": 3}),
+    ("percentile", {"CalibPercentile": 99.0}),
+    ("percentile", {"CalibPercentile": 90.0, "CalibTensorRangeSymmetric": False}),
+    ("entropy", {"CalibTensorRangeSymmetric": True}),
+])
+def test_calibration_options_end_to_end(tmp_path, method, extra):
+    from quantspec.onnxmodels import quantize_static
+
+    from quantspec.errors import QuantSpecError
+
+    for fmt in FORMATS:
+        try:
+            ref = ort_quantize(CNN, CNN_DATA, tmp_path, fmt, method=method, extra=extra)
+        except ValueError as e:  # onnxruntime's calibration refuses (no data left to compute from): so does ours
+            assert "No data is collected" in str(e)
+            with pytest.raises(QuantSpecError, match="No data is collected"):
+                quantize_static(CNN, None, CNN_DATA, quant_format=fmt, calibrate_method=method, extra_options=extra)
+            continue
+        out = tmp_path / f"ours_{fmt}.onnx"
+        quantize_static(CNN, out, M.reader(CNN_DATA), quant_format=fmt, calibrate_method=method,
+                        extra_options=extra)
+        assert_same_model(ref, onnx.load(str(out)), M.feeds(CNN_DATA)[:1])

@@ -42,8 +42,7 @@ EXTRA_DEFAULTS: dict[str, Any] = {
 }
 #: calibration keys: passed to the calibration, not used by the graph writer
 CALIBRATION_KEYS = ("CalibTensorRangeSymmetric", "CalibMovingAverage", "CalibMovingAverageConstant",
-                    "CalibMaxIntermediateOutputs", "CalibPercentile", "CalibStridedMinMax", "CalibNumBins",
-                    "CalibNumQuantizedBins")
+                    "CalibMaxIntermediateOutputs", "CalibPercentile", "CalibStridedMinMax")
 #: keys onnxruntime honours that change the output, refused unless at their neutral value
 _REFUSED = {"EnableSubgraph": False, "TensorQuantOverrides": None, "SmoothQuant": False, "UseQDQContribOps": False,
             "BlockSize": 0, "DefaultTensorType": None}
