@@ -446,3 +446,48 @@ def test_float16_tensors_are_refused():
 
     with pytest.raises(UnsupportedError, match="float16"):
         cal.collect_ranges(m, {"x": np.ones((2, 4), np.float16)})
+
+
+def _sibling_models():
+    import onnx_static_models as M
+
+    names = ["cnn", "transformer", "zoo_common", "zoo_qdq", "zoo_qoperator", "with_subgraph", "shared",
+             "tie_corpus", "extreme_corpus"]
+    return M, names
+
+
+def _data_for(model, seed: int = SEED, n: int = 3) -> dict:
+    """Seeded samples for each graph input of ``model`` (its static shape; int64 ids below 16)."""
+    rng = np.random.default_rng(seed + 11)
+    inits = {t.name for t in model.graph.initializer}
+    out = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        if vi.type.tensor_type.elem_type == 7:
+            out[vi.name] = rng.integers(0, 16, size=(n, *shape), dtype=np.int64)
+        else:
+            out[vi.name] = (rng.standard_normal((n, *shape)) * 2).astype(np.float32)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")   # numpy, inside onnxruntime's calibrator
+@pytest.mark.parametrize("name", _sibling_models()[1])
+@pytest.mark.parametrize("method", ["minmax", "entropy", "percentile", "distribution"])
+def test_sibling_models_every_op_type(name, method):
+    """The static quantizer's test models (every op type of onnxruntime's two registries, a subgraph, shared
+    weights, weights at ties and extremes): the same tensors and ranges as onnxruntime's calibrator."""
+    require("onnxruntime")
+    M, _ = _sibling_models()
+    model = getattr(M, name)()
+    data = _data_for(model)
+    feeds = [{k: v[i] for k, v in data.items()} for i in range(3)]
+    try:
+        want = ort_ranges(model, feeds, method)
+    except ValueError as e:      # extreme_corpus's 3e38 weights: numpy cannot bin the histogram methods' range
+        with pytest.raises(InvalidArgumentError, match="calibration_data"):
+            cal.collect_ranges(model, data, method=method)
+        assert "Too many bins" in str(e)
+        return
+    assert_same(cal.collect_ranges(model, data, method=method), want)
