@@ -184,17 +184,17 @@ def _mean_spatial(x, n, hw, depth, mult, shift, vec, bias, out):
     """The optimized MEAN over the two spatial axes of int8 (N, H, W, C) (``x`` flat): per image and
     channel the int32 sum ``S`` of the raw codes, then ``clamp(requantize(S) + bias)`` with the
     vector loop's half-up rounding where ``vec[c]``, else the reference one."""
-    acc = np.zeros(depth, np.int64)
+    acc = np.zeros(depth, np.int32)             # int32 sums, wrapping as the C++ ones do
     for b in range(n):
         for c in range(depth):
             acc[c] = 0
         base = b * hw * depth
         for i in range(hw):
-            ib = base + i * depth
-            for c in range(depth):
-                acc[c] += np.int64(x[ib + c])
+            ib = np.uint64(base + i * depth)
+            for c in range(np.uint64(depth)):
+                acc[c] = np.int32(acc[c] + np.int32(x[ib + c]))
         for c in range(depth):
-            v = _requantize(wrap32(acc[c]), mult, shift, vec[c] != 0)
+            v = _requantize(np.int64(acc[c]), mult, shift, vec[c] != 0)
             v = wrap32(v + bias)
             out[b * depth + c] = np.int8(min(max(v, np.int64(-128)), np.int64(127)))
 
@@ -206,17 +206,17 @@ def _reduce_fp32(x, outer, red, inner, scale, zp, out):
     """XNNPACK's MEAN / SUM over the middle axis of int8 ``x`` seen as (outer, red, inner): the int32
     sum ``S`` of the raw codes, then ``clamp(rint(f32(f32(S) * scale) + zp), -128, 127)`` (a NaN
     becomes 0)."""
-    acc = np.zeros(inner, np.int64)
+    acc = np.zeros(inner, np.int32)             # int32 sums, wrapping as the C++ ones do
     for o in range(outer):
         for i in range(inner):
             acc[i] = 0
         base = o * red * inner
         for r in range(red):
-            rb = base + r * inner
-            for i in range(inner):
-                acc[i] += np.int64(x[rb + i])
+            rb = np.uint64(base + r * inner)
+            for i in range(np.uint64(inner)):
+                acc[i] = np.int32(acc[i] + np.int32(x[rb + i]))
         for i in range(inner):
-            v = np.float32(np.float32(np.float32(np.int32(wrap32(acc[i]))) * scale) + zp)
+            v = np.float32(np.float32(np.float32(acc[i]) * scale) + zp)
             if np.isnan(v):
                 v = np.float32(0)
             v = min(max(np.rint(v), np.float32(-128)), np.float32(127))
