@@ -202,7 +202,7 @@ def _prod_multiplier(op: str, s_in: float, s_out: float, n_in: int, n_out: int) 
     if e > 14:
         raise c.limit("multiplier-shift", UnsupportedError(
             f"{op} output", "a per-step scale s_in / s_out^(1/n) >= 2^14 needs a shift of 15 or more in the int64 "
-            "MultiplyByQuantizedMultiplier, undefined in LiteRT's C++", float(s_in) / math.pow(float(s_out), 1.0 / n)))
+            "MultiplyByQuantizedMultiplier (undefined behaviour in LiteRT's C++)", float(s_in) / math.pow(float(s_out), 1.0 / n)))
     return int(m), int(e)
 
 
