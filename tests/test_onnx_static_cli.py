@@ -128,16 +128,6 @@ def test_calibrate_usage_errors(files, capsys):
     assert "DATA.npz" in capsys.readouterr().out
 
 
-def _has_static() -> bool:
-    import quantspec.onnxmodels as om
-
-    try:
-        om.quantize_static  # noqa: B018
-    except AttributeError:
-        return False
-    return True
-
-
 def _model_bytes(path):
     """(initializer name -> (dtype, dims, bytes), node (op type, inputs, outputs) list) of a model."""
     import onnx
@@ -152,30 +142,41 @@ def _model_bytes(path):
     return inits, nodes
 
 
-@pytest.mark.parametrize("fmt,per_channel,method", [("qdq", False, "minmax"), ("qoperator", True, "entropy"),
-                                                    ("qdq", True, "percentile")])
-def test_convert_static_equals_onnxruntime(files, capsys, fmt, per_channel, method):
+@pytest.mark.parametrize("fmt,per_channel,method,more", [
+    ("qdq", False, "minmax", []), ("qoperator", True, "entropy", []), ("qdq", True, "percentile", []),
+    ("qoperator", False, "distribution", ["--reduce-range"]),
+    ("qdq", False, "minmax", ["--activation-type", "int8", "--reduce-range"]),
+    ("qdq", True, "entropy", ["--weight-type", "uint8"]),
+])
+def test_convert_static_equals_onnxruntime(files, capsys, fmt, per_channel, method, more):
     d, x = files
     argv = ["convert", str(d / "m.onnx"), str(d / "o.onnx"), "--static", "--calibration", str(d / "d.npz"),
-            "--quant-format", fmt, "--calibrate-method", method] + (["--per-channel"] if per_channel else [])
-    if not _has_static():
-        assert main(argv) == 2
-        _one_error_line(capsys, "--static", "quantize_static")
-        assert not (d / "o.onnx").exists()
-        return
-    ort = require("onnxruntime")
+            "--quant-format", fmt, "--calibrate-method", method] + (["--per-channel"] if per_channel else []) + more
+    require("onnxruntime")
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
+    types = {"uint8": QuantType.QUInt8, "int8": QuantType.QInt8}
+    act = more[more.index("--activation-type") + 1] if "--activation-type" in more else "uint8"
+    wt = more[more.index("--weight-type") + 1] if "--weight-type" in more else "int8"
     assert main(argv) == 0
+    assert "wrote" in capsys.readouterr().out
     quantize_static(str(d / "m.onnx"), str(d / "ort.onnx"), Reader([{"x": a} for a in x]),
                     quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator, per_channel=per_channel,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,     # the command's defaults
+                    reduce_range="--reduce-range" in more, activation_type=types[act], weight_type=types[wt],
                     calibrate_method=getattr(CalibrationMethod, {"minmax": "MinMax", "entropy": "Entropy",
-                                                                  "percentile": "Percentile"}[method]))
+                                                                  "percentile": "Percentile",
+                                                                  "distribution": "Distribution"}[method]))
     got_inits, got_nodes = _model_bytes(d / "o.onnx")
     want_inits, want_nodes = _model_bytes(d / "ort.onnx")
     assert got_inits == want_inits and got_nodes == want_nodes
-    assert ort is not None
+
+
+def test_convert_static_json_report(files, capsys):
+    d, _ = files
+    assert main(["convert", str(d / "m.onnx"), str(d / "o.onnx"), "--static", "--calibration",
+                 str(d / "unnamed.npz"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["quant_format"].lower() == "qdq" and report["output"] == str(d / "o.onnx")
 
 
 def test_options_before_the_model_route_to_onnx(files, capsys):
@@ -183,11 +184,19 @@ def test_options_before_the_model_route_to_onnx(files, capsys):
     d, _ = files
     code = main(["convert", "--static", "--calibration", str(d / "d.npz"), "--quant-format", "qdq",
                  str(d / "m.onnx"), str(d / "o.onnx")])
-    if not _has_static():
-        assert code == 2
-        _one_error_line(capsys, "quantize_static")
-    else:
-        assert code == 0 and (d / "o.onnx").exists()
+    assert code == 0 and (d / "o.onnx").exists()
+
+
+def test_without_quantize_static_a_clear_error(files, capsys, monkeypatch):
+    """An installation without quantspec.onnxmodels.quantize_static: exit 2, one line naming it."""
+    import quantspec.onnxmodels as om
+
+    monkeypatch.delitem(om._CONVERTER, "quantize_static")
+    monkeypatch.delattr(om, "quantize_static", raising=False)
+    d, _ = files
+    assert main(["convert", str(d / "m.onnx"), str(d / "o.onnx"), "--static", "--calibration", str(d / "d.npz")]) == 2
+    _one_error_line(capsys, "--static", "quantize_static")
+    assert not (d / "o.onnx").exists()
 
 
 def test_calibrate_damaged_inputs_never_trace(files, capsys):
