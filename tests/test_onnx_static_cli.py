@@ -4,9 +4,9 @@ in-process through quantspec.cli.main.
 calibrate: every tensor's range equals onnxruntime's calibrator's (create_calibrator + collect_data +
 compute_data, as quantize_static runs it), and the zero point and scale equal onnxruntime's own
 ``compute_scale_zp`` on that range.  convert --static: the written model's initializers and nodes
-equal those of onnxruntime's quantize_static on the same data (once quantspec.onnxmodels has
-quantize_static; without it the command fails with exit 2 and one line).  Bad input: exit 2, one
-line on stderr, no traceback.
+equal those of onnxruntime's quantize_static on the same data (an installation without
+quantspec.onnxmodels.quantize_static, simulated, fails with exit 2 and one line).  Bad input: exit 2,
+one line on stderr, no traceback.
 """
 
 from __future__ import annotations
