@@ -300,6 +300,9 @@ def calibrate_main(argv: Sequence[str]) -> int:
         print(json.dumps({"model": str(args.model), "samples": samples, "activation_type": args.activation_type,
                           "symmetric": args.symmetric, "methods": methods, "tensors": rows}, indent=2))
         return EXIT_OK
+    def f32(v) -> str:        # the shortest text that reads back as the same float32
+        return v if isinstance(v, str) else str(np.float32(v))
+
     width = max([len("tensor")] + [len(n) for n in rows])
     print(f"quantspec calibrate: {args.model}, {samples} samples, {len(rows)} tensors; {args.activation_type} "
           f"parameters{' (symmetric)' if args.symmetric else ''}")
@@ -307,6 +310,6 @@ def calibrate_main(argv: Sequence[str]) -> int:
     for name, per in rows.items():
         for m, e in per.items():
             zp = "-" if e["zero_point"] is None else str(e["zero_point"])
-            sc = e.get("error", "") if e["scale"] is None else repr(e["scale"])
-            print(f"{name:<{width}}  {m:<12}  {e['lowest']!s:>15}  {e['highest']!s:>15}  {zp:>10}  {sc}")
+            sc = e.get("error", "") if e["scale"] is None else f32(e["scale"])
+            print(f"{name:<{width}}  {m:<12}  {f32(e['lowest']):>15}  {f32(e['highest']):>15}  {zp:>10}  {sc}")
     return EXIT_OK
