@@ -224,18 +224,86 @@ SCALES = {"zero": 0.0, "negative": -1.0, "nan": np.nan, "inf": np.inf}
 SCALE_CASES = [f"{op}-{where}-{name}" for op in ("CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D",
                                                  "CONCATENATION", "MEAN", "TANH", "LOGISTIC", "SOFTMAX", "QUANTIZE",
                                                  "DEQUANTIZE", "LEAKY_RELU", "RESIZE_BILINEAR", "MAXIMUM", "LESS",
-                                                 "ADD", "SUB", "MUL")
+                                                 "ADD", "SUB", "MUL", "FULLY_CONNECTED_PER_CHANNEL")
                for where in ("input", "output") for name in SCALES
                if not (where == "output" and op in ("DEQUANTIZE", "LESS"))]
 
 
 def _scale_model(key):
     op, where, name = key.split("-")
+    per_channel = op == "FULLY_CONNECTED_PER_CHANNEL"        # FULLY_CONNECTED with per-channel weights
+    op = "FULLY_CONNECTED" if per_channel else op
     if name == "zp200":                # a zero point outside int8's range, scale 0.1
         inputs, outputs, options, version = _scale_case(op, where, 0.1)
         (inputs[0] if where == "input" else outputs[0]).zero_point = 200
     else:
         inputs, outputs, options, version = _scale_case(op, where, SCALES[name])
+    if per_channel:
+        inputs[1].scale, inputs[1].zero_point = [0.01, 0.02, 0.03, 0.04], [0] * 4
+        inputs[2].scale, inputs[2].zero_point = [0.001, 0.002, 0.003, 0.004], [0] * 4
+    return build(op, inputs, outputs, options, version)
+
+
+# --- an activation with several scales; the weight and bias rules of the GEMMs -------------------------------
+
+PER_AXIS_CASES = [c.rsplit("-", 1)[0] for c in SCALE_CASES if c.endswith("-zero")]
+_WD = np.random.default_rng(6).integers(-127, 128, (1, 1, 1, 4), dtype=np.int8)
+
+
+def _per_axis_model(key):
+    op, where = key.split("-")
+    if op == "FULLY_CONNECTED_PER_CHANNEL":
+        return _per_axis_fc(where)
+    inputs, outputs, options, version = _scale_case(op, where, 0.1)
+    t = inputs[0] if where == "input" else outputs[0]
+    t.scale, t.zero_point, t.quantized_dimension = [0.1, 0.2], [0, 0], 3
+    return build(op, inputs, outputs, options, version)
+
+
+def _per_axis_fc(where):
+    inputs, outputs, options, version = _scale_case("FULLY_CONNECTED", where, 0.1)
+    inputs[1].scale, inputs[1].zero_point = [0.01, 0.02, 0.03, 0.04], [0] * 4
+    inputs[2].scale, inputs[2].zero_point = [0.001, 0.002, 0.003, 0.004], [0] * 4
+    t = inputs[0] if where == "input" else outputs[0]
+    n = t.shape[1]
+    t.scale, t.zero_point, t.quantized_dimension = [0.1 * (k + 1) for k in range(n)], [0] * n, 1
+    return build("FULLY_CONNECTED", inputs, outputs, options, version)
+
+
+GEMM_CASES = [f"{op}-{gran}-{rule}" for op in ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D")
+              for gran in ("per_tensor", "per_channel")
+              for rule in ("weight_zero_point", "weight_minus_128", "bias_scale", "bias_zero_point",
+                           "bias_granularity")]
+
+
+def _gemm_model(key):
+    op, gran, rule = key.split("-")
+    if op == "DEPTHWISE_CONV_2D":
+        inputs = [T((1, 2, 2, 2), "int8", 0.1, 0), T((1, 1, 1, 4), "int8", [0.02], 0, 3, _WD.copy()),
+                  T((4,), "int32", [0.002], 0, 0, np.zeros(4, I32))]
+        outputs, options, version = [T((1, 2, 2, 4), "int8", 0.3, 0)], {
+            "padding": "VALID", "stride_h": 1, "stride_w": 1, "depth_multiplier": 2}, 3
+    else:
+        inputs, outputs, options, version = _scale_case(op, "input", 0.1)
+        inputs[1].data = inputs[1].data.copy()
+    w, b = inputs[1], inputs[2]
+    if gran == "per_channel":
+        w.scale, w.zero_point = [0.01, 0.02, 0.03, 0.04], [0] * 4
+        b.scale, b.zero_point = [0.001, 0.002, 0.003, 0.004], [0] * 4
+    else:
+        b.scale = [0.002]
+    if rule == "weight_zero_point":
+        w.zero_point = [3] * len(w.scale)
+    elif rule == "weight_minus_128":
+        w.data.flat[0] = -128
+    elif rule == "bias_scale":
+        b.scale = [v * 1.5 for v in b.scale]
+    elif rule == "bias_zero_point":
+        b.zero_point = [4] * len(b.scale)
+    elif gran == "per_channel":           # bias_granularity
+        b.scale, b.zero_point = [0.002], [0]
+    else:
+        b.scale, b.zero_point = [0.002] * 4, [0] * 4
     return build(op, inputs, outputs, options, version)
 
 
@@ -259,6 +327,8 @@ MODELS = {**{f"single:{n}": (_single, n) for n in SINGLE},
           **{f"rule:{c[0]}": (_checker_case, c[0]) for c in C.CASES},
           **{f"limit:{r}": (_limit_case, r) for r in L.CASES},
           **{f"scale:{k}": (_scale_model, k) for k in SCALE_CASES},
+          **{f"per-axis:{k}": (_per_axis_model, k) for k in PER_AXIS_CASES},
+          **{f"gemm:{k}": (_gemm_model, k) for k in GEMM_CASES},
           **{f"zero-point:{k}": (_scale_model, k) for k in
              sorted({c.rsplit("-", 1)[0] + "-zp200" for c in SCALE_CASES})}}
 _cache: dict[str, bytes] = {}
@@ -309,6 +379,14 @@ INTERPRETER_GAPS = {
     ("rule:bias-zero-point", "xnnpack"): "the delegate model does not check a per-channel bias's zero points",
     **{("rule:litert-load-op-version", r): "the Interpreter does not check operator versions as LiteRT's "
        "InterpreterBuilder does" for r in RESOLVERS},
+    **{(f"gemm:{k}", "xnnpack"): "the delegate model does not check a bias's zero points or number of scales"
+       for k in ("CONV_2D-per_channel-bias_granularity", "CONV_2D-per_channel-bias_zero_point",
+                 "CONV_2D-per_tensor-bias_granularity", "DEPTHWISE_CONV_2D-per_channel-bias_granularity",
+                 "DEPTHWISE_CONV_2D-per_channel-bias_zero_point", "DEPTHWISE_CONV_2D-per_tensor-bias_granularity",
+                 "FULLY_CONNECTED-per_channel-bias_zero_point")},
+    **{(f"gemm:{k}", "xnnpack"): "the delegate model declines a filter with a non-zero zero point; the delegate "
+       "takes it and XNNPACK refuses it" for k in ("DEPTHWISE_CONV_2D-per_tensor-weight_zero_point",
+                                                  "FULLY_CONNECTED-per_channel-weight_zero_point")},
 }
 
 

@@ -782,6 +782,9 @@ def _refused(c: _Collector, op: Operator, e: QuantSpecError) -> bool | None:
         litert, stage, check = lim.action, lim.stage if lim.fails else None, lim.source
         message = e.rule if isinstance(e.rule, str) else str(e)
         expected = lim.requires
+    elif rule == "granularity":        # LiteRT reads the tensor's legacy parameters (scale 0, zero point 0)
+        g = _GENERIC.restriction("granularity").litert[0]
+        litert, stage, check, message, expected = g.action, g.stage, g.check, str(e.rule), optable.PER_TENSOR
     elif rule is not None:             # a table rule the table pass could not see (e.g. on int16)
         litert, stage, check, message, expected = REJECTS, "prepare", "the kernel's check", str(e.rule), None
     else:
@@ -862,7 +865,8 @@ def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
                 else:
                     delegated = bool(taken.get(index))
                 e = optable.resolver_verdict(v.rule, name, r, table, delegated=delegated, tensor_per_axis=per_axis,
-                                             position=position, found=v.found, dtype=dtype)
+                                             position=position, found=v.found, dtype=dtype,
+                                             weights_per_axis=_weights_per_axis(sg, op or own))
                 return e, (r == "xnnpack" and delegated and e.fails), index
 
             mine = at(own, v.position or None)
@@ -889,6 +893,16 @@ def _with_resolvers(sg: Subgraph, found: list[Violation]) -> list[Violation]:
                              resolvers=(("reference", runs), ("optimized", runs),
                                         ("xnnpack", Verdict(action, "prepare", check)))))
     return out
+
+
+def _weights_per_axis(sg: Subgraph, op: Operator | None) -> bool | None:
+    """Whether a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED has per-axis weights (None for other
+    operators, or weights without quantization)."""
+    if op is None or op.name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") or len(op.inputs) < 2 \
+            or not 0 <= op.inputs[1] < len(sg.tensors):
+        return None
+    p = sg.tensors[op.inputs[1]].params
+    return None if p is None else bool(p.per_axis)
 
 
 def _matters(v: Violation, kernels: tuple[str, ...]) -> bool:

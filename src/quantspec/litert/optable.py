@@ -957,7 +957,7 @@ class ResolverVerdict:
 
     def applies(self, rule: str, op: str | None, resolver: str, delegated: bool | None,
                 tensor_per_axis: bool | None, position: str | None = None, found: Any = None,
-                dtype: str | None = None) -> bool:
+                dtype: str | None = None, weights_per_axis: bool | None = None) -> bool:
         """Whether this entry says what ``resolver`` does; ``delegated`` None: ask for the entries
         that hold whether or not the XNNPACK delegate takes the operator (``delegated=False`` ones)."""
         if self.rule != rule or self.resolver != resolver or (self.ops and op not in self.ops):
@@ -967,6 +967,10 @@ class ResolverVerdict:
         if self.condition == SEVERAL_SCALES and tensor_per_axis is not True:
             return False
         if self.condition == ONE_SCALE and tensor_per_axis is not False:
+            return False
+        if self.condition == PER_TENSOR_WEIGHTS and weights_per_axis is not False:
+            return False
+        if self.condition == PER_AXIS_WEIGHTS and weights_per_axis is not True:
             return False
         if position is not None and not any(position == p or position.startswith(p + " ") for p in self.places):
             return False
@@ -1020,9 +1024,17 @@ RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
         ABORTS, "eval", "Eval rescales the inputs with QuantizeMultiplierSmallerThanOneExp, whose CHECK fails for "
         "a scale that is 0, negative or NaN", source=K + "comparisons.cc: ComparisonQuantized"), places=("input",),
         values=("zero", "negative", "nan")),
+    # several scales on an activation: the builtin kernels read scale 0, zero point 0 (as for a zero scale,
+    # resolver_verdict), which CONCATENATION's same-scale check then rejects
+    ResolverVerdict("granularity", ("CONCATENATION",), "reference", Enforcement(
+        REJECTS, "prepare", "the input's legacy scale (0 with several scales) differs from the output's",
+        source=K + "concatenation.cc: Prepare"), places=("input",)),
     # FULLY_CONNECTED's Prepare checks the real multiplier s_in * s_w / s_out (GetQuantizedConvolutionMultipler)
-    ResolverVerdict("scale", ("FULLY_CONNECTED",), "reference", _FC_SCALE, places=("input 0",)),
-    ResolverVerdict("scale", ("FULLY_CONNECTED",), "reference", _FC_SCALE, places=("output",), values=("zero", "nan")),
+    # with per-tensor weights (the per-channel path computes one multiplier per channel without that check)
+    ResolverVerdict("scale", ("FULLY_CONNECTED",), "reference", _FC_SCALE, places=("input 0",),
+                    condition=PER_TENSOR_WEIGHTS),
+    ResolverVerdict("scale", ("FULLY_CONNECTED",), "reference", _FC_SCALE, places=("output",), values=("zero", "nan"),
+                    condition=PER_TENSOR_WEIGHTS),
     # the reference kernels' fixed-point softmax limits: the optimized kernels have none of them, and
     # the XNNPACK delegate does not take int8 SOFTMAX / LOG_SOFTMAX
     ResolverVerdict("softmax-input-multiplier", ("SOFTMAX", "LOG_SOFTMAX"), "optimized", _OPT_SOFTMAX),
@@ -1052,6 +1064,15 @@ RESOLVER_VERDICTS: tuple[ResolverVerdict, ...] = (
     ResolverVerdict("bias-zero-point", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"), "xnnpack", Enforcement(
         REJECTS, "prepare", _XNN_RUNTIME + " (a per-channel int32 bias with a non-zero zero point)", source=_XNN),
         delegated=True, condition=SEVERAL_SCALES),
+    ResolverVerdict("bias-granularity", ("CONV_2D", "DEPTHWISE_CONV_2D"), "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (a bias with another number of scales than the filter)", source=_XNN),
+        delegated=True),
+    ResolverVerdict("weight-zero-point", ("FULLY_CONNECTED",), "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (a per-channel filter with a non-zero zero point)", source=_XNN),
+        condition=SEVERAL_SCALES),
+    ResolverVerdict("weight-zero-point", ("DEPTHWISE_CONV_2D",), "xnnpack", Enforcement(
+        REJECTS, "prepare", _XNN_RUNTIME + " (a per-tensor filter with a non-zero zero point)", source=_XNN),
+        condition=ONE_SCALE),
     ResolverVerdict("fixed-scale", ("LOGISTIC",), "xnnpack", Enforcement(
         SILENT, None, "the delegate takes the LOGISTIC and XNNPACK's sigmoid quantizes to the output's own "
         "parameters (the builtin Prepare's output-scale check does not run)", source=_XNN), delegated=True),
@@ -1064,10 +1085,11 @@ XNNPACK_RUNTIME = "xnnpack-runtime"
 
 def resolver_verdict(rule: str, op: str | None, resolver: str, table: Enforcement, *, delegated: bool = False,
                      tensor_per_axis: bool | None = None, position: str | None = None, found: Any = None,
-                     dtype: str | None = None) -> Enforcement:
+                     dtype: str | None = None, weights_per_axis: bool | None = None) -> Enforcement:
     """What ``resolver`` does with a broken ``rule`` at ``op``, given the op table's (or the limit's)
     verdict ``table``; ``position`` ("input 0 (input)", "output 0"...), ``found`` and ``dtype`` say
-    where the broken tensor is, its value and its type, for the verdicts that depend on them.
+    where the broken tensor is, its value and its type, ``weights_per_axis`` whether the operator's
+    weights are per-axis, for the verdicts that depend on them.
 
     BUILTIN_REF does what the table says except where :data:`RESOLVER_VERDICTS` has a
     ``"reference"`` entry; the optimized resolver shares the builtin kernels' Prepare checks, so it
@@ -1077,16 +1099,20 @@ def resolver_verdict(rule: str, op: str | None, resolver: str, table: Enforcemen
     what a ``delegated`` ``"xnnpack"`` entry says, else what BUILTIN_REF does."""
     def entry(name: str, default: Enforcement, taken: bool | None) -> Enforcement:
         for v in RESOLVER_VERDICTS:
-            if v.applies(rule, op, name, taken, tensor_per_axis, position, found, dtype):
+            if v.applies(rule, op, name, taken, tensor_per_axis, position, found, dtype, weights_per_axis):
                 return v.enforcement
         return default
 
     reference = entry("reference", table, None)
+    if rule == "granularity" and reference == table:
+        # an activation with several scales reaches the builtin kernels as scale 0, zero point 0
+        reference = resolver_verdict("scale", op, "reference", table, position=position, found=0.0, dtype=dtype,
+                                     weights_per_axis=weights_per_axis)
     if resolver == "reference":
         return reference
     if resolver == "xnnpack":
         for v in RESOLVER_VERDICTS:
-            if v.applies(rule, op, "xnnpack", None, tensor_per_axis, position, found, dtype):
+            if v.applies(rule, op, "xnnpack", None, tensor_per_axis, position, found, dtype, weights_per_axis):
                 return v.enforcement
         if delegated:
             return entry("xnnpack", reference, True)
