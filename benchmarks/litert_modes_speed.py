@@ -34,11 +34,19 @@ def _build(arch: str, image: int | None) -> str:
 
     if image is None or arch == "transformer":
         return str(litert_zoo.build(arch, "int8"))
-    litert_zoo.IMAGE = image          # the zoo's image side (a module setting), in a cache of its own
+    # the zoo's image side (module settings: IMAGE, and IMAGE_SIZES per arch where the script has
+    # them), in a cache of its own
+    saved = litert_zoo.IMAGE, dict(getattr(litert_zoo, "IMAGE_SIZES", {}))
+    litert_zoo.IMAGE = image
+    if hasattr(litert_zoo, "IMAGE_SIZES"):
+        litert_zoo.IMAGE_SIZES[arch] = image
     try:
         return str(litert_zoo.build(arch, "int8", cache_dir=litert_zoo.cache_dir().parent / f"zoo{image}"))
     finally:
-        litert_zoo.IMAGE = 64
+        litert_zoo.IMAGE = saved[0]
+        if hasattr(litert_zoo, "IMAGE_SIZES"):
+            litert_zoo.IMAGE_SIZES.clear()
+            litert_zoo.IMAGE_SIZES.update(saved[1])
 
 
 def main(argv=None) -> int:

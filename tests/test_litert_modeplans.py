@@ -229,3 +229,32 @@ def test_regions_take_mode_plans(mode):
     assert len(entries) <= 2
     assert {M.RowsGemmPlan, M.SoftmaxTablePlan} <= inside
     assert (M.ReduceFp32Plan in inside) == (mode == "xnnpack")
+
+
+@pytest.mark.parametrize("threads", (2, 3))
+def test_optimized_mean_follows_num_threads(threads):
+    """The optimized spatial MEAN's bytes depend on the thread count (its channel ranges); the plan
+    takes the interpreter's ``num_threads`` as LiteRT's kernel takes the interpreter's."""
+    require_fast()
+    interp_mod = require("ai_edge_litert.interpreter")
+    from quantspec.litert import Interpreter
+    from quantspec.litert import modeplans as M
+
+    model = _model(ARCHS[0]) if ARCHS and ARCHS[0] != "transformer" else _model("bench_cnn")
+    ours = Interpreter(model, kernels="optimized", num_threads=threads, preserve_all_tensors=True)
+    theirs = interp_mod.Interpreter(model_content=model, num_threads=threads, experimental_preserve_all_tensors=True,
+                                    experimental_op_resolver_type=interp_mod.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    theirs.allocate_tensors()
+    means = [op.outputs[0] for op, p, _, _ in _mode_plans(ours) if isinstance(p, M.SpatialMeanPlan)
+             and p.vec.size >= 16]
+    assert means
+    rng = np.random.default_rng(SEED + threads)
+    for _ in range(INPUTS):
+        x = _inputs(ours, rng)
+        ours.run(x)
+        theirs.set_tensor(theirs.get_input_details()[0]["index"], x[0])
+        theirs.invoke()
+        for i in means:                      # every spatial MEAN's output, and the model's
+            assert ours.get_tensor(i).tobytes() == theirs.get_tensor(i).tobytes()
+        j = theirs.get_output_details()[0]["index"]
+        assert ours.get_tensor(j).tobytes() == theirs.get_tensor(j).tobytes()
