@@ -115,7 +115,9 @@ def _number(extra: Mapping, key: str, default, lo=None, hi=None):
     value = extra[key]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidArgumentError(f"extra_options[{key!r}]", "must be a number", value)
-    if (lo is not None and value < lo) or (hi is not None and value > hi) or value != value:
+    if value != value:
+        raise InvalidArgumentError(f"extra_options[{key!r}]", "must be a number, not NaN", value)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise InvalidArgumentError(f"extra_options[{key!r}]", f"must be in [{lo}, {hi}]", value)
     return value
 
