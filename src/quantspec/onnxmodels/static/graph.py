@@ -20,15 +20,17 @@ class Graph:
         self.value_infos = types
         #: the initializers of the model as given (some rules look only at these)
         self.original_initializers = {t.name: t for t in self.graph.initializer}
+        self._inits: dict[str, TensorProto] = {}
+        for t in self.graph.initializer:
+            self._inits.setdefault(t.name, t)
+        self._readers: dict[str, list[int]] | None = None  # name -> positions of the nodes reading it
         opsets = [o for o in model.opset_import if o.domain in ("", "ai.onnx")]
         self.opset = opsets[0].version if len(opsets) == 1 else None
 
     # -- lookups ---------------------------------------------------------------------------------
     def initializer(self, name: str) -> TensorProto | None:
-        for t in self.graph.initializer:
-            if t.name == name:
-                return t
-        return None
+        """The first initializer of that name."""
+        return self._inits.get(name)
 
     def is_initializer(self, name: str) -> bool:
         return self.initializer(name) is not None
@@ -80,23 +82,62 @@ class Graph:
     # -- edits -----------------------------------------------------------------------------------
     def add_initializer(self, tensor: TensorProto) -> None:
         """Add unless one of that name exists."""
-        if self.initializer(tensor.name) is None:
-            self.graph.initializer.append(tensor)
+        if tensor.name not in self._inits:
+            self.append_initializer(tensor)
+
+    def append_initializer(self, tensor: TensorProto) -> None:
+        """Add (a second one of a name is kept after the first, as onnxruntime's list extension keeps it)."""
+        self.graph.initializer.append(tensor)
+        self._inits.setdefault(tensor.name, self.graph.initializer[len(self.graph.initializer) - 1])
 
     def remove_initializer(self, name: str) -> None:
-        init = self.initializer(name)
+        init = self._inits.pop(name, None)
         if init is not None:
             self.graph.initializer.remove(init)
+            for t in self.graph.initializer:
+                if t.name == name:
+                    self._inits[name] = t
+                    break
             for gi in list(self.graph.input):
                 if gi.name == name:
                     self.graph.input.remove(gi)
 
+    def add_nodes(self, nodes) -> None:
+        for node in nodes:
+            self.graph.node.append(node)
+            if self._readers is not None:
+                k = len(self.graph.node) - 1
+                for name in dict.fromkeys(i for i in node.input if i):
+                    self._readers.setdefault(name, []).append(k)
+
+    def remove_node(self, node) -> None:
+        if node in self.graph.node:
+            self.graph.node.remove(node)
+            self._readers = None
+
     def replace_input(self, old: str, new: str, node_names: set[str] | None = None) -> None:
-        for node in self.graph.node:
+        """In the nodes reading ``old`` (those named in ``node_names`` when given), read ``new`` instead."""
+        if self._readers is None:
+            self._readers = {}
+            for k, node in enumerate(self.graph.node):
+                for name in dict.fromkeys(i for i in node.input if i):
+                    self._readers.setdefault(name, []).append(k)
+        kept, moved = [], []
+        for k in self._readers.pop(old, []):
+            node = self.graph.node[k]
             if node_names is None or node.name in node_names:
                 for j, name in enumerate(node.input):
                     if name == old:
                         node.input[j] = new
+                moved.append(k)
+            else:
+                kept.append(k)
+        if kept:
+            self._readers[old] = kept
+        if moved and new:
+            into = self._readers.setdefault(new, [])
+            into.extend(k for k in moved if k not in into)
+            into.sort()
 
     def replace_output(self, old: str, new: str) -> None:
         for node in self.graph.node:

@@ -313,7 +313,7 @@ class QDQWriter:
 
     # -- writing -----------------------------------------------------------------------------------
     def _add_nodes(self, *nodes) -> None:
-        self.g.graph.node.extend(nodes)
+        self.g.add_nodes(nodes)
 
     def _qdq(self, q_in, q_out, q_name, dq_in, dq_out, dq_name, scale, zp, axis=None) -> None:
         self._add_nodes(helper.make_node("QuantizeLinear", [q_in, scale, zp], [q_out], q_name, axis=axis),
@@ -429,15 +429,15 @@ class QDQWriter:
             scale = P.bias_scale(x_scale, w_scale, info.beta)
             codes = P.quantize_bias(data, scale)
             q_name = bias + "_quantized"
-            self.g.graph.initializer.append(numpy_helper.from_array(codes, q_name))
+            self.g.append_initializer(numpy_helper.from_array(codes, q_name))
             scale_data = np.asarray(scale, dtype=data.dtype).reshape(-1)
-            self.g.graph.initializer.append(numpy_helper.from_array(scale_data, q_name + "_scale"))
+            self.g.append_initializer(numpy_helper.from_array(scale_data, q_name + "_scale"))
             if np.asarray(scale).size > 1:
                 zp = numpy_helper.from_array(np.zeros(np.asarray(scale).shape, dtype=np.int32).reshape(-1),
                                              q_name + "_zero_point")
             else:
                 zp = helper.make_tensor(q_name + "_zero_point", TensorProto.INT32, [], [0])
-            self.g.graph.initializer.append(zp)
+            self.g.append_initializer(zp)
             axis = 0 if scale_data.size > 1 else None
             self.written[bias] = _Written(q_name, q_name + "_scale", q_name + "_zero_point", axis)
             self.g.remove_initializer(bias)
@@ -473,8 +473,7 @@ class QDQWriter:
         if self.o.opt("QuantizeBias"):
             self._write_biases()
         for node in self.removed:
-            if node in self.g.graph.node:
-                self.g.graph.node.remove(node)
+            self.g.remove_node(node)
         if not self.o.opt("AddQDQPairToWeight"):
             self.g.clean_initializers()
         activations = sorted(n for n, w in self.written.items() if n not in self.report_weights)

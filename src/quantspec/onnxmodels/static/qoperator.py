@@ -64,6 +64,8 @@ class QOperatorWriter:
         self.generated = {i.name for i in graph.graph.input if i.name not in inits}
         self.quantized_nodes: list[str] = []
         self.weights: list[str] = []
+        self._by_name: dict | None = None
+        self._indexed = 0
 
     # -- parameters --------------------------------------------------------------------------------
     def _output_params(self, name: str, use_scale=None, use_zero_point=None):
@@ -118,17 +120,23 @@ class QOperatorWriter:
         sc_init = helper.make_tensor(init.name + "_scale", init.data_type, shape, np.asarray(sc).reshape(-1).tolist())
         zp_init = helper.make_tensor(init.name + "_zero_point", P.QTYPES[qtype][1], shape,
                                      np.asarray(zp).reshape(-1).tolist())
-        self.g.graph.initializer.extend([sc_init, zp_init])
+        self.g.append_initializer(sc_init)
+        self.g.append_initializer(zp_init)
         codes = P.quantize_weight(data, qtype, zp, sc, axis)
-        self.g.graph.initializer.append(numpy_helper.from_array(codes.reshape(tuple(init.dims)),
+        self.g.append_initializer(numpy_helper.from_array(codes.reshape(tuple(init.dims)),
                                                                 init.name + "_quantized"))
         self.weights.append(init.name)
 
     def _find_node(self, name: str):
-        for node in list(self.g.graph.node) + self.new_nodes:
-            if node.name == name:
-                return node
-        return None
+        """The first node of that name among the model's nodes, then the nodes written so far."""
+        if self._by_name is None:
+            self._by_name = {}
+            for node in self.g.graph.node:
+                self._by_name.setdefault(node.name, node)
+        for node in self.new_nodes[self._indexed:]:
+            self._by_name.setdefault(node.name, node)
+        self._indexed = len(self.new_nodes)
+        return self._by_name.get(name)
 
     def _quantize_inputs(self, node, indices, weight: bool = False, reduce_range: bool = False,
                          per_channel_here: bool = False, axis: int = -1):
@@ -305,15 +313,15 @@ class QOperatorWriter:
         scale = P.bias_scale(in_scale, w_scale, beta)
         codes = P.quantize_bias(data, scale)
         q_name = bias + "_quantized"
-        self.g.graph.initializer.append(numpy_helper.from_array(codes, q_name))
+        self.g.append_initializer(numpy_helper.from_array(codes, q_name))
         scale_data = np.asarray(scale, dtype=data.dtype).reshape(-1)
-        self.g.graph.initializer.append(numpy_helper.from_array(scale_data, q_name + "_scale"))
+        self.g.append_initializer(numpy_helper.from_array(scale_data, q_name + "_scale"))
         if np.asarray(scale).size > 1:
             zp = numpy_helper.from_array(np.zeros(np.asarray(scale).shape, dtype=np.int32).reshape(-1),
                                          q_name + "_zero_point")
         else:
             zp = helper.make_tensor(q_name + "_zero_point", TensorProto.INT32, [], [0])
-        self.g.graph.initializer.append(zp)
+        self.g.append_initializer(zp)
         self.values[bias] = _Value(q_name, q_name + "_scale", q_name + "_zero_point",
                                    0 if scale_data.size > 1 else None, True)
         self.weights.append(bias)
