@@ -307,6 +307,25 @@ def _gemm_model(key):
     return build(op, inputs, outputs, options, version)
 
 
+# --- the fixed output parameters, off by a little --------------------------------------------------------------
+FIXED = {"LOGISTIC": (1 / 256, -128), "SOFTMAX": (1 / 256, -128), "TANH": (1 / 128, 0),
+         "L2_NORMALIZATION": (1 / 128, 0), "LOG_SOFTMAX": (16 / 256, 127)}
+FIXED_CASES = [f"{op}-{what}" for op in FIXED for what in ("scale_times_2", "scale_one_ulp", "zero_point_off")]
+
+
+def _fixed_model(key):
+    op, what = key.split("-")
+    scale, zp = FIXED[op]
+    if what == "scale_times_2":
+        scale *= 2
+    elif what == "scale_one_ulp":
+        scale = float(np.nextafter(np.float32(scale), np.float32(1)))
+    else:
+        zp = zp - 1 if zp > -128 else zp + 1
+    return build(op, [T((1, 8), "int8", 0.1, 0)], [T((1, 8), "int8", scale, zp)],
+                 {"beta": 1.0} if op == "SOFTMAX" else {}, 1 if op == "L2_NORMALIZATION" else 2)
+
+
 def _single(name):
     op, inputs, outputs, options, version, _ = SINGLE[name]
     return build(op, inputs, outputs, options, version)
@@ -328,6 +347,7 @@ MODELS = {**{f"single:{n}": (_single, n) for n in SINGLE},
           **{f"limit:{r}": (_limit_case, r) for r in L.CASES},
           **{f"scale:{k}": (_scale_model, k) for k in SCALE_CASES},
           **{f"per-axis:{k}": (_per_axis_model, k) for k in PER_AXIS_CASES},
+          **{f"fixed:{k}": (_fixed_model, k) for k in FIXED_CASES},
           **{f"gemm:{k}": (_gemm_model, k) for k in GEMM_CASES},
           **{f"zero-point:{k}": (_scale_model, k) for k in
              sorted({c.rsplit("-", 1)[0] + "-zp200" for c in SCALE_CASES})}}
