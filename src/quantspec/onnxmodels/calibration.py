@@ -213,16 +213,38 @@ def _infer(proto):
     carry no values (the result is only read for its value infos)."""
     onnx = _onnx()
     light = onnx.ModelProto()
-    light.CopyFrom(proto)
-    for t in light.graph.initializer:
-        if t.ByteSize() > _SHAPE_DATA_UP_TO:
-            for f in _DATA_FIELDS:
-                t.ClearField(f)
+    for fd, value in proto.ListFields():              # every field but the graph's initializers, copied
+        if fd.name != "graph":
+            _copy_field(light, fd, value)
+    for fd, value in proto.graph.ListFields():
+        if fd.name != "initializer":
+            _copy_field(light.graph, fd, value)
+    for t in proto.graph.initializer:
+        if t.ByteSize() > _SHAPE_DATA_UP_TO:           # name, type and dims only
+            skeleton = light.graph.initializer.add()
+            skeleton.name, skeleton.data_type = t.name, t.data_type
+            skeleton.dims.extend(t.dims)
+        else:
+            light.graph.initializer.add().CopyFrom(t)
     try:
         return onnx.shape_inference.infer_shapes(light)
     except Exception as e:
         raise InvalidArgumentError("model", "must pass onnx's shape inference (onnxruntime's quantizer runs it "
                                    "first)", detail=f"{type(e).__name__}: {e}") from None
+
+
+def _copy_field(dst, fd, value) -> None:
+    if _repeated(fd):
+        getattr(dst, fd.name).extend(value)
+    elif fd.message_type is not None:
+        getattr(dst, fd.name).CopyFrom(value)
+    else:
+        setattr(dst, fd.name, value)
+
+
+def _repeated(fd) -> bool:
+    flag = getattr(fd, "is_repeated", None)          # newer protobuf; ``label`` before
+    return bool(flag) if flag is not None else fd.label == fd.LABEL_REPEATED
 
 
 @dataclass(frozen=True)
