@@ -115,6 +115,12 @@ def assert_same_model(ref, got, inputs, check_outputs=True):
 
     assert sorted(map(node_key, ref.graph.node)) == sorted(map(node_key, got.graph.node))
     assert [o.name for o in ref.graph.output] == [o.name for o in got.graph.output]
+    assert sorted((o.domain, o.version) for o in ref.opset_import) == sorted((o.domain, o.version)
+                                                                             for o in got.opset_import)
+    assert ref.ir_version == got.ir_version
+    assert {p.key: p.value for p in ref.metadata_props} == {p.key: p.value for p in got.metadata_props}
+    assert sorted(v.SerializeToString() for v in ref.graph.value_info) == sorted(
+        v.SerializeToString() for v in got.graph.value_info)
     assert sorted(i.name for i in ref.graph.input) == sorted(i.name for i in got.graph.input)
     qa = sorted(n.input[0] for n in ref.graph.node if n.op_type == "QuantizeLinear")
     qb = sorted(n.input[0] for n in got.graph.node if n.op_type == "QuantizeLinear")
@@ -265,6 +271,7 @@ EXTRA_CASES = [
     {"extra.Sigmoid.nnapi": True},
     {"CalibTensorRangeSymmetric": True},
     {"ActivationRestrictedAsymmetric": True},
+    {"UseQDQContribOps": True},
     {"ActivationRestrictedAsymmetric": True, "MinimumRealRange": 4.0},
     {"CalibMovingAverage": True, "CalibMovingAverageConstant": 0.25},
 ]

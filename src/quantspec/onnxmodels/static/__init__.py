@@ -20,10 +20,10 @@ op_types_to_quantize=None, nodes_to_exclude=None, extra_options=None) -> StaticQ
 - ``extra_options``: onnxruntime's keys.  Reproduced: ActivationSymmetric, WeightSymmetric,
   ForceQuantizeNoInputCheck, MatMulConstBOnly, AddQDQPairToWeight, OpTypesToExcludeOutputQuantization,
   DedicatedQDQPair, QDQOpTypePerChannelSupportToAxis, QuantizeBias, QDQKeepRemovableActivations,
-  QDQDisableWeightAdjustForInt32Bias, MinimumRealRange, ActivationRestrictedAsymmetric, extra.Sigmoid.nnapi,
-  and the Calib* keys
+  QDQDisableWeightAdjustForInt32Bias, MinimumRealRange, ActivationRestrictedAsymmetric,
+  UseQDQContribOps, extra.Sigmoid.nnapi, and the Calib* keys
   (given to the calibration).  Refused unless at their default: EnableSubgraph, TensorQuantOverrides,
-  SmoothQuant, UseQDQContribOps, BlockSize, DefaultTensorType.
+  SmoothQuant, BlockSize, DefaultTensorType.
 - ``nodes_to_exclude`` must name nodes of the model (onnxruntime ignores unknown names; here they are
   an error).
 

@@ -39,13 +39,14 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "MinimumRealRange": None,
     "extra.Sigmoid.nnapi": False,
     "ActivationRestrictedAsymmetric": False,
+    "UseQDQContribOps": False,
 }
 #: calibration keys: passed to the calibration, not used by the graph writer
 CALIBRATION_KEYS = ("CalibTensorRangeSymmetric", "CalibMovingAverage", "CalibMovingAverageConstant",
                     "CalibMaxIntermediateOutputs", "CalibPercentile", "CalibStridedMinMax")
 #: keys onnxruntime honours that change the output, refused unless at their neutral value
-_REFUSED = {"EnableSubgraph": False, "TensorQuantOverrides": None, "SmoothQuant": False, "UseQDQContribOps": False,
-            "BlockSize": 0, "DefaultTensorType": None}
+_REFUSED = {"EnableSubgraph": False, "TensorQuantOverrides": None, "SmoothQuant": False, "BlockSize": 0,
+            "DefaultTensorType": None}
 
 
 def _enum_name(value: Any) -> Any:

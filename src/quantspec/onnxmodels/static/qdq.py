@@ -58,6 +58,7 @@ class QDQWriter:
         self.min_real_range = options.opt("MinimumRealRange")
         self.exclude_output = set(options.opt("OpTypesToExcludeOutputQuantization") or [])
         self.axes = options.opt("QDQOpTypePerChannelSupportToAxis") or {}
+        self.domain = "com.microsoft" if options.opt("UseQDQContribOps") else None
         self.marks: dict[str, _Mark] = {}
         self.biases: dict[str, _Bias] = {}
         self.removed: list = []
@@ -316,8 +317,10 @@ class QDQWriter:
         self.g.add_nodes(nodes)
 
     def _qdq(self, q_in, q_out, q_name, dq_in, dq_out, dq_name, scale, zp, axis=None) -> None:
-        self._add_nodes(helper.make_node("QuantizeLinear", [q_in, scale, zp], [q_out], q_name, axis=axis),
-                        helper.make_node("DequantizeLinear", [dq_in, scale, zp], [dq_out], dq_name, axis=axis))
+        self._add_nodes(helper.make_node("QuantizeLinear", [q_in, scale, zp], [q_out], q_name, axis=axis,
+                                         domain=self.domain),
+                        helper.make_node("DequantizeLinear", [dq_in, scale, zp], [dq_out], dq_name, axis=axis,
+                                         domain=self.domain))
 
     def _write_initializer(self, name: str) -> None:
         if name in self.written:
@@ -342,7 +345,7 @@ class QDQWriter:
             self.g.add_initializer(q)
             q_name = q.name
             self._add_nodes(helper.make_node("DequantizeLinear", [q.name, sc.name, zp.name], [dq_out],
-                                             name + "_DequantizeLinear", axis=p["axis"]))
+                                             name + "_DequantizeLinear", axis=p["axis"], domain=self.domain))
         self.written[name] = _Written(q_name, sc.name, zp.name, p["axis"])
         self.report_weights.append(name)
 
@@ -442,7 +445,7 @@ class QDQWriter:
             self.written[bias] = _Written(q_name, q_name + "_scale", q_name + "_zero_point", axis)
             self.g.remove_initializer(bias)
             self._add_nodes(helper.make_node("DequantizeLinear", [q_name, q_name + "_scale", q_name + "_zero_point"],
-                                             [bias], bias + "_DequantizeLinear", axis=axis))
+                                             [bias], bias + "_DequantizeLinear", axis=axis, domain=self.domain))
             self.report_weights.append(bias)
 
     def _scale_of(self, name: str, written: _Written | None):
@@ -476,6 +479,13 @@ class QDQWriter:
             self.g.remove_node(node)
         if not self.o.opt("AddQDQPairToWeight"):
             self.g.clean_initializers()
+        if self.domain:
+            for opset in self.g.model.opset_import:
+                if opset.domain == self.domain:
+                    opset.version = 1
+                    break
+            else:
+                self.g.model.opset_import.append(helper.make_opsetid(self.domain, 1))
         activations = sorted(n for n, w in self.written.items() if n not in self.report_weights)
         return {"nodes": quantized_nodes, "activations": activations, "weights": list(self.report_weights),
                 "removed": [n.name or n.op_type for n in self.removed]}

@@ -554,6 +554,9 @@ class QOperatorWriter:
                 self.new_nodes.append(dq)
         self.g.graph.ClearField("node")
         self.g.graph.node.extend(self.new_nodes)
+        has_ms = any(o.domain == MS for o in self.g.model.opset_import)
+        if not has_ms and any(n.domain == MS for n in self.new_nodes):
+            self.g.model.opset_import.append(helper.make_opsetid(MS, 1))
         missing = self.g.clean_initializers()
         if missing:
             raise UnsupportedError("model", "onnxruntime's QOperator writer leaves these tensors without a producer "
