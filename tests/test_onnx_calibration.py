@@ -491,3 +491,29 @@ def test_sibling_models_every_op_type(name, method):
         assert "Too many bins" in str(e)
         return
     assert_same(cal.collect_ranges(model, data, method=method), want)
+
+
+@pytest.mark.parametrize("method", ["minmax", "entropy"])
+def test_large_initializers(method):
+    """Initializers of 64 KiB and more (float32 weights, int64 indices) reach onnxruntime as arrays, the
+    rest of the model serialized without them: the same activations and ranges."""
+    onnx, helper, nh = _api()
+    rng = np.random.default_rng(SEED + 7)
+    w = (rng.standard_normal((256, 128)) * 0.1).astype(np.float32)          # 128 KiB
+    e = rng.standard_normal((600, 64)).astype(np.float32)                    # 150 KiB
+    idx = rng.integers(0, 600, size=(12000,), dtype=np.int64)               # 94 KiB
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gather", ["E", "idx"], ["g"], axis=0), helper.make_node("Mul", ["g", "two"], ["y2"])]
+    g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", 1, [1, 256])],
+                          [helper.make_tensor_value_info("r", 1, [1, 128]), helper.make_tensor_value_info("y2", 1, None)],
+                          initializer=[nh.from_array(w, "W"), nh.from_array(e, "E"), nh.from_array(idx, "idx"),
+                                       nh.from_array(np.array(2.0, np.float32), "two")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    x = rng.standard_normal((3, 1, 256)).astype(np.float32)
+    assert [t.name for t in m.graph.initializer if cal._array(t) is not None] == ["W", "E", "idx"]
+    before = m.SerializeToString()
+    ours = cal.collect_ranges(m, {"x": x}, method=method)
+    assert m.SerializeToString() == before                                   # the model is left as it was
+    assert_same(ours, ort_ranges(m, [{"x": a} for a in x], method))
+    assert {"x", "h", "r", "g", "y2"} <= set(ours)

@@ -466,31 +466,68 @@ def count_samples(model, calibration_data) -> int | None:
 
 # ------------------------------------------------------------------------------------------ running
 
+#: initializers of at least this many bytes reach onnxruntime as arrays, not inside the serialized model
+_HAND_OVER_FROM = 1 << 16
+_PLAIN = {1: np.float32, 10: np.float16, 11: np.float64, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16,
+          6: np.int32, 7: np.int64}
+
+
+def _array(t):
+    """The values of initializer ``t`` as a numpy array onnxruntime can take as it is, or None."""
+    onnx = _onnx()
+    if t.data_type not in _PLAIN or t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() < _HAND_OVER_FROM:
+        return None
+    if t.raw_data:
+        return np.frombuffer(t.raw_data, dtype=np.dtype(_PLAIN[t.data_type]).newbyteorder("<")).reshape(tuple(t.dims))
+    return onnx.numpy_helper.to_array(t)
+
+
 def _session(proto, names: list[str]):
     """An onnxruntime session of ``proto`` with ``names`` as extra float32 outputs, with the
-    calibrator's session options (``proto`` is left as it was)."""
+    calibrator's session options (``proto`` is left as it was).  The large initializers are handed to
+    onnxruntime as arrays (``add_external_initializers``), the rest of the model serialized without
+    their bytes: the same values, without copying the weights into a second serialized model."""
     from .ortrun import ort_module
 
     onnx = _onnx()
     ort = ort_module()
-    outputs = proto.graph.output
-    n_outputs = len(outputs)
-    have = {o.name for o in outputs}
-    try:
-        for name in names:
-            if name not in have:
-                outputs.append(onnx.helper.make_tensor_value_info(name, _FLOAT, None))
-        payload = proto.SerializeToString()
-    finally:
-        del outputs[n_outputs:]
+    m = onnx.ModelProto()
+    for fd, value in proto.ListFields():
+        if fd.name != "graph":
+            _copy_field(m, fd, value)
+    for fd, value in proto.graph.ListFields():
+        if fd.name != "initializer":
+            _copy_field(m.graph, fd, value)
+    handed, values = [], []
+    for t in proto.graph.initializer:
+        a = _array(t)
+        if a is None:
+            m.graph.initializer.add().CopyFrom(t)
+            continue
+        skeleton = m.graph.initializer.add()          # replaced by the array given below
+        skeleton.name, skeleton.data_type = t.name, t.data_type
+        skeleton.dims.extend(t.dims)
+        skeleton.data_location = onnx.TensorProto.EXTERNAL
+        entry = skeleton.external_data.add()
+        entry.key, entry.value = "location", "quantspec-calibration-arrays"
+        handed.append(t.name)
+        values.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a)))
+    have = {o.name for o in m.graph.output}
+    for name in names:
+        if name not in have:
+            m.graph.output.append(onnx.helper.make_tensor_value_info(name, _FLOAT, None))
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
+    if handed:
+        so.add_external_initializers(handed, values)
     try:
-        return ort.InferenceSession(payload, so, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     except Exception as e:
         raise RuntimeUnsupportedError("model", f"onnxruntime {ort.__version__} cannot load it",
                                       detail=" ".join(str(e).split())[:400]) from None
+    sess._quantspec_arrays = values           # onnxruntime reads them in place: kept alive with the session
+    return sess
 
 
 def collect_ranges(model, calibration_data, *, method: Any = "minmax", op_types=None,
