@@ -7,8 +7,13 @@ Keras architecture with seeded random weights.  Random weights alone give near-c
 (activations shrink or blow up layer after layer), so the statistics are recalibrated first: every
 batch normalization layer gets the mean and variance its input really has on random images (one
 forward pass in training mode with momentum 0 and dropout off), with random scale and offset.  The
-input images are small and the script is deterministic: the same arch and quant give the
-same bytes.
+input images are small.  Everything the script controls is seeded (weights, calibration data,
+Keras state cleared before each model), but TensorFlow 2.21's converter itself is not deterministic:
+two conversions of the same model may order tensors and buffers differently, and the GRU's
+sometimes keep one SPLIT in float32 (DEQUANTIZE, SPLIT, QUANTIZE) where another run quantizes it
+(measured: three distinct files in five conversions, in fresh processes, with one CPU, a fixed
+``PYTHONHASHSEED`` and address randomization off alike).  The cache keeps the first build, and the
+tests compare whatever was built.
 
 Architectures (:data:`ARCHS`):
 
@@ -66,7 +71,7 @@ from pathlib import Path
 __all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsupported", "input_size",
            "random_inputs", "time_reference_mode", "version", "image_size"]
 
-#: bump when a change to this script changes the bytes of every model (one arch: :data:`VERSIONS`)
+#: bump when a change to this script changes every model it makes (one arch: :data:`VERSIONS`)
 VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
 VERSIONS = {"efficientnet_b0": 2}
@@ -280,6 +285,7 @@ def _converter(tf, fn, samples, quant: str, integer_io: bool):
 
 def _convert(arch: str, quant: str) -> bytes:
     tf = _tf()
+    tf.keras.backend.clear_session()     # layer names and Keras state as in a fresh process
     tf.keras.utils.set_random_seed(SEED)
     if arch.endswith("_loop"):
         return _convert_in_child(arch, quant)
