@@ -1,5 +1,6 @@
-"""MEAN, SUM (both semantics) and ARG_MAX: quantspec's kernels against LiteRT BUILTIN_REF, 0
-differing bytes; the default SUM against an independent integer oracle."""
+"""MEAN, SUM (both semantics), ARG_MAX, REDUCE_PROD, REDUCE_MAX and REDUCE_MIN: quantspec's kernels
+against LiteRT BUILTIN_REF (REDUCE_*: and each kernel mode against its resolver), 0 differing bytes;
+the default SUM against an independent integer oracle."""
 
 from __future__ import annotations
 
@@ -169,10 +170,12 @@ def test_reduce_extreme_scales_and_shapes(op):
 # -- REDUCE_PROD on quantized int8 / int16 --------------------------------------------------------
 
 def _prod_builder():
-    """The test model builder writes REDUCE_PROD's ReducerOptions (keep_dims) as MEAN's."""
+    """The test model builder writes the ReducerOptions (keep_dims) of REDUCE_PROD / MAX / MIN as
+    MEAN's."""
     import litert_build
 
-    litert_build.OPTIONS_TABLE.setdefault("REDUCE_PROD", "ReducerOptions")
+    for op in ("REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN"):
+        litert_build.OPTIONS_TABLE.setdefault(op, "ReducerOptions")
 
 
 def _prod_case(r, dtype: str, i: int):
@@ -308,3 +311,48 @@ def test_reduce_prod_of_a_constant_is_computed_by_the_optimized_kernel_in_every_
         want = litert_run(model, [zero], mode)[0]
         assert want.tobytes() == x.tobytes()
         assert Interpreter(model, kernels=mode).run([zero])[0].tobytes() == want.tobytes()
+
+
+# -- REDUCE_MAX / REDUCE_MIN on int8 / int16 --------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["REDUCE_MAX", "REDUCE_MIN"])
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_reduce_max_min_match_litert_in_every_mode(op, dtype):
+    """The largest / smallest raw code over the axes (constant or run-time, negative, repeated, none,
+    keep_dims) in every mode against the matching resolver; a scalar input."""
+    from litert_modes import MODES, check_mode
+
+    _prod_builder()
+    r = rng_for(op, dtype)
+    for i in range(N_MODELS * 2):
+        shp = shape(r, 4, 5)
+        axes = _axes(r, len(shp))
+        keep = bool(i % 2)
+        s, z = (scale(r), zero_point(r)) if dtype == "int8" else (scale(r, -5, -2), 0)
+        x = int8(r, shp, z) if dtype == "int8" else r.integers(-(1 << 15), 1 << 15, shp).astype(np.int16)
+        runtime_axis = i % 4 == 3
+        ins = [T(shp, dtype, s, z), T(axes.shape, "int32") if runtime_axis else T(axes.shape, "int32", data=axes)]
+        outs = [T(_out_shape(shp, axes, keep), dtype, s, z)]
+        feeds = [x] + ([axes] if runtime_axis else [])
+        check(op, ins, outs, {"keep_dims": keep}, feeds)             # BUILTIN_REF, and check == run
+        for mode in MODES:
+            check_mode(op, ins, outs, {"keep_dims": keep}, feeds, mode)
+    x = np.array(-7, getattr(np, dtype))
+    for mode in MODES:
+        check_mode(op, [T((), dtype, 0.5, 0), T((1,), "int32", data=np.array([0], np.int32))], [T((), dtype, 0.5, 0)],
+                   None, [x], mode)
+
+
+@pytest.mark.parametrize("op", ["REDUCE_MAX", "REDUCE_MIN"])
+def test_reduce_max_min_need_the_input_parameters(op):
+    """LiteRT fails at eval where the output's scale or zero point is not the input's; quantspec refuses
+    at prepare, naming the rule."""
+    _prod_builder()
+    x = np.zeros((2, 3), np.int8)
+    axis = T((1,), "int32", data=np.array([1], np.int32))
+    for out, rule in [(T((2,), "int8", 0.25, 1), "same-scale"), (T((2,), "int8", 0.5, 2), "same-zero-point")]:
+        ins = [T((2, 3), "int8", 0.5, 1), axis]
+        assert litert_outcome(op, ins, [out], None, [x]) == "error"
+        with pytest.raises(QuantSpecError) as caught:
+            quantspec_run(op, ins, [out], None, [x])
+        assert caught.value.limit == rule

@@ -34,6 +34,11 @@ once: :func:`..fixedpoint.multiply_by_quantized_multiplier_int64`).  int16 needs
 reduction over no axis of size > 1 (no axes, or only axes of size 1) copies the input bytes
 unchanged, without the requantization (:func:`quantized_prod`).
 
+**REDUCE_MAX / REDUCE_MIN** on int8 / int16 (``EvalGeneric``: Keras ``GlobalMaxPooling``): the
+largest / smallest raw code over the axes, no arithmetic; LiteRT requires the input's scale and
+zero point to equal the output's (it fails at eval otherwise), and fills the output of an empty
+input with the type's lowest / highest value.  Every resolver computes the same.
+
 ARG_MAX: the index of the largest value along the axis, the first one on ties; int32 or int64 by
 the ``output_type`` option.
 """
@@ -50,7 +55,8 @@ from ..fixedpoint import mbqm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
-__all__ = ["Mean", "Sum", "ArgMax", "SUM_SEMANTICS", "prepare_quantized_prod", "quantized_prod", "ProdParams"]
+__all__ = ["Mean", "Sum", "ArgMax", "ReduceMax", "ReduceMin", "SUM_SEMANTICS", "prepare_quantized_prod",
+           "quantized_prod", "ProdParams"]
 
 _INT8 = np.dtype(np.int8)
 #: the clamp of each output type (np.iinfo is slow to call per run)
@@ -255,6 +261,69 @@ def quantized_prod(p: ProdParams, arrays, optimized: bool = False) -> list[np.nd
     lo, hi = _BOUNDS[p.dtype.char]
     out = np.clip(fp.mbqm_int64(acc, m, e) + p.output_zero_point, lo, hi).astype(p.dtype)
     return [out.reshape(out_shape)]
+
+
+@dataclass(frozen=True)
+class ExtremeParams:
+    op: str
+    shape: tuple[int, ...]
+    axis_shape: tuple[int, ...]
+    axes: tuple[int, ...] | None      # None: the axis tensor is a run-time input
+    keep_dims: bool
+    dtype: np.dtype
+
+
+class _Extreme(Kernel):
+    """REDUCE_MAX / REDUCE_MIN on int8 / int16: a selection of raw codes."""
+
+    def prepare(self, inputs, outputs, options):
+        op = self.name
+        x, axis = c.count(op, inputs, outputs, 2, names=("input", "axis"))
+        o = outputs[0]
+        c.require_type(op, [("input", x)], ("int8", "int16"))
+        c.require_same_type(x, o, "output", op)
+        if axis.dtype.name != "int32":
+            raise DTypeError(f"{op} axis", "must be int32 (LiteRT rejects other types at prepare)", axis.dtype.name)
+        if (x.params is None) != (o.params is None):
+            raise c.limit("same-scale", InvalidArgumentError(
+                f"{op} output", "must be quantized exactly when the input is (LiteRT compares the scales at eval)",
+                None if o.params is None else "quantized"))
+        if x.params is not None:
+            s_in, z_in = c.activation(op, "input", x)
+            s_out, z_out = c.activation(op, "output", o)
+            if s_in != s_out:
+                raise c.limit("same-scale", InvalidArgumentError(
+                    f"{op} output scale", "must equal the input's (LiteRT fails at eval)", float(s_out)))
+            if z_in != z_out:
+                raise c.limit("same-zero-point", InvalidArgumentError(
+                    f"{op} output zero point", "must equal the input's (LiteRT fails at eval)", z_out))
+        keep_dims = c.option(options, "keep_dims", False, kind=bool)
+        axes = None if axis.data is None else resolve_axes(op, axis.data, len(x.shape))
+        return ExtremeParams(op, tuple(x.shape), tuple(axis.shape), axes, keep_dims, np.dtype(x.dtype.name))
+
+    def compute(self, p: ExtremeParams, arrays):
+        x, axes, out_shape, n = reduction(p, arrays, p.dtype)
+        info = np.iinfo(p.dtype)
+        if x.size == 0:
+            fill = info.min if self.name == "REDUCE_MAX" else info.max
+            return [np.full(out_shape, fill, p.dtype)]
+        f = np.max if self.name == "REDUCE_MAX" else np.min
+        out = f(x, axis=axes) if axes else x.copy()
+        return [np.asarray(out, p.dtype).reshape(out_shape)]
+
+
+@register
+class ReduceMax(_Extreme):
+    """REDUCE_MAX over the given axes (keep_dims option), int8 / int16."""
+
+    name = "REDUCE_MAX"
+
+
+@register
+class ReduceMin(_Extreme):
+    """REDUCE_MIN over the given axes (keep_dims option), int8 / int16."""
+
+    name = "REDUCE_MIN"
 
 
 @dataclass(frozen=True)
