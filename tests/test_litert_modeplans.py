@@ -258,3 +258,32 @@ def test_optimized_mean_follows_num_threads(threads):
             assert ours.get_tensor(i).tobytes() == theirs.get_tensor(i).tobytes()
         j = theirs.get_output_details()[0]["index"]
         assert ours.get_tensor(j).tobytes() == theirs.get_tensor(j).tobytes()
+
+
+@pytest.mark.parametrize("name", ("bench_cnn",) + ARCHS)
+def test_reference_few_rows(name):
+    """The reference mode's 1x1 convolutions of at most 4 output pixels run as int32 dot products
+    (``modeplans.few_rows``): each against the reference kernel on recorded and random codes."""
+    require_fast()
+    from quantspec._fastpath import jit
+    from quantspec.litert import Interpreter
+    from quantspec.litert import modeplans as M
+
+    interp = Interpreter(_model(name), preserve_all_tensors=True)
+    rng = np.random.default_rng(SEED)
+    interp.run(_inputs(interp, rng))
+    g = interp._main
+    compared = 0
+    for step, planned in zip(g.steps, g.planned):
+        op, kernel, prepared, plan = step[1], step[2], step[3], planned[2]
+        if type(plan) is not M.RowsGemmPlan:
+            continue
+        x = interp.get_tensor(op.inputs[0])
+        for arrays in ([x], [rng.integers(-128, 128, x.shape).astype(np.int8)]):
+            arrays = arrays + [None if i < 0 else interp.get_tensor(i) for i in op.inputs[1:]]
+            with jit.reference_only():
+                (theirs,) = kernel.compute(prepared, arrays)
+            assert plan.compute(None, arrays)[0].tobytes() == theirs.tobytes(), (op.index, op.name)
+            compared += 1
+    if name == "mobilenet_v3_small":
+        assert compared > 0

@@ -223,6 +223,10 @@ class _Graph:
                 if kernel is REGISTRY.get(op.name) and not isinstance(prepared, Deferred):   # plans: the reference kernels
                     plan = plans.make(op.name, kernel, prepared, [None if i < 0 else self.specs[i] for i in op.inputs],
                                       [self.specs[i] for i in op.outputs], self.options[k])
+                    if plan is not None:                 # a 1x1 convolution of few pixels: modeplans.few_rows
+                        from . import modeplans
+
+                        plan = modeplans.few_rows(plan)
                 elif self.engines[k] != "reference" and not isinstance(prepared, Deferred):   # the modes' kernels
                     from . import modeplans
 

@@ -45,7 +45,7 @@ import numpy as np
 from .._fastpath import jit
 from .plans.base import Plan, Requant, Scratch, bind, exact_chunks, own
 
-__all__ = ["make", "self_pair", "ROWS_GEMM", "RowsGemmPlan", "ModeDepthwisePlan", "LanePairPlan", "SpatialMeanPlan",
+__all__ = ["make", "self_pair", "few_rows", "ROWS_GEMM", "RowsGemmPlan", "ModeDepthwisePlan", "LanePairPlan", "SpatialMeanPlan",
            "ReduceFp32Plan", "SoftmaxTablePlan", "QuantizeLanesPlan", "LaneTablesPlan", "XnnQuantizePlan"]
 
 _INT8 = np.dtype(np.int8)
@@ -643,3 +643,24 @@ def self_pair(first: Plan, second: Plan, tpos: int) -> Plan | None:
     table = np.ascontiguousarray(second.table[index])
     table.setflags(write=False)
     return UnaryTablePlan(second.kernel, second.prepared, table, np.uint8, None)
+
+
+def few_rows(plan: Plan) -> Plan:
+    """A reference plan's int8 1x1 CONV_2D of at most :data:`ROWS_GEMM` output pixels (a squeeze-and-
+    excitation layer, the last layers of a CNN on a small image) as a :class:`RowsGemmPlan` with the
+    plan's own requantization (its epilogue's kind, per-channel constants and zero-point correction):
+    the same bytes, int8 weights read once, and a step the fused regions take.  Any other plan is
+    returned as it is."""
+    from . import _jitted_plans as K
+    from .plans.conv import ConvPlan
+
+    if type(plan) is not ConvPlan:
+        return plan
+    ok = plan.direct and not plan.split
+    rq = plan.requant
+    if not ok or plan.rows > ROWS_GEMM or rq.dtype != _INT8 or rq.kind != K.MBQM32:
+        return plan
+    w8 = _int8_weights(plan.weights)
+    if w8 is None:
+        return plan
+    return RowsGemmPlan(plan.kernel, plan.prepared, w8, rq, plan.rows, plan.shape)
