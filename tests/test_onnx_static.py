@@ -354,8 +354,18 @@ def test_zoo_qoperator(tmp_path, fmt, extra, exclude):
     ({"op_types_to_quantize": "Conv"}, "DTypeError", "op_types_to_quantize"),
     ({"nodes_to_exclude": ["conv9"]}, "InvalidArgumentError", "nodes_to_exclude"),
     ({"extra_options": {"EnableSubgraph": True}}, "UnsupportedError", "EnableSubgraph"),
-    ({"extra_options": {"TensorQuantOverrides": {"x": [{"scale": 1.0}]}}}, "UnsupportedError",
+    ({"extra_options": {"TensorQuantOverrides": {"w1": [{"scale": 1.0}]}}}, "InvalidArgumentError",
      "TensorQuantOverrides"),
+    ({"extra_options": {"TensorQuantOverrides": {"w1": [{"quant_type": "x", "scale": 1.0, "zero_point": 0}]}}},
+     "UnsupportedError", "quant_type"),
+    ({"extra_options": {"TensorQuantOverrides": {"x": [{"scale": 1.0, "zero_point": 0}]}}}, "UnsupportedError",
+     "activations"),
+    ({"extra_options": {"TensorQuantOverrides": {"b1": [{"scale": 1.0, "zero_point": 0}]}}}, "UnsupportedError",
+     "bias"),
+    ({"extra_options": {"TensorQuantOverrides": {"w1": [{"axis": 0, "scale": 1.0, "zero_point": 0}]}}},
+     "UnsupportedError", "one dict per channel"),
+    ({"extra_options": {"TensorQuantOverrides": {"w1": [{"scale": 1.0, "zero_point": 300}]}}},
+     "InvalidArgumentError", "zero_point"),
     ({"extra_options": {"BlockSize": 32}}, "UnsupportedError", "BlockSize"),
     ({"extra_options": ["ActivationSymmetric"]}, "DTypeError", "extra_options"),
 ])
@@ -529,3 +539,75 @@ def test_calibration_options_end_to_end(tmp_path, method, extra):
         quantize_static(CNN, out, M.reader(CNN_DATA), quant_format=fmt, calibrate_method=method,
                         extra_options=extra)
         assert_same_model(ref, onnx.load(str(out)), M.feeds(CNN_DATA)[:1])
+
+
+def _override_model():
+    """A Conv whose weight holds w with w / s = -3.4999998 in float64 but -3.5 after the float32
+    division (s = 0.015685882636331853), and a Gemm."""
+    rng = np.random.default_rng(0)
+    w = rng.uniform(-0.2, 0.2, (5, 6, 3, 3)).astype(np.float32)
+    w[0, 0, 0, 0] = np.float32(-0.05490058660507202)
+    w[1, 0, 0, 0] = np.float32(-0.05490058660507202)
+    wf = (rng.standard_normal((5, 3)) * 0.3).astype(np.float32)
+    return M._conv_gemm(w, (rng.standard_normal(5) * 0.05).astype(np.float32), wf,
+                        np.zeros(3, np.float32))
+
+
+OVERRIDE_SCALE = 0.015685882636331853
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("wt", ["int8", "uint8"])
+def test_explicit_scales_tie_differs_between_formats(tmp_path, per_channel, wt):
+    """TensorQuantOverrides: QDQ divides by float32(s) (the scale cast to the weight's dtype), QOperator
+    by the float64 s; at w / s = -3.4999998 (float64) = -3.5 (float32) QDQ writes -4, QOperator -3.
+    quantspec writes each format's codes."""
+    s = OVERRIDE_SCALE
+    zp = 0 if wt == "int8" else 128
+    if per_channel:
+        entries = [{"axis": 0, "scale": s, "zero_point": zp}] + [{"scale": s * (1 + k), "zero_point": zp}
+                                                                for k in range(1, 5)]
+    else:
+        entries = [{"scale": s, "zero_point": zp}]
+    wf = ([{"axis": 1, "scale": 0.004, "zero_point": zp}] + [{"scale": 0.005, "zero_point": zp}] * 2
+          if per_channel else [{"scale": 0.004, "zero_point": zp}])
+    extra = {"TensorQuantOverrides": {"w": entries, "wf": wf}, "QDQDisableWeightAdjustForInt32Bias": True}
+    model, data = _override_model(), M.unit_data(6)
+    codes = {}
+    for fmt in FORMATS:
+        try:
+            ref = ort_quantize(model, data, tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+        except OverflowError:  # QOperator's per-channel Conv weights are int8 whatever weight_type: 128 overflows
+            assert fmt == "qoperator" and per_channel and wt == "uint8"
+            from quantspec.errors import InvalidArgumentError
+
+            with pytest.raises(InvalidArgumentError, match="zero_point"):
+                ours(model, data, tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+            continue
+        got, _ = ours(model, data, tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+        assert_same_model(ref, got, M.feeds(data)[:2])
+        codes[fmt] = _arrays(ref)["w_quantized"][0, 0, 0, 0].astype(int) - zp
+    assert codes["qdq"] == -4 and codes.get("qoperator", -3) == -3
+    assert "qoperator" in codes or (per_channel and wt == "uint8")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_explicit_scales_raised_for_the_bias(tmp_path, fmt):
+    """An explicit int8 weight scale too small for the int32 bias is raised as onnxruntime raises it
+    (QOperator then quantizes the weight again, now dividing in float32)."""
+    extra = {"TensorQuantOverrides": {"w": [{"scale": 1e-9, "zero_point": 0}]}}
+    model = _override_model()
+    _check(model, M.unit_data(6), tmp_path, fmt, extra=extra)
+    extra = {"TensorQuantOverrides": {"w": [{"axis": 0, "scale": 1e-9, "zero_point": 0}]
+                                      + [{"scale": 0.01, "zero_point": 0}] * 4}}
+    _check(model, M.unit_data(6), tmp_path, fmt, extra=extra, per_channel=True)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_explicit_scales_on_activation_initializers(tmp_path, fmt):
+    extra = {"TensorQuantOverrides": {"pos": [{"scale": 0.01, "zero_point": 3}],
+                                      "wq": [{"axis": 1} | {"scale": 0.02 + 0.001 * k, "zero_point": 0}
+                                             for k in range(8)]}}
+    extra["TensorQuantOverrides"]["wq"][1:] = [{k: v for k, v in e.items() if k != "axis"}
+                                               for e in extra["TensorQuantOverrides"]["wq"][1:]]
+    _check(TRF, TRF_DATA, tmp_path, fmt, extra=extra, per_channel=True)

@@ -21,9 +21,11 @@ op_types_to_quantize=None, nodes_to_exclude=None, extra_options=None) -> StaticQ
   ForceQuantizeNoInputCheck, MatMulConstBOnly, AddQDQPairToWeight, OpTypesToExcludeOutputQuantization,
   DedicatedQDQPair, QDQOpTypePerChannelSupportToAxis, QuantizeBias, QDQKeepRemovableActivations,
   QDQDisableWeightAdjustForInt32Bias, MinimumRealRange, ActivationRestrictedAsymmetric,
-  UseQDQContribOps, extra.Sigmoid.nnapi, and the Calib* keys
-  (given to the calibration).  Refused unless at their default: EnableSubgraph, TensorQuantOverrides,
-  SmoothQuant, BlockSize, DefaultTensorType.
+  UseQDQContribOps, extra.Sigmoid.nnapi, the Calib* keys (given to the calibration), and
+  TensorQuantOverrides giving explicit ``scale`` / ``zero_point`` of initializers, per tensor or per
+  channel (:mod:`quantspec.onnxmodels.static.overrides`; other override keys, and overrides of
+  activations or biases, are refused).  Refused unless at their default: EnableSubgraph, SmoothQuant,
+  BlockSize, DefaultTensorType.
 - ``nodes_to_exclude`` must name nodes of the model (onnxruntime ignores unknown names; here they are
   an error).
 
@@ -44,7 +46,9 @@ float16 models, opsets below 10 (onnxruntime converts them first).
 
 Weight codes are ``round(float32(w) / scale)`` (a float32 division, ties to even) in both formats;
 scales are ``float32((rmax - rmin) / (qmax - qmin))`` computed in float64; see
-:mod:`quantspec.onnxmodels.static.params` for the exact arithmetic.
+:mod:`quantspec.onnxmodels.static.params` for the exact arithmetic.  The one place the two formats
+round the same weight differently is an explicit scale (TensorQuantOverrides): QOperator divides by
+the float64 scale, QDQ by its float32 value (see :mod:`quantspec.onnxmodels.static.overrides`).
 
 ``quantize_with_ranges(model, ranges, options=None, **keywords) -> (ModelProto, report)`` is the same
 with ranges given (``{tensor: CalibrationRange}``, or onnxruntime ``TensorData``).

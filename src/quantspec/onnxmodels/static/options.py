@@ -40,13 +40,13 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "extra.Sigmoid.nnapi": False,
     "ActivationRestrictedAsymmetric": False,
     "UseQDQContribOps": False,
+    "TensorQuantOverrides": None,
 }
 #: calibration keys: passed to the calibration, not used by the graph writer
 CALIBRATION_KEYS = ("CalibTensorRangeSymmetric", "CalibMovingAverage", "CalibMovingAverageConstant",
                     "CalibMaxIntermediateOutputs", "CalibPercentile", "CalibStridedMinMax")
 #: keys onnxruntime honours that change the output, refused unless at their neutral value
-_REFUSED = {"EnableSubgraph": False, "TensorQuantOverrides": None, "SmoothQuant": False, "BlockSize": 0,
-            "DefaultTensorType": None}
+_REFUSED = {"EnableSubgraph": False, "SmoothQuant": False, "BlockSize": 0, "DefaultTensorType": None}
 
 
 def _enum_name(value: Any) -> Any:
@@ -137,6 +137,10 @@ def normalize_options(*, quant_format: Any = "qdq", per_channel: Any = False, re
     for key, neutral in _REFUSED.items():
         if key in extra and extra[key] not in (neutral, None, {}, 0, False):
             raise UnsupportedError(f"extra_options[{key!r}]", "is not reproduced (only its default is)", extra[key])
+    from .overrides import check_structure
+
+    if "TensorQuantOverrides" in extra:
+        extra["TensorQuantOverrides"] = check_structure(extra["TensorQuantOverrides"]) or None
     calib = {k: extra[k] for k in CALIBRATION_KEYS if k in extra}
     kept = {k: v for k, v in extra.items() if k in EXTRA_DEFAULTS}
     axes = kept.get("QDQOpTypePerChannelSupportToAxis", {})

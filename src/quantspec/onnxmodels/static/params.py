@@ -26,6 +26,12 @@ _FULL = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": 
 _SYMMETRIC = {"int8": (-127, 127), "int16": (-32767, 32767)}
 _REDUCED = {"uint8": (0, 127), "int8": (-64, 64), "uint16": (0, 32767), "int16": (-16384, 16384)}
 
+def full_range(qtype: str) -> tuple[int, int, type]:
+    """``(qmin, qmax, numpy dtype)`` of the whole type."""
+    lo, hi = _FULL[qtype]
+    return lo, hi, QTYPES[qtype][0]
+
+
 INT32_MIN, INT32_MAX = np.float64(np.iinfo(np.int32).min), np.float64(np.iinfo(np.int32).max)
 
 

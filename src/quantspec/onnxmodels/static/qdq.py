@@ -19,6 +19,7 @@ from ...errors import InvalidArgumentError, ModelError, UnsupportedError
 from . import params as P
 from .graph import FLOAT_TYPES, Graph, scale_zp_initializers
 from .options import StaticOptions
+from .overrides import Overrides
 from .registry import CONV_WEIGHT_AXIS, QDQ_RULES
 from .selection import Range, adjust_ranges, should_quantize
 
@@ -59,6 +60,7 @@ class QDQWriter:
         self.exclude_output = set(options.opt("OpTypesToExcludeOutputQuantization") or [])
         self.axes = options.opt("QDQOpTypePerChannelSupportToAxis") or {}
         self.domain = "com.microsoft" if options.opt("UseQDQContribOps") else None
+        self.overrides = Overrides(options.opt("TensorQuantOverrides") or {}, graph, P.full_range)
         self.marks: dict[str, _Mark] = {}
         self.biases: dict[str, _Bias] = {}
         self.removed: list = []
@@ -100,9 +102,13 @@ class QDQWriter:
 
     def _per_channel_axis(self, name: str, default_axis: int, op_type: str | None = None) -> int | None:
         init = self.g.original_initializers.get(name)
-        if init is None or not self.o.per_channel:
+        if init is None or self.overrides.per_tensor(name):
+            return None
+        if not self.o.per_channel and not self.overrides.per_channel(name):
             return None
         axis = self.axes.get(op_type, default_axis) if op_type else default_axis
+        if self.overrides.per_channel(name):
+            axis = self.overrides.entries[name][0]["axis"]
         rank = len(init.dims)
         axis = axis + rank if axis < 0 else axis
         return axis if 0 <= axis < rank else None
@@ -288,6 +294,17 @@ class QDQWriter:
             data = numpy_helper.to_array(init)
             is_weight = mark.kind == WEIGHT
             qtype = self.wt if is_weight else self.act
+            if name in self.overrides:  # explicit scale / zero point, the scale cast to the weight's dtype
+                ov = self.overrides
+                if ov.per_channel(name):
+                    n = len(ov.entries[name])
+                    zp = np.array([ov.zero_point(name, qtype, i) for i in range(n)])
+                    sc = np.array([ov.scale(name, i, data.dtype) for i in range(n)])
+                    axis = ov.axis(name, data.ndim)
+                else:
+                    zp, sc, axis = ov.zero_point(name, qtype), ov.scale(name, 0, data.dtype), None
+                self.init_params[name] = {"zero_point": zp, "scale": sc, "qtype": qtype, "axis": axis}
+                continue
             axis = mark.axis
             if axis is not None:
                 rank = data.ndim

@@ -23,6 +23,7 @@ from ...errors import UnsupportedError
 from . import params as P
 from .graph import Graph, scale_zp_initializers
 from .options import StaticOptions
+from .overrides import Overrides
 from .registry import QOPERATOR_RULES
 from .selection import Range, adjust_ranges, should_quantize
 
@@ -36,6 +37,11 @@ class _Value:
     zero_point: str
     axis: int | None = None
     initializer: bool = False
+
+
+def _flat(values) -> list:
+    """An array, or a list of 0-d arrays, as a flat list of Python numbers."""
+    return (np.hstack(values) if isinstance(values, list) else np.asarray(values)).reshape(-1).tolist()
 
 
 def _attrs(node, skip=()) -> dict:
@@ -65,6 +71,7 @@ class QOperatorWriter:
         self.quantized_nodes: list[str] = []
         self.weights: list[str] = []
         self._by_name: dict | None = None
+        self.overrides = Overrides(options.opt("TensorQuantOverrides") or {}, graph, P.full_range)
         self._indexed = 0
 
     # -- parameters --------------------------------------------------------------------------------
@@ -94,8 +101,15 @@ class QOperatorWriter:
             return self.values[name]
         init = self.g.initializer(name)
         data = numpy_helper.to_array(init)
-        zp, sc = P.data_params(data.reshape(-1), qtype, self._weight_symmetric(qtype),
-                               self.o.reduce_range and reduce_range, self.min_real_range)
+        if name in self.overrides:
+            if self.overrides.per_channel(name):
+                raise UnsupportedError("extra_options['TensorQuantOverrides']", "per-channel overrides of a tensor "
+                                       "quantized per tensor here (onnxruntime fails on them)", name)
+            # onnxruntime keeps the explicit scale as a float64 array: the codes divide in float64
+            zp, sc = self.overrides.zero_point(name, qtype), self.overrides.scale(name)
+        else:
+            zp, sc = P.data_params(data.reshape(-1), qtype, self._weight_symmetric(qtype),
+                                   self.o.reduce_range and reduce_range, self.min_real_range)
         self._write_weight(init, data, qtype, zp, sc, None)
         self.values[name] = _Value(name + "_quantized", name + "_scale", name + "_zero_point", None, True)
         return self.values[name]
@@ -109,17 +123,25 @@ class QOperatorWriter:
         norm = axis + rank if axis < 0 else axis
         if not 0 <= norm < rank:
             raise UnsupportedError("per_channel", f"the channel axis {axis} is outside the weight's rank {rank}", name)
-        zp, sc = P.weight_params(data, qtype, self.o.weight_symmetric(qtype), self.o.reduce_range and reduce_range,
-                                 self.min_real_range, norm)
+        if name in self.overrides:
+            ov = self.overrides
+            if not ov.per_channel(name) or ov.axis(name, rank) != norm:
+                raise UnsupportedError("extra_options['TensorQuantOverrides']", f"needs per-channel overrides on "
+                                       f"axis {norm} for this weight (onnxruntime fails on others)", name)
+            zp = [ov.zero_point(name, qtype, i) for i in range(data.shape[norm])]
+            sc = [ov.scale(name, i) for i in range(data.shape[norm])]
+        else:
+            zp, sc = P.weight_params(data, qtype, self.o.weight_symmetric(qtype),
+                                     self.o.reduce_range and reduce_range, self.min_real_range, norm)
         self._write_weight(init, data, qtype, zp, sc, norm)
         self.values[name] = _Value(name + "_quantized", name + "_scale", name + "_zero_point", norm, True)
         return self.values[name]
 
     def _write_weight(self, init, data, qtype, zp, sc, axis) -> None:
+        """``sc`` / ``zp``: arrays, or per channel lists of 0-d arrays (explicit float64 scales kept apart)."""
         shape = [] if axis is None else [init.dims[axis]]
-        sc_init = helper.make_tensor(init.name + "_scale", init.data_type, shape, np.asarray(sc).reshape(-1).tolist())
-        zp_init = helper.make_tensor(init.name + "_zero_point", P.QTYPES[qtype][1], shape,
-                                     np.asarray(zp).reshape(-1).tolist())
+        sc_init = helper.make_tensor(init.name + "_scale", init.data_type, shape, _flat(sc))
+        zp_init = helper.make_tensor(init.name + "_zero_point", P.QTYPES[qtype][1], shape, _flat(zp))
         self.g.append_initializer(sc_init)
         self.g.append_initializer(zp_init)
         codes = P.quantize_weight(data, qtype, zp, sc, axis)
