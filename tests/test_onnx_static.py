@@ -611,3 +611,34 @@ def test_explicit_scales_on_activation_initializers(tmp_path, fmt):
     extra["TensorQuantOverrides"]["wq"][1:] = [{k: v for k, v in e.items() if k != "axis"}
                                                for e in extra["TensorQuantOverrides"]["wq"][1:]]
     _check(TRF, TRF_DATA, tmp_path, fmt, extra=extra, per_channel=True)
+
+
+OVERRIDE_OPTION_CASES = [
+    {"w1": [{"symmetric": False}], "wf": [{"reduce_range": True}]},
+    {"w1": [{"rmin": -0.5, "rmax": 2.0}], "w2": [{"symmetric": True, "rmin": -0.1, "rmax": 0.05}]},
+    {"w1": [{"axis": 0, "symmetric": False, "rmin": -1.0, "rmax": 0.5}]
+     + [{"rmin": -0.25 * k, "rmax": 0.1 * k} for k in range(1, 8)]},
+    {"w2": [{"axis": 0, "reduce_range": True}] + [{}] * 7},
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("case", range(len(OVERRIDE_OPTION_CASES)))
+@pytest.mark.parametrize("wt", ["int8", "uint8"])
+def test_override_options(tmp_path, fmt, per_channel, case, wt):
+    """TensorQuantOverrides of initializers with symmetric / reduce_range / rmin-rmax: the same as
+    onnxruntime, or refused where onnxruntime fails (a per-tensor override on a weight its QOperator
+    writer quantizes per channel, or the reverse)."""
+    from quantspec.errors import UnsupportedError
+
+    extra = {"TensorQuantOverrides": copy.deepcopy(OVERRIDE_OPTION_CASES[case])}
+    try:
+        ref = ort_quantize(CNN, CNN_DATA, tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+    except ValueError as e:
+        assert fmt == "qoperator" and "overrides" in str(e)
+        with pytest.raises(UnsupportedError, match="TensorQuantOverrides"):
+            ours(CNN, CNN_DATA, tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+        return
+    got, _ = ours(CNN, CNN_DATA, tmp_path, fmt, per_channel=per_channel, wt=wt, extra=extra)
+    assert_same_model(ref, got, M.feeds(CNN_DATA)[:2])

@@ -22,10 +22,11 @@ op_types_to_quantize=None, nodes_to_exclude=None, extra_options=None) -> StaticQ
   DedicatedQDQPair, QDQOpTypePerChannelSupportToAxis, QuantizeBias, QDQKeepRemovableActivations,
   QDQDisableWeightAdjustForInt32Bias, MinimumRealRange, ActivationRestrictedAsymmetric,
   UseQDQContribOps, extra.Sigmoid.nnapi, the Calib* keys (given to the calibration), and
-  TensorQuantOverrides giving explicit ``scale`` / ``zero_point`` of initializers, per tensor or per
-  channel (:mod:`quantspec.onnxmodels.static.overrides`; other override keys, and overrides of
-  activations or biases, are refused).  Refused unless at their default: EnableSubgraph, SmoothQuant,
-  BlockSize, DefaultTensorType.
+  TensorQuantOverrides of initializers, per tensor or per channel: explicit ``scale`` / ``zero_point``,
+  or ``symmetric``, ``reduce_range``, ``rmin`` / ``rmax``
+  (:mod:`quantspec.onnxmodels.static.overrides`; the keys ``quant_type`` and ``convert``, and
+  overrides of activations or biases, are refused).  Refused unless at their default: EnableSubgraph,
+  SmoothQuant, BlockSize, DefaultTensorType.
 - ``nodes_to_exclude`` must name nodes of the model (onnxruntime ignores unknown names; here they are
   an error).
 

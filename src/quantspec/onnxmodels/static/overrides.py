@@ -1,10 +1,12 @@
-"""``extra_options["TensorQuantOverrides"]``: the part reproduced, explicit scales and zero points of
-initializers, checked against the model.
+"""``extra_options["TensorQuantOverrides"]``: the part reproduced, overrides of initializers, checked
+against the model.
 
-Accepted: ``{initializer: [{"scale": s, "zero_point": z}]}`` (per tensor) or one dict per channel with
-``"axis"`` in the first (per channel; as many dicts as the weight has channels along the axis).  Refused
-(:class:`quantspec.errors.UnsupportedError`): any other key (quant_type, symmetric, reduce_range, rmin,
-rmax, convert), overrides of activations or of biases.
+Accepted: ``{initializer: [dict]}`` (per tensor) or one dict per channel with ``"axis"`` in the first
+(per channel; as many dicts as the weight has channels along the axis), each dict either an explicit
+``"scale"`` and ``"zero_point"``, or any of ``"symmetric"``, ``"reduce_range"`` (bools, in the first
+dict) and ``"rmin"`` with ``"rmax"`` (the range the parameters are computed from, per channel).
+Refused (:class:`quantspec.errors.UnsupportedError`): the keys quant_type and convert, overrides of
+activations or of biases.
 
 onnxruntime reads the two formats' explicit scales differently, and the codes follow:
 
@@ -26,7 +28,8 @@ import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, UnsupportedError
 
-_KEYS = {"scale", "zero_point", "axis"}
+_KEYS = {"scale", "zero_point", "axis", "symmetric", "reduce_range", "rmin", "rmax"}
+_NOT_WITH_SCALE = {"symmetric", "reduce_range", "rmin", "rmax"}
 _BIAS_ROLES = {"Conv", "ConvTranspose", "Gemm", "InstanceNormalization", "LayerNormalization",
                "BatchNormalization"}
 
@@ -44,18 +47,36 @@ def check_structure(raw: Any) -> dict[str, list[dict]]:
             raise DTypeError(f"{where}[{name!r}]", "must be a list of dicts", entries)
         if not entries or not entries[0]:
             raise InvalidArgumentError(f"{where}[{name!r}]", "must hold at least one non-empty dict", entries)
+        explicit = "scale" in entries[0] or "zero_point" in entries[0]
+        ranged = "rmin" in entries[0] or "rmax" in entries[0]
         for i, entry in enumerate(entries):
+            at = f"{where}[{name!r}][{i}]"
             extra = sorted(set(entry) - _KEYS)
             if extra:
-                raise UnsupportedError(f"{where}[{name!r}][{i}]", "only 'scale' and 'zero_point' (and 'axis') are "
-                                       "reproduced", extra)
-            if "scale" not in entry or "zero_point" not in entry:
-                raise InvalidArgumentError(f"{where}[{name!r}][{i}]", "must give both 'scale' and 'zero_point'",
-                                           entry)
-            if not isinstance(entry["scale"], (int, float)) or isinstance(entry["scale"], bool):
-                raise DTypeError(f"{where}[{name!r}][{i}]['scale']", "must be a number", entry["scale"])
-            if not isinstance(entry["zero_point"], (int, np.integer)) or isinstance(entry["zero_point"], bool):
-                raise DTypeError(f"{where}[{name!r}][{i}]['zero_point']", "must be an integer", entry["zero_point"])
+                raise UnsupportedError(at, "only 'scale', 'zero_point', 'axis', 'symmetric', 'reduce_range', "
+                                       "'rmin' and 'rmax' are reproduced", extra)
+            if ("scale" in entry or "zero_point" in entry) != explicit:
+                raise InvalidArgumentError(at, "every dict gives 'scale' and 'zero_point', or none does", entry)
+            if explicit:
+                if "scale" not in entry or "zero_point" not in entry:
+                    raise InvalidArgumentError(at, "must give both 'scale' and 'zero_point'", entry)
+                both = sorted(_NOT_WITH_SCALE & set(entry))
+                if both:
+                    raise InvalidArgumentError(at, "'scale' and 'zero_point' exclude these keys", both)
+                if not isinstance(entry["scale"], (int, float)) or isinstance(entry["scale"], bool):
+                    raise DTypeError(f"{at}['scale']", "must be a number", entry["scale"])
+                if not isinstance(entry["zero_point"], (int, np.integer)) or isinstance(entry["zero_point"], bool):
+                    raise DTypeError(f"{at}['zero_point']", "must be an integer", entry["zero_point"])
+            if ("rmin" in entry or "rmax" in entry) != ranged or ranged and not ("rmin" in entry and "rmax" in entry):
+                raise InvalidArgumentError(at, "every dict gives 'rmin' and 'rmax', or none does", entry)
+            for key in ("rmin", "rmax"):
+                if key in entry and (not isinstance(entry[key], (int, float)) or isinstance(entry[key], bool)):
+                    raise DTypeError(f"{at}[{key!r}]", "must be a number", entry[key])
+            for key in ("symmetric", "reduce_range"):
+                if key in entry and not isinstance(entry[key], bool):
+                    raise DTypeError(f"{at}[{key!r}]", "must be a bool", entry[key])
+                if i and key in entry and entry[key] != entries[0].get(key):
+                    raise InvalidArgumentError(at, f"'{key}' must be the first dict's", entry[key])
         axes = {e["axis"] for e in entries if "axis" in e}
         if len(entries) > 1 and "axis" not in entries[0]:
             raise InvalidArgumentError(f"{where}[{name!r}]", "per-channel overrides need 'axis' in the first dict",
@@ -107,6 +128,22 @@ class Overrides:
     def axis(self, name: str, rank: int) -> int:
         axis = self.entries[name][0]["axis"]
         return axis + rank if axis < 0 else axis
+
+    def explicit(self, name: str) -> bool:
+        """Explicit scales and zero points (else symmetric / reduce_range / rmin-rmax options)."""
+        return name in self.entries and "scale" in self.entries[name][0]
+
+    def get(self, name: str, key: str, default=None):
+        """A key of the first dict (the tensor-wide options)."""
+        return self.entries[name][0].get(key, default) if name in self.entries else default
+
+    def ranges(self, name: str):
+        """``(rmin, rmax)`` per tensor, a list of them per channel, or None."""
+        entries = self.entries.get(name)
+        if not entries or "rmin" not in entries[0]:
+            return None
+        pairs = [(e["rmin"], e["rmax"]) for e in entries]
+        return pairs if "axis" in entries[0] else pairs[0]
 
     def zero_point(self, name: str, qtype: str, index: int = 0) -> np.ndarray:
         value = self.entries[name][index]["zero_point"]

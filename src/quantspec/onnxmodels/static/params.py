@@ -74,13 +74,17 @@ def scale_zero_point(rmin: np.ndarray, rmax: np.ndarray, qmin: np.ndarray, qmax:
 
 
 def data_params(data: np.ndarray, qtype: str, symmetric: bool, reduce_range: bool,
-                min_real_range: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """``(zero_point, scale)`` (0-d arrays) of a flat float tensor, from its own min and max."""
-    if data.size:
-        rmin = np.array(data.min(), dtype=data.dtype)
-        rmax = np.array(data.max(), dtype=data.dtype)
+                min_real_range: float | None, rmin_override=None, rmax_override=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(zero_point, scale)`` (0-d arrays) of a flat float tensor, from its own min and max (or the
+    given ones, cast to the tensor's dtype)."""
+    if rmin_override is not None:
+        rmin = np.array(rmin_override, dtype=data.dtype)
     else:
-        rmin = rmax = np.array(0.0, dtype=data.dtype)
+        rmin = np.array(data.min() if data.size else 0.0, dtype=data.dtype)
+    if rmax_override is not None:
+        rmax = np.array(rmax_override, dtype=data.dtype)
+    else:
+        rmax = np.array(data.max() if data.size else 0.0, dtype=data.dtype)
     qmin, qmax = qrange(qtype, reduce_range, symmetric)
     if not data.size:
         return np.array(0, dtype=qmin.dtype), np.array(1.0, dtype=data.dtype)
@@ -97,13 +101,16 @@ def quantize_values(data: np.ndarray, qtype: str, scale, zero_point) -> np.ndarr
 
 
 def weight_params(data: np.ndarray, qtype: str, symmetric: bool, reduce_range: bool, min_real_range: float | None,
-                  axis: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """``(zero_point, scale)``: 0-d arrays per tensor, 1-D arrays (one per slice along ``axis``) per channel."""
+                  axis: int | None, ranges=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(zero_point, scale)``: 0-d arrays per tensor, 1-D arrays (one per slice along ``axis``) per channel.
+    ``ranges``: given ``(rmin, rmax)`` (None for the data's own), one pair per tensor or a list per channel."""
     if axis is None:
-        return data_params(data.reshape(-1), qtype, symmetric, reduce_range, min_real_range)
+        lo, hi = ranges if ranges is not None else (None, None)
+        return data_params(data.reshape(-1), qtype, symmetric, reduce_range, min_real_range, lo, hi)
     zps, scales = [], []
     for i in range(data.shape[axis]):
-        zp, sc = data_params(data.take(i, axis).reshape(-1), qtype, symmetric, reduce_range, min_real_range)
+        lo, hi = ranges[i] if ranges is not None else (None, None)
+        zp, sc = data_params(data.take(i, axis).reshape(-1), qtype, symmetric, reduce_range, min_real_range, lo, hi)
         zps.append(zp)
         scales.append(sc)
     return np.asarray(zps), np.asarray(scales)

@@ -294,7 +294,7 @@ class QDQWriter:
             data = numpy_helper.to_array(init)
             is_weight = mark.kind == WEIGHT
             qtype = self.wt if is_weight else self.act
-            if name in self.overrides:  # explicit scale / zero point, the scale cast to the weight's dtype
+            if self.overrides.explicit(name):  # explicit scale / zero point, the scale cast to the weight's dtype
                 ov = self.overrides
                 if ov.per_channel(name):
                     n = len(ov.entries[name])
@@ -305,13 +305,17 @@ class QDQWriter:
                     zp, sc, axis = ov.zero_point(name, qtype), ov.scale(name, 0, data.dtype), None
                 self.init_params[name] = {"zero_point": zp, "scale": sc, "qtype": qtype, "axis": axis}
                 continue
-            axis = mark.axis
+            ov = self.overrides
+            axis = ov.get(name, "axis", mark.axis)
             if axis is not None:
                 rank = data.ndim
                 axis = axis + rank if axis < 0 else axis
             symmetric = axis is not None or (self.o.weight_symmetric(qtype) if is_weight
                                              else self.o.activation_symmetric)
-            zp, sc = P.weight_params(data, qtype, symmetric, self.o.reduce_range, self.min_real_range, axis)
+            symmetric = ov.get(name, "symmetric", symmetric)
+            reduce_range = ov.get(name, "reduce_range", self.o.reduce_range)
+            zp, sc = P.weight_params(data, qtype, symmetric, reduce_range, self.min_real_range, axis,
+                                     ov.ranges(name))
             self.init_params[name] = {"zero_point": zp, "scale": sc, "qtype": qtype, "axis": axis}
 
     def _raise_weight_scales(self) -> None:

@@ -101,15 +101,18 @@ class QOperatorWriter:
             return self.values[name]
         init = self.g.initializer(name)
         data = numpy_helper.to_array(init)
-        if name in self.overrides:
-            if self.overrides.per_channel(name):
-                raise UnsupportedError("extra_options['TensorQuantOverrides']", "per-channel overrides of a tensor "
-                                       "quantized per tensor here (onnxruntime fails on them)", name)
+        ov = self.overrides
+        if ov.per_channel(name):
+            raise UnsupportedError("extra_options['TensorQuantOverrides']", "per-channel overrides of a tensor "
+                                   "quantized per tensor here (onnxruntime fails on them)", name)
+        if ov.explicit(name):
             # onnxruntime keeps the explicit scale as a float64 array: the codes divide in float64
-            zp, sc = self.overrides.zero_point(name, qtype), self.overrides.scale(name)
+            zp, sc = ov.zero_point(name, qtype), ov.scale(name)
         else:
-            zp, sc = P.data_params(data.reshape(-1), qtype, self._weight_symmetric(qtype),
-                                   self.o.reduce_range and reduce_range, self.min_real_range)
+            lo, hi = ov.ranges(name) or (None, None)
+            zp, sc = P.data_params(data.reshape(-1), qtype, ov.get(name, "symmetric", self._weight_symmetric(qtype)),
+                                   ov.get(name, "reduce_range", self.o.reduce_range and reduce_range),
+                                   self.min_real_range, lo, hi)
         self._write_weight(init, data, qtype, zp, sc, None)
         self.values[name] = _Value(name + "_quantized", name + "_scale", name + "_zero_point", None, True)
         return self.values[name]
@@ -123,16 +126,17 @@ class QOperatorWriter:
         norm = axis + rank if axis < 0 else axis
         if not 0 <= norm < rank:
             raise UnsupportedError("per_channel", f"the channel axis {axis} is outside the weight's rank {rank}", name)
-        if name in self.overrides:
-            ov = self.overrides
-            if not ov.per_channel(name) or ov.axis(name, rank) != norm:
-                raise UnsupportedError("extra_options['TensorQuantOverrides']", f"needs per-channel overrides on "
-                                       f"axis {norm} for this weight (onnxruntime fails on others)", name)
+        ov = self.overrides
+        if name in ov and (not ov.per_channel(name) or ov.axis(name, rank) != norm):
+            raise UnsupportedError("extra_options['TensorQuantOverrides']", f"needs per-channel overrides on "
+                                   f"axis {norm} for this weight (onnxruntime fails on others)", name)
+        if ov.explicit(name):
             zp = [ov.zero_point(name, qtype, i) for i in range(data.shape[norm])]
             sc = [ov.scale(name, i) for i in range(data.shape[norm])]
         else:
-            zp, sc = P.weight_params(data, qtype, self.o.weight_symmetric(qtype),
-                                     self.o.reduce_range and reduce_range, self.min_real_range, norm)
+            zp, sc = P.weight_params(data, qtype, ov.get(name, "symmetric", self.o.weight_symmetric(qtype)),
+                                     ov.get(name, "reduce_range", self.o.reduce_range and reduce_range),
+                                     self.min_real_range, norm, ov.ranges(name))
         self._write_weight(init, data, qtype, zp, sc, norm)
         self.values[name] = _Value(name + "_quantized", name + "_scale", name + "_zero_point", norm, True)
         return self.values[name]
