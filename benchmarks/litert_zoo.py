@@ -20,6 +20,15 @@ Architectures (:data:`ARCHS`):
 - ``mobilenet_v2``, ``mobilenet_v3_small``, ``mobilenet_v3_large``, ``efficientnet_b0``,
   ``resnet50``, ``densenet121``: Keras applications, 10 classes, softmax output, on 64x64 images
   (EfficientNetB0 on 32x32, the smallest it takes, to keep it cheap: :data:`IMAGE_SIZES`);
+- ``keras_layers``: one small image model (16x16) made of many common Keras layers: Conv2D with a
+  ReLU6, SeparableConv2D, DepthwiseConv2D, LeakyReLU, BatchNormalization, tanh, max and average
+  pooling, the merge layers (Add, Multiply, Subtract, Maximum, Minimum, Concatenate), swish,
+  bilinear UpSampling2D, Conv2DTranspose, ZeroPadding2D, Cropping2D, GELU, Reshape, Conv1D, global
+  max and average pooling, Flatten, Dense with hard sigmoid, sigmoid and softmax;
+- ``upsampling_nearest``: a convolution, ``UpSampling2D(interpolation="nearest")`` and a
+  convolution.  The converter writes the upsampling as RESHAPE and TILE **version 3**, which the
+  stock resolvers of ai-edge-litert 2.3.0 run and its reference resolver (BUILTIN_REF, TILE up to
+  version 2) refuses to load;
 - ``transformer``: a small encoder written with TensorFlow ops: token embedding lookup (GATHER),
   learned position embedding, two pre-norm blocks of multi-head attention (BATCH_MATMUL, SOFTMAX)
   and a GELU feed-forward, layer norms written as TensorFlow's ops (MEAN, SQUARED_DIFFERENCE,
@@ -74,15 +83,15 @@ __all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsu
 #: bump when a change to this script changes every model it makes (one arch: :data:`VERSIONS`)
 VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
-VERSIONS = {"efficientnet_b0": 2}
+VERSIONS = {"efficientnet_b0": 2, "keras_layers": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
-         "densenet121", "transformer", "text_transformer", "lstm", "gru", "simple_rnn", "lstm_loop", "gru_loop",
+         "densenet121", "keras_layers", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru", "simple_rnn", "lstm_loop", "gru_loop",
          "simple_rnn_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64
 #: the CNNs with another image side
-IMAGE_SIZES = {"efficientnet_b0": 32}
+IMAGE_SIZES = {"efficientnet_b0": 32, "keras_layers": 16, "upsampling_nearest": 16}
 #: text_transformer: sequence length, model width, heads, key width, feed-forward width (VOCAB as above)
 TEXT_SEQ, TEXT_WIDTH, TEXT_HEADS, TEXT_KEY, TEXT_FFN = 12, 32, 4, 8, 64
 #: lstm / gru: time steps, features, units, classes
@@ -234,7 +243,37 @@ def _keras_model(arch: str):
         return apps.ResNet50(**common)
     if arch == "densenet121":
         return apps.DenseNet121(**common)
+    if arch == "keras_layers":
+        return _layers_model(shape)
+    if arch == "upsampling_nearest":
+        L = tf.keras.layers
+        inp = tf.keras.Input(shape, batch_size=1, name="image")
+        x = L.UpSampling2D(2, interpolation="nearest")(L.Conv2D(4, 3, padding="same", activation="relu")(inp))
+        return tf.keras.Model(inp, L.Conv2D(4, 3, padding="same")(x))
     raise ValueError(arch)  # pragma: no cover
+
+
+def _layers_model(shape):
+    """Many common Keras layers in one small image model (see the module docstring)."""
+    tf = _tf()
+    L = tf.keras.layers
+    inp = tf.keras.Input(shape, batch_size=1, name="image")
+    x = L.Conv2D(8, 3, padding="same", activation="relu6")(inp)
+    a = L.LeakyReLU(0.2)(L.SeparableConv2D(8, 3, padding="same")(x))
+    b = L.Activation("relu")(L.DepthwiseConv2D(3, padding="same")(x))
+    c = L.Activation("tanh")(L.BatchNormalization()(L.Concatenate()([a, b])))
+    d, e = L.MaxPooling2D(2)(c), L.AveragePooling2D(2)(c)
+    k = L.Concatenate()([L.Add()([d, e]), L.Multiply()([d, e]), L.Subtract()([d, e]), L.Maximum()([d, e]),
+                         L.Minimum()([d, e])])
+    k = L.Conv2D(16, 1, activation="swish")(k)
+    up = [L.UpSampling2D(2, interpolation="bilinear")(k), L.Conv2DTranspose(8, 3, strides=2, padding="same")(k)]
+    z = L.Cropping2D(1)(L.ZeroPadding2D(1)(L.Concatenate()(up)))
+    z = L.Conv2D(8, 3, strides=2, activation="gelu")(z)
+    seq = L.GlobalAveragePooling1D()(L.Conv1D(8, 3, activation="tanh")(L.Reshape((-1, 8))(z)))
+    feat = L.Concatenate()([L.GlobalMaxPooling2D()(z), L.GlobalAveragePooling2D()(z),
+                            L.Dense(8)(L.Flatten()(L.MaxPooling2D(2)(z))), seq])
+    feat = L.Dense(16, activation="sigmoid")(L.Dense(16, activation="hard_sigmoid")(feat))
+    return tf.keras.Model(inp, L.Dense(CLASSES, activation="softmax")(feat))
 
 
 def _recalibrate(model, images) -> None:

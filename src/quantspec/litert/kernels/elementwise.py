@@ -13,8 +13,8 @@ ADD / SUB bring both inputs to a common scale ``2 * max(s1, s2)`` with 20 bits o
     out = clamp(MBQM<1(a +- b, ro) + zo)                         # MBQM<1: SmallerThanOneExp
 
 MUL: ``real = f32(f32(s1) * f32(s2) / f32(so))`` (all float32), ``out = clamp(MBQM((x - z1) * (y - z2),
-real) + zo)``.  MAXIMUM / MINIMUM select raw int8 values; LiteRT does not check that the inputs
-share the output's scale (a mismatch is computed silently, as here).
+real) + zo)``.  MAXIMUM / MINIMUM select raw int8 (or int16) values; LiteRT does not check that the
+inputs share the output's scale (a mismatch is computed silently, as here).
 """
 
 from __future__ import annotations
@@ -227,8 +227,10 @@ class _MaxMin(Kernel):
     pick = staticmethod(np.maximum)
 
     def prepare(self, inputs, outputs, options):
-        x, y, _, _ = c.binary_operands(self.name, inputs, outputs, quantized=False)   # parameters play no part
-        return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape), _INT8)
+        x, y, _, _ = c.binary_operands(self.name, inputs, outputs, output_type="same", quantized=False,
+                                       types=("int8", "int16"))           # parameters play no part
+        return SelectParams((tuple(x.shape), tuple(y.shape)), c.broadcast_shape(self.name, x.shape, y.shape),
+                            np.dtype(x.dtype.name))
 
     def compute(self, p: SelectParams, arrays):
         x, y = c.check_arrays(self.name, arrays, [(0, p.shapes[0], p.dtype), (1, p.shapes[1], p.dtype)])
@@ -237,7 +239,7 @@ class _MaxMin(Kernel):
 
 @register
 class Maximum(_MaxMin):
-    """MAXIMUM: the larger raw int8 value (inputs are meant to share the output's parameters)."""
+    """MAXIMUM: the larger raw int8 / int16 value (inputs are meant to share the output's parameters)."""
 
     name = "MAXIMUM"
     pick = staticmethod(np.maximum)
@@ -245,7 +247,7 @@ class Maximum(_MaxMin):
 
 @register
 class Minimum(_MaxMin):
-    """MINIMUM: the smaller raw int8 value (inputs are meant to share the output's parameters)."""
+    """MINIMUM: the smaller raw int8 / int16 value (inputs are meant to share the output's parameters)."""
 
     name = "MINIMUM"
     pick = staticmethod(np.minimum)

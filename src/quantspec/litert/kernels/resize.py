@@ -1,7 +1,7 @@
-"""RESIZE_BILINEAR, int8 (``tflite/kernels/resize_bilinear.cc``,
+"""RESIZE_BILINEAR, int8 and int16 (``tflite/kernels/resize_bilinear.cc``,
 ``tflite/kernels/internal/reference/resize_bilinear.h`` ``ResizeBilinearInteger``).
 
-REF and the optimized kernel both use the integer kernel for int8; it works on raw codes (input
+REF and the optimized kernel both use the integer kernel for int8 and int16; it works on raw codes (input
 and output parameters are meant to be equal and are not checked).  In Q10 fixed point, per axis
 (shown for rows; columns alike)::
 
@@ -11,7 +11,7 @@ and output parameters are meant to be equal and are not checked).  In Q10 fixed 
     y0    = max(sv / 1024, 0);   y1 = min((sv + 1023) / 1024, in - 1)          (C division)
     wy0   = 1024 - (sv - 1024·y0);   wy1 = sv - 1024·y0
 
-    o = Σ q[y_i, x_j] · wy_i · wx_j   (int64);   y = int8((o + sign(o)·2^19) / 2^20)   (C division)
+    o = Σ q[y_i, x_j] · wy_i · wx_j   (int64);   y = (o + sign(o)·2^19) / 2^20   (C division)
 
 (The single-rounding build uses ``(o + 2^19) >> 20``; the shipped interpreter is double-rounding.)
 For extreme up-scaling (``out² ≳ 2048·in``) the rounded Q10 scale can push ``y0`` past the last
@@ -90,7 +90,7 @@ class ResizeBilinear(Kernel):
         if size.dtype.name != "int32":
             raise DTypeError("size.dtype", f"must be int32 for {OP}", size.dtype.name)
         require_same_type(x, outputs[0], "output.dtype", OP)
-        require_type(OP, [("input.dtype", x)], ("int8",), error=DTypeError)
+        require_type(OP, [("input.dtype", x)], ("int8", "int16"), error=DTypeError)
         align = option(options, "align_corners", False, kind=bool)
         half = option(options, "half_pixel_centers", False, kind=bool)
         plan = None
@@ -111,4 +111,4 @@ class ResizeBilinear(Kernel):
         top = xi[:, y0] * wy0[None, :, None, None] + xi[:, y1] * wy1[None, :, None, None]   # (N, OH, W, C)
         o = top[:, :, x0] * wx0[None, None, :, None] + top[:, :, x1] * wx1[None, None, :, None]
         rounded = o + np.where(o > 0, 1 << 19, -(1 << 19))
-        return [_cdiv(rounded, 1 << 20).astype(np.int8)]
+        return [_cdiv(rounded, 1 << 20).astype(x.dtype)]
