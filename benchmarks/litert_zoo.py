@@ -4,7 +4,7 @@
 ``build(arch, quant="int8" | "int16x8", cache_dir=None) -> pathlib.Path`` returns the path of a
 ``.tflite`` file made by TensorFlow's converter (full-integer post-training quantization) from a
 Keras architecture with seeded random weights.  Random weights alone give near-constant outputs
-(activations shrink or blow up layer after layer), so the statistics are recalibrated first: every
+(activations shrink or blow up layer after layer), so the CNNs' statistics are recalibrated first: every
 batch normalization layer gets the mean and variance its input really has on random images (one
 forward pass in training mode with momentum 0 and dropout off), with random scale and offset.  The
 input images are small.  Everything the script controls is seeded (weights, calibration data,
@@ -35,8 +35,8 @@ Architectures (:data:`ARCHS`):
   RSQRT), mean pooling and a softmax classifier;
 - ``text_transformer``: a Keras text model with a **dynamic batch dimension** (``Embedding``,
   ``MultiHeadAttention``, ``LayerNormalization``, ``Dense``, ``GlobalAveragePooling1D``); the
-  converter surrounds the integer layers with int32 / bool shape arithmetic on the run-time batch
-  size (SHAPE, STRIDED_SLICE, PACK, REDUCE_PROD, SELECT_V2, ...);
+  converter surrounds the integer layers with int32 / bool arithmetic on the token ids (LESS,
+  SELECT_V2) and on the run-time batch size (SHAPE, GATHER, REDUCE_PROD, PACK, CONCATENATION);
 - ``lstm``, ``gru``, ``simple_rnn``: Keras ``LSTM`` / ``GRU`` / ``SimpleRNN`` layers with
   ``unroll=True`` (a fixed number of time steps), then a dense softmax classifier: the converter
   makes plain integer operators of each step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD,
@@ -49,14 +49,15 @@ Architectures (:data:`ARCHS`):
 
 Quantization modes:
 
-- ``"int8"``: ``TFLITE_BUILTINS_INT8``, int8 inputs and outputs (the transformer's input stays
+- ``"int8"``: ``TFLITE_BUILTINS_INT8``, int8 inputs and outputs (the transformers' inputs stay
   int32 token ids);
 - ``"int16x8"``: ``EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`` (int16
   activations, int8 weights, int64 bias), int16 inputs and outputs.  :func:`build` raises
   :class:`Unsupported` where the converter cannot make the model in that mode.
 
-Models are cached (a file per arch, quant and version (:func:`version`), written to a temporary name and
-renamed, under a lock so that parallel test workers build each model once) in ``cache_dir``, else
+Models are cached (a file per arch, quant and version (:func:`version`), written to a temporary
+name and renamed, under a lock so that parallel test workers build each model once; what the
+converter cannot make is cached as a ``.unsupported`` file with its message) in ``cache_dir``, else
 ``$QUANTSPEC_ZOO_CACHE``, else ``$QUANTSPEC_TEST_CACHE/zoo``, else ``~/.cache/quantspec/zoo``.
 Building needs TensorFlow (a test dependency); a cached model does not.
 
@@ -85,8 +86,8 @@ VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
 VERSIONS = {"efficientnet_b0": 2, "keras_layers": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
-         "densenet121", "keras_layers", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru", "simple_rnn", "lstm_loop", "gru_loop",
-         "simple_rnn_loop")
+         "densenet121", "keras_layers", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
+         "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64

@@ -87,8 +87,8 @@ _VERSIONS_GAP = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "LiteRT's BUILTIN_REF refuses to load"))
 
 CASES = [(a, q) for a in ARCHS for q in QUANTS if (a, q) not in UNSUPPORTED]
-RUNS = [pytest.param(a, q, b, m, marks=[_VERSIONS_GAP] if m == "reference" and a in REFERENCE_CANNOT_LOAD else [])
-        for a, q in CASES if (a, q) not in LITERT_FAILS for b in BATCHES.get(a, (1,)) for m in MODES]
+RUNS = [pytest.param(a, q, b, m, marks=[_VERSIONS_GAP] if m == "reference" and a in REFERENCE_CANNOT_LOAD else
+                     []) for a, q in CASES if (a, q) not in LITERT_FAILS for b in BATCHES.get(a, (1,)) for m in MODES]
 
 
 def _model(arch: str, quant: str) -> Path:
