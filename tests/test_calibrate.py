@@ -858,3 +858,30 @@ def test_float8_params_of_something_that_is_not_a_range_is_refused(value):
 
     with pytest.raises(InvalidArgumentError, match="calibrated"):
         float8_params(value)
+
+
+def test_symmetric_percentile_bins_an_extended_call_on_float64_edges(tmp_path):
+    """A later call that widens the symmetric percentile histogram: onnxruntime extends the float32
+    edges with ``np.arange`` (which computes in float64) and bins the call on those float64 edges,
+    keeping them rounded to float32.  A value equal to the float32 rounding of an extended edge that
+    lies below the edge falls in the bin below it; binned on the rounded edges it would land one bin
+    higher, and the 80th percentile's edge with it."""
+    import quantspec.calibrate as C
+
+    require("onnxruntime")
+    num_bins = 7
+    first = np.array([0.1, -1.0, 0.3, 0.7], np.float32)
+    edges = np.histogram(np.abs(first), bins=num_bins)[1].astype(np.float32)
+    width = edges[1] - edges[0]
+    extended = np.arange(edges[-1] + width, np.float32(3.0) + width, width)       # float64
+    below = [e for e in extended[:-2] if float(np.float32(e)) < e]
+    assert below, "no extended edge rounds down in float32: the case is not exercised"
+    v = np.float32(below[0])
+    second = np.array([v, -v, v, 3.0], np.float32)     # 7 of the 8 values up to v's bin: the 80th percentile
+    kw = {"num_bins": num_bins, "symmetric": True, "percentile": 80.0}
+    want = _ort_calibrate(tmp_path, "Percentile", [[first], [second]], kw)
+    obs = C.PercentileObserver(**kw)
+    obs.update(first).flush()
+    r = obs.update(second).range()
+    lo, hi = want.range_value
+    assert r.lowest.tobytes() == np.asarray(lo).tobytes() and r.highest.tobytes() == np.asarray(hi).tobytes()

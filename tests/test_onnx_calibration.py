@@ -425,11 +425,10 @@ def test_strided_reader(cnn, method, stride):
         cal.collect_ranges(cnn, NoLen(), method=method, extra_options=extra)
 
 
-@pytest.mark.xfail(strict=True, reason="PercentileObserver's absolute histogram, when a later call extends its "
-                   "edges, bins that call with the float32-rounded edges; onnxruntime bins it with the float64 "
-                   "edges np.hstack / np.arange make (and stores them rounded), so a value on a rounded edge lands "
-                   "one bin lower in onnxruntime (here |y| = 4833.687, with 675696 bins)")
-def test_percentile_extended_edges_known_difference(cnn):
+def test_percentile_extended_edges_bin_on_float64_edges(cnn):
+    """A later call that extends the absolute histogram's edges is binned on the float64 edges
+    np.arange / np.hstack make (they are stored rounded to float32): binned on the rounded edges, a
+    value on one (here |y| = 4833.687, with 675696 bins) would land one bin lower than onnxruntime's."""
     x = cnn_data()
     extra = {"CalibStridedMinMax": 2}
     ours = cal.collect_ranges(cnn, {"x": x}, method="percentile", extra_options=extra)

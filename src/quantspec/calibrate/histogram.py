@@ -222,9 +222,10 @@ class HistogramObserver:
                 raise InvalidArgumentError("batch", f"extends the histogram's edges up to {temp_amax} by steps of "
                                            f"{width}, which numpy cannot make (numpy: '{e}'; onnxruntime fails here "
                                            "too)", float(temp_amax)) from None
-            old_edges = np.hstack((old_edges, extra))
+            old_edges = np.hstack((old_edges, extra))      # float64 (np.arange computes in double)
+        # onnxruntime bins on these edges as they are (float64 once extended) and keeps them rounded
+        counts = _count_edges(data, True, old_edges)
         edges = old_edges.astype(np.float32)
-        counts = _count_edges(data, True, edges)
         counts[: len(old_hist)] += old_hist
         self._hist = (counts, edges, min(old_min, min_value), max(old_max, max_value))
 
@@ -349,7 +350,7 @@ def _formula_step(edges: np.ndarray, first, last):
 
 
 def _count_edges(x: np.ndarray, absolute: bool, edges: np.ndarray) -> np.ndarray:
-    """``np.histogram(x or |x|, bins=edges)``'s counts (int64) for increasing float32 ``edges``, on
+    """``np.histogram(x or |x|, bins=edges)``'s counts (int64) for increasing float32 or float64 ``edges``, on
     the pool's threads as :func:`_count_uniform`."""
     k = jitted()
     rows = np.zeros((_parts(x.size), edges.size - 1), np.int64)
