@@ -10,6 +10,8 @@ quantspec:
 - ``x.npy``: an input for that model (int8, its input shape, seeded);
 - ``model.onnx``: the bundled float ONNX model ``mlp_float.onnx`` (MatMul 128x256, Relu, MatMul 256x10;
   float32 weights), for ``quantspec convert`` (and ``check`` / ``audit`` of what it makes);
+- ``calib.npz``: calibration data for that model (``x``: 16 samples of its input ``[1, 128]``, float32,
+  seeded), for ``quantspec calibrate`` and ``quantspec convert --static``;
 - ``llama-bf16/``: a small sharded bfloat16 checkpoint with Llama-style tensor names and shapes (two
   safetensors shards and their ``model.safetensors.index.json``; seeded), for ``quantspec convert`` and
   ``quantspec verify``.
@@ -29,7 +31,7 @@ import numpy as np
 
 __all__ = ["main", "write_examples", "FILES"]
 
-FILES = ("weights.npy", "acts.npy", "model.tflite", "x.npy", "model.onnx", "llama-bf16")
+FILES = ("weights.npy", "acts.npy", "model.tflite", "x.npy", "model.onnx", "calib.npz", "llama-bf16")
 
 
 def _atomic(path: str, write) -> None:
@@ -67,6 +69,9 @@ def write_examples(directory: str = ".") -> list[str]:
             _atomic(path, lambda tmp: shutil.copyfile(model, tmp))
         elif name == "model.onnx":
             _atomic(path, lambda tmp: shutil.copyfile(_data("mlp_float.onnx"), tmp))
+        elif name == "calib.npz":
+            x = rng.standard_normal((16, 1, 128)).astype(np.float32)
+            _atomic(path, lambda tmp: np.savez(tmp, x=x))     # tmp ends in .npz: nothing is appended
         elif name == "llama-bf16":
             _checkpoint(path, rng)
         else:
