@@ -25,6 +25,10 @@ Architectures (:data:`ARCHS`):
   pooling, the merge layers (Add, Multiply, Subtract, Maximum, Minimum, Concatenate), swish,
   bilinear UpSampling2D, Conv2DTranspose, ZeroPadding2D, Cropping2D, GELU, Reshape, Conv1D, global
   max and average pooling, Flatten, Dense with hard sigmoid, sigmoid and softmax;
+- ``keras_layers_2``: more of them (16x16): Rescaling, a dilated Conv2D, ReLU with a maximum and a
+  negative slope, a grouped Conv2D, LayerNormalization, Resizing, a Conv2D with selu (EXP, GREATER,
+  SELECT), Reshape, Attention, Bidirectional(LSTM) unrolled, PReLU, Softmax.  In int16x8 the
+  converter refuses it (no 16x8 NEG, which LayerNormalization needs);
 - ``upsampling_nearest``: a convolution, ``UpSampling2D(interpolation="nearest")`` and a
   convolution.  The converter writes the upsampling as RESHAPE and TILE **version 3**, which the
   stock resolvers of ai-edge-litert 2.3.0 run and its reference resolver (BUILTIN_REF, TILE up to
@@ -86,13 +90,13 @@ VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
 VERSIONS = {"efficientnet_b0": 2, "keras_layers": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
-         "densenet121", "keras_layers", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
+         "densenet121", "keras_layers", "keras_layers_2", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
          "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64
 #: the CNNs with another image side
-IMAGE_SIZES = {"efficientnet_b0": 32, "keras_layers": 16, "upsampling_nearest": 16}
+IMAGE_SIZES = {"efficientnet_b0": 32, "keras_layers": 16, "keras_layers_2": 16, "upsampling_nearest": 16}
 #: text_transformer: sequence length, model width, heads, key width, feed-forward width (VOCAB as above)
 TEXT_SEQ, TEXT_WIDTH, TEXT_HEADS, TEXT_KEY, TEXT_FFN = 12, 32, 4, 8, 64
 #: lstm / gru: time steps, features, units, classes
@@ -246,12 +250,29 @@ def _keras_model(arch: str):
         return apps.DenseNet121(**common)
     if arch == "keras_layers":
         return _layers_model(shape)
+    if arch == "keras_layers_2":
+        return _layers_model_2(shape)
     if arch == "upsampling_nearest":
         L = tf.keras.layers
         inp = tf.keras.Input(shape, batch_size=1, name="image")
         x = L.UpSampling2D(2, interpolation="nearest")(L.Conv2D(4, 3, padding="same", activation="relu")(inp))
         return tf.keras.Model(inp, L.Conv2D(4, 3, padding="same")(x))
     raise ValueError(arch)  # pragma: no cover
+
+
+def _layers_model_2(shape):
+    """More common Keras layers in one small image model (see the module docstring)."""
+    tf = _tf()
+    L = tf.keras.layers
+    inp = tf.keras.Input(shape, batch_size=1, name="image")
+    x = L.Conv2D(8, 3, padding="same", dilation_rate=2)(L.Rescaling(0.5, offset=0.1)(inp))
+    x = L.ReLU(max_value=4.0, negative_slope=0.1)(x)
+    x = L.LayerNormalization()(L.Conv2D(8, 3, padding="same", groups=2, activation="relu")(x))
+    x = L.Conv2D(8, 3, strides=2, activation="selu")(L.Resizing(12, 12)(x))
+    seq = L.Reshape((-1, 8))(x)
+    x = L.Bidirectional(L.LSTM(4, unroll=True))(L.Attention()([seq, seq]))
+    x = L.PReLU()(L.Dense(6)(x))
+    return tf.keras.Model(inp, L.Softmax()(L.Dense(CLASSES)(x)))
 
 
 def _layers_model(shape):

@@ -1,11 +1,12 @@
-"""int16 kernels of common Keras layers in int16x8 models, in every kernel mode against the matching
-LiteRT resolver, 0 differing bytes:
+"""Kernels of common Keras layers the zoo needed, in every kernel mode against the matching LiteRT
+resolver, 0 differing bytes:
 
 - MAXIMUM / MINIMUM (``Maximum`` / ``Minimum`` layers): a selection of raw int16 values with
   broadcasting;
 - RESIZE_BILINEAR (``UpSampling2D(interpolation="bilinear")``, ``tf.image.resize``): the integer
   kernel of int8 on int16 codes (plain, ``align_corners``, ``half_pixel_centers``; constant and
-  run-time sizes; up and down), the extreme codes included.
+  run-time sizes; up and down), the extreme codes included;
+- EXP on int8 (the ``selu`` / ``elu`` activations): the float32 table of ``expf``.
 """
 
 from __future__ import annotations
@@ -64,3 +65,24 @@ def test_int16_resize_bilinear_matches_litert_in_every_mode():
     for mode in MODES:
         check_mode("RESIZE_BILINEAR", ins, outs, {"half_pixel_centers": True, "align_corners": False}, [x], mode,
                    version=4)
+
+
+def test_int8_exp_matches_litert_in_every_mode():
+    """EXP on int8 (Keras ``selu`` / ``elu`` written with tf ops): the float32 table of expf; random
+    parameters, saturation both ways; int16 (an interpolated table in LiteRT) is refused."""
+    from litert_kernel_check import int8, quantspec_run, zero_point
+    from quantspec.errors import UnsupportedError
+
+    r = rng_for("EXP")
+    x = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
+    for i in range(N_MODELS):
+        s_in, z_in = scale(r, -3, 0), zero_point(r)
+        s_out, z_out = scale(r, -3, 1), zero_point(r)
+        feeds = [x if i % 2 else int8(r, (3, 5), z_in)]
+        ins, outs = [T(feeds[0].shape, "int8", s_in, z_in)], [T(feeds[0].shape, "int8", s_out, z_out)]
+        check("EXP", ins, outs, None, feeds)
+        for mode in MODES:
+            check_mode("EXP", ins, outs, None, feeds, mode)
+    with pytest.raises(UnsupportedError):
+        quantspec_run("EXP", [T((2,), "int16", 0.01, 0)], [T((2,), "int16", 0.01, 0)], None,
+                      [np.zeros(2, np.int16)])
