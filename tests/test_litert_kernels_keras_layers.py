@@ -6,7 +6,8 @@ resolver, 0 differing bytes:
 - RESIZE_BILINEAR (``UpSampling2D(interpolation="bilinear")``, ``tf.image.resize``): the integer
   kernel of int8 on int16 codes (plain, ``align_corners``, ``half_pixel_centers``; constant and
   run-time sizes; up and down), the extreme codes included;
-- EXP on int8 (the ``selu`` / ``elu`` activations): the float32 table of ``expf``.
+- EXP, LOG and ABS on int8 and int16 (the ``selu``, ``softplus`` and ``softsign`` activations):
+  the float32 tables of ``expf`` / ``logf``, the rescaled absolute value.
 """
 
 from __future__ import annotations
@@ -67,22 +68,27 @@ def test_int16_resize_bilinear_matches_litert_in_every_mode():
                    version=4)
 
 
-def test_int8_exp_matches_litert_in_every_mode():
-    """EXP on int8 (Keras ``selu`` / ``elu`` written with tf ops): the float32 table of expf; random
-    parameters, saturation both ways; int16 (an interpolated table in LiteRT) is refused."""
-    from litert_kernel_check import int8, quantspec_run, zero_point
-    from quantspec.errors import UnsupportedError
+@pytest.mark.parametrize("op", ["EXP", "LOG", "ABS"])
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_exp_log_abs_match_litert_in_every_mode(op, dtype):
+    """EXP, LOG and ABS (the Keras ``selu`` / ``elu``, ``softplus`` and ``softsign`` activations):
+    random parameters (equal scales now and then: ABS adds the zero point only), every code."""
+    from litert_kernel_check import int8, zero_point
 
-    r = rng_for("EXP")
-    x = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
+    r = rng_for(op, dtype)
+    every = (np.arange(-128, 128, dtype=np.int8) if dtype == "int8"
+             else np.arange(-(1 << 15), 1 << 15, 8, dtype=np.int16)).reshape(2, -1)
     for i in range(N_MODELS):
-        s_in, z_in = scale(r, -3, 0), zero_point(r)
-        s_out, z_out = scale(r, -3, 1), zero_point(r)
-        feeds = [x if i % 2 else int8(r, (3, 5), z_in)]
-        ins, outs = [T(feeds[0].shape, "int8", s_in, z_in)], [T(feeds[0].shape, "int8", s_out, z_out)]
-        check("EXP", ins, outs, None, feeds)
+        if dtype == "int8":
+            s_in, z_in = scale(r, -3, 0), zero_point(r)
+            s_out, z_out = (s_in if i % 4 == 0 else scale(r, -3, 1)), zero_point(r)
+            x = every if i % 2 else int8(r, (3, 5), z_in)
+        else:
+            s_in, s_out = scale(r, -5, -2), scale(r, -5, -1)
+            s_out = s_in if i % 4 == 0 else s_out
+            z_in = z_out = 0
+            x = every if i % 2 else _int16(r, (3, 5))
+        ins, outs = [T(x.shape, dtype, s_in, z_in)], [T(x.shape, dtype, s_out, z_out)]
+        check(op, ins, outs, None, [x])
         for mode in MODES:
-            check_mode("EXP", ins, outs, None, feeds, mode)
-    with pytest.raises(UnsupportedError):
-        quantspec_run("EXP", [T((2,), "int16", 0.01, 0)], [T((2,), "int16", 0.01, 0)], None,
-                      [np.zeros(2, np.int16)])
+            check_mode(op, ins, outs, None, [x], mode)

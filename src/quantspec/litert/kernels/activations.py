@@ -1,4 +1,4 @@
-"""int8 activations: LOGISTIC, TANH, EXP, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION
+"""int8 activations: LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION
 (``K/activations.cc``, ``K/l2norm.cc``, ``KI/reference/softmax.h``, ``KI/reference/integer_ops/
 log_softmax.h``, ``KI/reference/integer_ops/l2normalization.h``).
 
@@ -8,8 +8,6 @@ log_softmax.h``, ``KI/reference/integer_ops/l2normalization.h``).
     d = f32(s_in) * f32(v - z_in)                     for v in -128..127
     t = 1.0f / (1.0f + expf(-d))    or    tanhf(d)
     LUT[v] = clamp(int32(TfLiteRound(t * f32(1 / s_out)) + z_out), -128, 127)
-
-**EXP** (int8, ``K/exp.cc``) is the same table of ``expf(d)``, in every resolver.
 
 ``expf`` / ``tanhf`` are the C library's (glibc on Linux, called through ctypes: the interpreter
 calls the same functions); without a C library numpy's float32 functions are used.
@@ -41,7 +39,7 @@ from ..fixedpoint import INT32_MIN, mbqm, rdbpot, srdhm, wrap_int32
 from . import _common as c
 from .base import Kernel, register
 
-__all__ = ["Logistic", "Tanh", "Exp", "Softmax", "LogSoftmax", "L2Normalization", "lut_int8"]
+__all__ = ["Logistic", "Tanh", "Softmax", "LogSoftmax", "L2Normalization", "lut_int8", "expf"]
 
 _INT8 = np.dtype(np.int8)
 
@@ -176,19 +174,6 @@ class Tanh(LutKernel):
     name = "TANH"
     transform = staticmethod(_tanhf)
     pot_shifts = (0, 1)
-
-
-@register
-class Exp(LutKernel):
-    """EXP on int8 (``K/exp.cc``, the only kernel in every resolver): the float32 table of the C
-    library's ``expf`` (``LUTPopulate<int8_t>``, as LOGISTIC's), no parameter checked.  int16 (a
-    513-entry interpolated table in LiteRT) is not implemented."""
-
-    name = "EXP"
-    transform = staticmethod(expf)
-
-    def _prepare16(self, x, s_in, z_in, s_out, z_out) -> LutParams:
-        raise UnsupportedError(f"{self.name} input", "quantspec implements LiteRT's EXP for int8 only", "int16")
 
 
 # -------------------------------------------------------------------------------------------------

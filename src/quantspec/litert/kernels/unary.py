@@ -1,5 +1,6 @@
 """Element-wise unary kernels whose output depends on the input code alone: HARD_SWISH, GELU, RSQRT,
-RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1 and LEAKY_RELU, in int8 and (where LiteRT has it) int16.
+RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LEAKY_RELU, EXP, LOG and ABS, in int8 and (where LiteRT has
+it) int16.
 
 Every one of them maps each input code to one output code, so prepare computes the whole map — 256
 entries for int8, 65536 for int16 — with LiteRT's per-element arithmetic vectorised over all the
@@ -26,7 +27,16 @@ codes, and compute is one gather (``table[x.view(uint)]``).  The arithmetic, per
   ``z_out + MBQM(x - z_in, identity)`` for ``x >= z_in``, else ``MBQM(x - z_in, alpha)``; the
   multipliers ``s_in / s_out`` and ``s_in * alpha / s_out`` computed in float32.
 
-int16 kernels require zero points 0 (LiteRT rejects others at Prepare).
+- **EXP** (``K/exp.cc``, one kernel in every resolver): the float32 table of the C library's
+  ``expf`` (``LUTPopulate``: 256 entries for int8, the interpolated 513 for int16).  No parameter is
+  checked (int16 may have zero points).
+- **LOG** (``K/elementwise.cc`` LogLUTPrepare): the same tables of ``logf(x)``, where ``x <= 0``
+  maps to the output's lowest value ``f32((min - z_out) * s_out)``.
+- **ABS** (``K/elementwise.cc`` AbsEvalQuantized): ``|x - z_in|``, plus ``z_out`` when the scales
+  are equal, else ``MultiplyByQuantizedMultiplier(|x - z_in|, s_in / s_out) + z_out`` (the ratio in
+  float32), clamped.
+
+int16 kernels require zero points 0 (LiteRT rejects others at Prepare), EXP's excepted.
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ from .. import fixedpoint as fp
 from .. import fixedpoint16 as f16
 from ..fixedpoint import INT32_MAX, INT32_MIN, mbqm, wrap_int32
 from . import _common as c
-from .activations import lut_int8
+from .activations import expf, lut_int8
 from .base import Kernel, register
 
 __all__ = ["CodeTable", "HardSwish", "Gelu", "Rsqrt", "Relu", "Relu6", "ReluN1To1", "Relu0To1", "LeakyRelu",
@@ -80,6 +90,8 @@ class _Unary(Kernel):
     """The common prepare/compute: one input, one output of the same type (``types``)."""
 
     types: tuple[str, ...] = ("int8", "int16")
+    #: whether LiteRT requires int16 zero points 0
+    int16_zero_points: bool = True
 
     def prepare(self, inputs, outputs, options):
         (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
@@ -88,7 +100,7 @@ class _Unary(Kernel):
         c.require_same_type(x, o, "output", self.name)
         s_in, z_in = c.activation(self.name, "input", x)
         s_out, z_out = c.activation(self.name, "output", o)
-        if x.dtype.name == "int16" and (z_in != 0 or z_out != 0):
+        if x.dtype.name == "int16" and self.int16_zero_points and (z_in != 0 or z_out != 0):
             raise c.limit("int16-zero-point", InvalidArgumentError(
                 f"{self.name} zero points", "must be 0 for int16 (LiteRT rejects others at prepare)", (z_in, z_out)))
         c.enforce(self.name, inputs, outputs)
@@ -370,3 +382,99 @@ class LeakyRelu(_Unary):
         branch = -scaled if m_a < 0 else scaled
         y = wrap_int32(z_out + np.where(x >= 0, identity, branch))
         return _clamp(y, dtype)
+
+
+# -------------------------------------------------------------------------------------------------
+# EXP, LOG, ABS
+# -------------------------------------------------------------------------------------------------
+
+_LOGF = c.libm_function("logf")
+
+
+def _logf(x: np.ndarray) -> np.ndarray:
+    if _LOGF is None:  # pragma: no cover
+        with np.errstate(all="ignore"):
+            return np.log(np.asarray(x, np.float32))
+    return np.array([_LOGF(float(v)) for v in np.asarray(x).reshape(-1)], np.float32).reshape(np.shape(x))
+
+
+def _table(v, dtype: str, inp, out, transform) -> np.ndarray:
+    """``LUTPopulate`` of ``transform`` (float32): the int8 table, or the interpolated int16 one,
+    read for every code."""
+    (s_in, z_in), (s_out, z_out) = inp, out
+    if dtype == "int8":
+        return lut_int8(s_in, z_in, s_out, z_out, transform)[v.astype(np.int8).view(np.uint8)]
+    return f16.lut_lookup16(v, f16.lut_int16(s_in, z_in, s_out, z_out, transform))
+
+
+def _expf(x) -> np.ndarray:
+    return expf(np.asarray(x, np.float32).reshape(-1)).reshape(np.shape(x))
+
+
+def _undefined_entries16(s_in, z_in: int, s_out, z_out: int, transform) -> np.ndarray:
+    """The entries of ``LUTPopulateInt16`` that come out NaN (``inf - inf`` where expf overflows: the
+    entry's own value, or its midpoint and the next one, are infinite): the 513 flags."""
+    f = np.float32
+    s_in, s_out = f(s_in), f(s_out)
+    input_min, input_max = s_in * f(f16.INT16_MIN - z_in), s_in * f(f16.INT16_MAX - z_in)
+    output_min, output_max = s_out * f(f16.INT16_MIN - z_out), s_out * f(f16.INT16_MAX - z_out)
+    with np.errstate(all="ignore"):
+        step = (input_max - input_min) / f(512)
+        inv = f(65536) / (output_max - output_min)
+        i = np.arange(512, dtype=f)
+        x0 = (input_min + i * step).astype(f)
+        val, mid, nxt = (transform(x).astype(f) for x in (x0, (x0 + step / f(2)).astype(f),
+                                                          (input_min + (i + f(1)) * step).astype(f)))
+        sample = np.round(val * inv)              # rounding does not change whether it is infinite
+        interp = (nxt * inv + sample) / f(2)
+        nan = np.isnan(sample - (interp - mid * inv) / f(2))
+    return np.concatenate([nan, [False]])
+
+
+@register
+class Exp(_Unary):
+    """EXP: the float32 table of expf."""
+
+    name = "EXP"
+    int16_zero_points = False
+
+    def codes(self, v, dtype, inp, out, options):
+        if dtype == "int8":
+            return _table(v, dtype, inp, out, _expf)
+        # where expf overflows, LiteRT's interpolated table gets NaN entries, which x86 converts to 0
+        # (cvttss2si gives INT32_MIN, whose low 16 bits are 0)
+        lut = f16.lut_int16(*inp, *out, _expf)
+        lut = np.where(_undefined_entries16(*inp, *out, _expf), 0, lut).astype(np.int16)
+        return f16.lut_lookup16(v, lut)
+
+
+@register
+class Log(_Unary):
+    """LOG: the float32 table of logf, the lowest output value for inputs <= 0."""
+
+    name = "LOG"
+
+    def codes(self, v, dtype, inp, out, options):
+        lo = -128 if dtype == "int8" else f16.INT16_MIN
+        lowest = np.float32(np.float32(lo - int(out[1])) * np.float32(out[0]))
+
+        def transform(x):
+            x = np.asarray(x, np.float32)
+            return np.where(x <= 0, lowest, _logf(np.where(x > 0, x, np.float32(1)))).astype(np.float32)
+
+        return _table(v, dtype, inp, out, transform)
+
+
+@register
+class Abs(_Unary):
+    """ABS: |x - z_in|, rescaled where the scales differ."""
+
+    name = "ABS"
+
+    def codes(self, v, dtype, inp, out, options):
+        (s_in, z_in), (s_out, z_out) = inp, out
+        value = np.abs(v - z_in)
+        if np.float32(s_in) == np.float32(s_out):
+            return _clamp(value + z_out, dtype)
+        m, e = _multiplier(self.name, _ratio(s_in, s_out), "multiplier s_in / s_out")
+        return _clamp(wrap_int32(mbqm(value, m, e) + z_out), dtype)
