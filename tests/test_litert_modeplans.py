@@ -133,7 +133,7 @@ def test_models_equal_litert(name, mode):
         for a, j in zip(y, outs):
             b = theirs.get_tensor(j)
             assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
-    assert ours._main.program is not None            # the fast program ran
+    assert ours._main.program is not None or not ours._main.programmable   # the fast program ran where it can
 
 
 def test_modes_plan_their_heavy_operators():
@@ -142,7 +142,7 @@ def test_modes_plan_their_heavy_operators():
     require_fast()
     from quantspec.litert import Interpreter
 
-    model = _model(ARCHS[0]) if ARCHS and ARCHS[0] != "transformer" else _model("bench_cnn")
+    model = _model("mobilenet_v3_small")
     for mode in MODES:
         interp = Interpreter(model, kernels=mode)
         interp.run(_inputs(interp, np.random.default_rng(SEED)))
@@ -240,7 +240,7 @@ def test_optimized_mean_follows_num_threads(threads):
     from quantspec.litert import Interpreter
     from quantspec.litert import modeplans as M
 
-    model = _model(ARCHS[0]) if ARCHS and ARCHS[0] != "transformer" else _model("bench_cnn")
+    model = _model("mobilenet_v3_small")           # squeeze-and-excitation: spatial MEANs of 16 to 576 channels
     ours = Interpreter(model, kernels="optimized", num_threads=threads, preserve_all_tensors=True)
     theirs = interp_mod.Interpreter(model_content=model, num_threads=threads, experimental_preserve_all_tensors=True,
                                     experimental_op_resolver_type=interp_mod.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)

@@ -145,9 +145,24 @@ def _im2col(x, g, pad, split, out):
         rem = row - b * pix
         oy = rem // ow
         ox = rem - oy * ow
+        x0 = ox * sw - pw
+        # the window's columns all inside the image, undilated: each of its rows is one run of
+        # kw * c contiguous values (a few channels, as an RGB input's, make per-tap copies short)
+        run = (dw == 1) & (x0 >= 0) & (x0 + kw <= w) & (not split)
         for ky in range(kh):
             iy = oy * sh - ph + ky * dh
             row_inside = (iy >= 0) & (iy < h)
+            if run:
+                n = np.uint64(kw) * uc
+                if row_inside:
+                    base = np.uint64(((b * h + iy) * w + x0) * c)
+                    for j in range(n):
+                        out[o + j] = np.float32(x[base + j])
+                else:
+                    for j in range(n):
+                        out[o + j] = pad
+                o += n
+                continue
             for kx in range(kw):
                 ix = ox * sw - pw + kx * dw
                 if row_inside and (ix >= 0) and (ix < w):
