@@ -15,7 +15,8 @@ from .._fastpath.nbprim import claim, cvtt_int32, finished, inline, kernel, roun
 from ._jitted import rdbpot, srdhm, wrap32
 
 __all__ = ["requantize_channels", "requantize_fp32", "depthwise_accumulate", "depthwise_mode", "mean_spatial",
-           "reduce_fp32", "softmax_table", "quantize_lanes", "quantize_xnn"]
+           "reduce_fp32", "softmax_table", "quantize_lanes", "quantize_xnn",
+           "resize_q11"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_jitted.py", "fast.py")
@@ -283,3 +284,35 @@ def _quantize_xnn(x, inverse, zp, out):
 
 
 quantize_xnn = kernel(_quantize_xnn)
+
+
+def _resize_q11(x, dims, y0, y1, ay, x0, x1, ax, out):
+    """XNNPACK's int8 RESIZE_BILINEAR (``s8-ibilinear``): per output pixel the four source pixels of
+    the precomputed positions, ``t = tl·2048 + (tr - tl)·ax``, ``b = bl·2048 + (br - bl)·ax``, then
+    ``(t·2048 + (b - t)·ay + 2^21) >> 22``; ``dims``: (n, h, w, c), ``x`` and ``out`` flat NHWC."""
+    n, h, w, c = dims[0], dims[1], dims[2], dims[3]
+    oh, ow = y0.size, x0.size
+    o = np.uint64(0)
+    for b in range(n):
+        for oy in range(oh):
+            r0 = np.uint64((b * h + y0[oy]) * w)
+            r1 = np.uint64((b * h + y1[oy]) * w)
+            wy = ay[oy]
+            for ox in range(ow):
+                c0 = np.uint64(x0[ox])
+                c1 = np.uint64(x1[ox])
+                wx = ax[ox]
+                tl = (r0 + c0) * np.uint64(c)
+                tr = (r0 + c1) * np.uint64(c)
+                bl = (r1 + c0) * np.uint64(c)
+                br = (r1 + c1) * np.uint64(c)
+                for ch in range(np.uint64(c)):
+                    a = np.int64(x[tl + ch])
+                    t = (a << 11) + (np.int64(x[tr + ch]) - a) * wx
+                    d = np.int64(x[bl + ch])
+                    bb = (d << 11) + (np.int64(x[br + ch]) - d) * wx
+                    out[o + ch] = np.int8(((t << 11) + (bb - t) * wy + (np.int64(1) << 21)) >> 22)
+                o += np.uint64(c)
+
+
+resize_q11 = kernel(_resize_q11)

@@ -15,20 +15,20 @@ import numpy as np
 
 from .._fastpath.nbprim import kernel
 from ._jitted import clamp, mbqm, wrap32
-from ._jitted_modes import mean_spatial, reduce_fp32, softmax_table
+from ._jitted_modes import mean_spatial, reduce_fp32, resize_q11, softmax_table
 from ._jitted_plans import fc8, gather2, gather2_checked, gather2_lanes, gather3, gemm_rows, lut, softmax8
 
 __all__ = ["region", "permute", "scatter", "bmm8", "mean8", "resize8u", "PAIR", "PAIR_CHECKED", "CHAIN", "LUT", "MEAN", "FC",
            "PERMUTE", "BMM", "SOFTMAX", "SCATTER", "RESIZE", "GEMM_ROWS", "SOFTMAX_F32", "REDUCE_F32", "MEAN_SPATIAL",
-           "PAIR_LANES"]
+           "PAIR_LANES", "RESIZE_Q11"]
 
 #: files besides this one and nbprim.py whose content the compiled kernels depend on (jit.py)
 KERNEL_SOURCES = ("_jitted_plans.py", "_jitted_modes.py", "_jitted.py", "fast.py")
 
-#: the kinds of step (column 0 of a region's code); the last five are the optimized and XNNPACK
+#: the kinds of step (column 0 of a region's code); the last six are the optimized and XNNPACK
 #: kernel modes' plans (:mod:`.modeplans`)
 PAIR, PAIR_CHECKED, CHAIN, LUT, MEAN, FC, PERMUTE, BMM, SOFTMAX, SCATTER, RESIZE, GEMM_ROWS, SOFTMAX_F32, REDUCE_F32, \
-    MEAN_SPATIAL, PAIR_LANES = range(16)
+    MEAN_SPATIAL, PAIR_LANES, RESIZE_Q11 = range(17)
 
 
 def _permute(x, dims, strides, out):
@@ -251,6 +251,12 @@ def _region(code, a8, cb, src, dst):
         elif kind == PAIR_LANES:
             gather2_lanes(u8[x:x + xn], u8[y:y + yn], t8[t:t + tn], t8[m:m + mn], ip[p:p + 4], ip[p + 4:p + 8],
                           ip[p + 8:p + 12], out)
+        elif kind == RESIZE_Q11:
+            oh, ow = ip[p + 4], ip[p + 5]
+            q = p + 6
+            r = q + 3 * oh
+            resize_q11(a8[x:x + xn], ip[p:p + 4], ip[q:q + oh], ip[q + oh:q + 2 * oh], ip[q + 2 * oh:r], ip[r:r + ow],
+                       ip[r + ow:r + 2 * ow], ip[r + 2 * ow:r + 3 * ow], out)
         elif kind == SOFTMAX:
             if softmax8(a8[x:x + xn], ip[p], ip[p + 1], ip[p + 4:p + 4 + ip[p + 3]],
                         ip[p + 4 + ip[p + 3]:p + 4 + 2 * ip[p + 3]], ip[p + 2], out):

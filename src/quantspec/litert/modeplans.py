@@ -28,6 +28,8 @@ calls in every mode.
 - **LOGISTIC, TANH** (the mode's code-to-code table), XNNPACK's int8 **QUANTIZE** (a table of the
   256 codes made by its kernel): a table gather.
 - **SOFTMAX** (optimized, int8): one numba pass over the rows with the kernel's float32 table.
+- **RESIZE_BILINEAR** (XNNPACK, int8, constant size): one numba pass with the kernel's Q11
+  positions and weights.
 - **MEAN**: the optimized kernel's 4-D spatial mean (thread-dependent lanes fixed when the plan is
   made) in one numba pass; its other MEANs are the reference kernel's plan.  XNNPACK's MEAN and SUM
   over adjacent axes: one numba pass with its float32 conversion.
@@ -46,7 +48,8 @@ from .._fastpath import jit
 from .plans.base import Plan, Requant, Scratch, bind, exact_chunks, own
 
 __all__ = ["make", "self_pair", "few_rows", "ROWS_GEMM", "RowsGemmPlan", "ModeDepthwisePlan", "LanePairPlan", "SpatialMeanPlan",
-           "ReduceFp32Plan", "SoftmaxTablePlan", "QuantizeLanesPlan", "LaneTablesPlan", "XnnQuantizePlan"]
+           "ReduceFp32Plan", "SoftmaxTablePlan", "QuantizeLanesPlan", "LaneTablesPlan", "XnnQuantizePlan",
+           "XnnResizePlan"]
 
 _INT8 = np.dtype(np.int8)
 
@@ -468,9 +471,14 @@ def _optimized_requantize(kernel, q, ins, outs):
     with jit.reference_only():
         (vector,) = kernel.compute(replace(q, shape=(256,)), [x])
         tail = np.concatenate([kernel.compute(replace(q, shape=(8,)), [x[k:k + 8]])[0] for k in range(0, 256, 8)])
+    size = math.prod(q.shape)
+    if size % 16 == 0:                      # every value on the vector lanes: one code table
+        from .plans.unary import UnaryTablePlan
+
+        return UnaryTablePlan(kernel, q, _frozen_as(vector, q.out_dtype), np.uint8, None)
     plan = LaneTablesPlan(kernel, q)
     plan.vector, plan.tail = _frozen_as(vector, q.out_dtype), _frozen_as(tail, q.out_dtype)
-    plan.n = (math.prod(q.shape) // 16) * 16
+    plan.n = (size // 16) * 16
     plan.shape = tuple(q.shape)
     return plan
 
@@ -502,6 +510,40 @@ def _xnnpack_float_quantize(kernel, q, ins, outs):
         return None
     plan = XnnQuantizePlan(kernel, q)
     plan.inverse, plan.zp, plan.shape = np.float32(q.inverse_scale), np.int64(q.zero_point), tuple(q.shape)
+    return plan
+
+
+# -- RESIZE_BILINEAR ---------------------------------------------------------------------------------
+
+class XnnResizePlan(Plan):
+    """XNNPACK's int8 RESIZE_BILINEAR (constant size), one numba pass."""
+
+    __slots__ = ("dims", "y0", "y1", "ay", "x0", "x1", "ax", "size", "shape")
+
+    def compute(self, unused, arrays):
+        out = np.empty(self.size, np.int8)
+        args = (arrays[0].reshape(-1), self.dims, self.y0, self.y1, self.ay, self.x0, self.x1, self.ax, out)
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = jit_entry("resize_q11", args)
+        entry(*args)
+        return [out.reshape(self.shape)]
+
+
+def _xnnpack_resize(kernel, q, ins, outs):
+    p = q.base
+    if q.plan is None or not _int8(ins[0], outs[0]) or len(p.input_shape) != 4:
+        return None
+    oh, ow, (y0, y1, ay), (x0, x1, ax) = q.plan
+    n, h, w, c = p.input_shape
+    if 0 in (n, h, w, c, oh, ow):
+        return None
+    plan = XnnResizePlan(kernel, q)
+    plan.dims = np.array([n, h, w, c], np.int64)
+    plan.y0, plan.y1, plan.ay = own(y0, np.int64), own(y1, np.int64), own(ay, np.int64)
+    plan.x0, plan.x1, plan.ax = own(x0, np.int64), own(x1, np.int64), own(ax, np.int64)
+    plan.shape = (n, oh, ow, c)
+    plan.size = n * oh * ow * c
     return plan
 
 
@@ -543,7 +585,7 @@ def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
     from ..errors import QuantSpecError
     from .kernels import optimized as O
     from .kernels.optimized import gemm as og
-    from .kernels.xnnpack import binary as xb, gemm as xg, reduce as xr, unary as xu
+    from .kernels.xnnpack import binary as xb, gemm as xg, reduce as xr, resize as xz, unary as xu
     from . import _jitted_plans as K
 
     if any(t is not None and t.data is None and any(d < 0 for d in t.shape) for t in (*inputs, *outputs)):
@@ -615,6 +657,8 @@ def make(name: str, kernel, prepared, inputs, outputs, options) -> Plan | None:
             if isinstance(prepared, SoftmaxOptimized):
                 return _optimized_softmax(kernel, prepared, inputs, outputs)
             return None
+        if t is xz.ResizeBilinear and isinstance(prepared, xz.XnnResize):
+            return _xnnpack_resize(kernel, prepared, inputs, outputs)
         if t in (xr.Mean, xr.Sum) and isinstance(prepared, xr.XnnReduce):
             return _xnnpack_reduce(kernel, prepared, inputs, outputs)
     except QuantSpecError:

@@ -7,7 +7,7 @@ A region replaces a run of consecutive program entries whose plans all work on o
 (pair and unary tables and their folds and chains, MEAN / SUM, small int8 FULLY_CONNECTED,
 RESHAPE / SQUEEZE, TRANSPOSE, int8 BATCH_MATMUL, int8 SOFTMAX, CONCATENATION, PAD / PADV2, int8
 RESIZE_BILINEAR; and the optimized and XNNPACK kernel modes' plans of :mod:`.modeplans` for GEMMs of
-few rows, SOFTMAX, MEAN / SUM and lane-dependent pair tables) on tensors of at most :data:`MAX_TENSOR` bytes with one entry: its input tensors
+few rows, SOFTMAX, MEAN / SUM, lane-dependent pair tables and XNNPACK's RESIZE_BILINEAR) on tensors of at most :data:`MAX_TENSOR` bytes with one entry: its input tensors
 are copied into a byte arena that holds every tensor of the region at its own offset, one compiled
 loop (:func:`~._jitted_regions.region`) runs the steps — each step the plan's own kernel with the
 plan's own arguments, on slices of the arena — and the tensors read after the region (or that the
@@ -171,6 +171,9 @@ def _mode_reads(plan, ins, n_out, specs, byte):
     if t is M.SpatialMeanPlan:
         ok = byte(ins[0], True) and plan.n * plan.depth == n_out and plan.n * plan.hw * plan.depth == \
             _size(specs[ins[0]].shape)
+        return ins[:1] if ok else None
+    if t is M.XnnResizePlan:
+        ok = byte(ins[0], True) and plan.size == n_out and int(np.prod(plan.dims)) == _size(specs[ins[0]].shape)
         return ins[:1] if ok else None
     if t is M.LanePairPlan:
         ok = plan.size == n_out and len(ins) == 2 and byte(ins[0]) and byte(ins[1]) and plan.lanes.size == n_out
@@ -454,6 +457,10 @@ def _lower_one(plan, o, ins, pools: _Pools, specs, reads):
     if t is M.SpatialMeanPlan:
         return _row(K.MEAN_SPATIAL, o, ins, pools.ints([plan.n, plan.hw, plan.depth, plan.mult, plan.shift, plan.bias]),
                     pools.table(plan.vec))
+    if t is M.XnnResizePlan:
+        p = pools.ints([*plan.dims, plan.y0.size, plan.x0.size, *plan.y0, *plan.y1, *plan.ay, *plan.x0, *plan.x1,
+                        *plan.ax])
+        return _row(K.RESIZE_Q11, o, ins, p)
     if t is M.LanePairPlan:
         p = pools.ints([*plan.dims, *plan.xs, *plan.ys])
         return _row(K.PAIR_LANES, o, ins, p, pools.table(plan.tables), m=pools.table(plan.lanes))
