@@ -7,7 +7,8 @@ resolver, 0 differing bytes:
   kernel of int8 on int16 codes (plain, ``align_corners``, ``half_pixel_centers``; constant and
   run-time sizes; up and down), the extreme codes included;
 - EXP, LOG and ABS on int8 and int16 (the ``selu``, ``softplus`` and ``softsign`` activations):
-  the float32 tables of ``expf`` / ``logf``, the rescaled absolute value.
+  the float32 tables of ``expf`` / ``logf``, the rescaled absolute value;
+- DIV on int8 (``softsign``): fixed point with the divisor's Q0.31 reciprocal.
 """
 
 from __future__ import annotations
@@ -92,3 +93,52 @@ def test_exp_log_abs_match_litert_in_every_mode(op, dtype):
         check(op, ins, outs, None, [x])
         for mode in MODES:
             check_mode(op, ins, outs, None, [x], mode)
+
+
+def test_int8_div_matches_litert_in_every_mode():
+    """DIV on int8 (Keras ``softsign``, ``x / (1 + |x|)``): random parameters with broadcasting and the
+    fused activations, divisors of both signs, every dividend; a zero divisor fails in LiteRT and is
+    refused here."""
+    import litert_build
+    from litert_kernel_check import int8, litert_outcome, quantspec_run, zero_point
+    from quantspec.errors import QuantSpecError
+
+    litert_build.OPTIONS_TABLE.setdefault("DIV", "DivOptions")
+    r = rng_for("DIV")
+    done = 0
+    for i in range(N_MODELS * 3):
+        s1, s2 = broadcast_pair(r, max_rank=4)
+        a_s, b_s = scale(r, -3, 0), scale(r, -3, 0)
+        o_s = float(np.float32(a_s / b_s * r.uniform(0.02, 2)))
+        za, zb, zo = zero_point(r), zero_point(r), zero_point(r)
+        x = int8(r, s1, za)
+        y = int8(r, s2, zb)
+        y[y == zb] = np.int8(zb + 1 if zb < 127 else zb - 1)          # no zero divisor
+        fused = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][i % 4]
+        ins, outs = [T(s1, "int8", a_s, za), T(s2, "int8", b_s, zb)], [T(np.broadcast_shapes(s1, s2), "int8", o_s, zo)]
+        opts = {"fused_activation_function": fused}
+        try:
+            quantspec_run("DIV", ins, outs, opts, [x, y])
+        except QuantSpecError as e:
+            assert "undefined behaviour" in str(e), e                # shifts C++ leaves undefined
+            continue
+        check("DIV", ins, outs, opts, [x, y])
+        for mode in MODES:
+            check_mode("DIV", ins, outs, opts, [x, y], mode)
+        done += 1
+    assert done >= N_MODELS
+    # every dividend code against large divisors of both signs: small dividends need rounding shifts
+    # past 31 (undefined in C++; x86 shifts modulo 32), the saturated outputs
+    x = np.arange(-128, 128, dtype=np.int8)
+    for k in range(4):
+        a_s, b_s, zb = scale(r, -3, 0), scale(r, -3, 0), int(r.integers(-100, 100))
+        y = np.where(np.arange(256) % 2 == 0, 127, -128).astype(np.int8)
+        ins = [T((256,), "int8", a_s, int(r.integers(-128, 128))), T((256,), "int8", b_s, zb)]
+        outs = [T((256,), "int8", float(np.float32(a_s / b_s * r.uniform(0.02, 2))), int(r.integers(-128, 128)))]
+        for mode in MODES:
+            check_mode("DIV", ins, outs, {"fused_activation_function": "NONE"}, [x, y], mode)
+    ins, outs = [T((3,), "int8", 0.1, 0), T((3,), "int8", 0.1, 4)], [T((3,), "int8", 0.2, 0)]
+    zero = [np.array([1, 2, 3], np.int8), np.array([5, 4, 6], np.int8)]
+    assert litert_outcome("DIV", ins, outs, {"fused_activation_function": "NONE"}, zero) == "error"
+    with pytest.raises(QuantSpecError, match="zero divisor"):
+        quantspec_run("DIV", ins, outs, {"fused_activation_function": "NONE"}, zero)
