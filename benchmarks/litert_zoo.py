@@ -27,7 +27,8 @@ Architectures (:data:`ARCHS`):
   max and average pooling, Flatten, Dense with hard sigmoid, sigmoid and softmax;
 - ``keras_layers_2``: more of them (16x16): Rescaling, a dilated Conv2D, ReLU with a maximum and a
   negative slope, a grouped Conv2D, LayerNormalization, Resizing, a Conv2D with selu (EXP, GREATER,
-  SELECT), Reshape, Attention, Bidirectional(LSTM) unrolled, PReLU, Softmax.  In int16x8 the
+  SELECT), Reshape, Attention, Bidirectional(LSTM) unrolled, Dense with softplus (EXP, LOG) and
+  softsign (ABS, DIV), PReLU, Softmax.  In int16x8 the
   converter refuses it (no 16x8 NEG, which LayerNormalization needs);
 - ``upsampling_nearest``: a convolution, ``UpSampling2D(interpolation="nearest")`` and a
   convolution.  The converter writes the upsampling as RESHAPE and TILE **version 3**, which the
@@ -88,7 +89,7 @@ __all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsu
 #: bump when a change to this script changes every model it makes (one arch: :data:`VERSIONS`)
 VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
-VERSIONS = {"efficientnet_b0": 2, "keras_layers": 2}
+VERSIONS = {"efficientnet_b0": 2, "keras_layers": 2, "keras_layers_2": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
          "densenet121", "keras_layers", "keras_layers_2", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
          "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
@@ -271,6 +272,7 @@ def _layers_model_2(shape):
     x = L.Conv2D(8, 3, strides=2, activation="selu")(L.Resizing(12, 12)(x))
     seq = L.Reshape((-1, 8))(x)
     x = L.Bidirectional(L.LSTM(4, unroll=True))(L.Attention()([seq, seq]))
+    x = L.Dense(6, activation="softsign")(L.Dense(6, activation="softplus")(x))
     x = L.PReLU()(L.Dense(6)(x))
     return tf.keras.Model(inp, L.Softmax()(L.Dense(CLASSES)(x)))
 
