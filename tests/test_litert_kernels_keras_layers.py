@@ -8,7 +8,8 @@ resolver, 0 differing bytes:
   run-time sizes; up and down), the extreme codes included;
 - EXP, LOG and ABS on int8 and int16 (the ``selu``, ``softplus`` and ``softsign`` activations):
   the float32 tables of ``expf`` / ``logf``, the rescaled absolute value;
-- DIV on int8 (``softsign``): fixed point with the divisor's Q0.31 reciprocal.
+- DIV on int8 (``softsign``): fixed point with the divisor's Q0.31 reciprocal;
+- TRANSPOSE_CONV with a run-time output shape (``Conv2DTranspose`` with a dynamic batch).
 """
 
 from __future__ import annotations
@@ -142,3 +143,34 @@ def test_int8_div_matches_litert_in_every_mode():
     assert litert_outcome("DIV", ins, outs, {"fused_activation_function": "NONE"}, zero) == "error"
     with pytest.raises(QuantSpecError, match="zero divisor"):
         quantspec_run("DIV", ins, outs, {"fused_activation_function": "NONE"}, zero)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_transpose_conv_with_a_run_time_output_shape_matches_litert_in_every_mode(dtype):
+    """TRANSPOSE_CONV whose output shape is a run-time tensor (Keras ``Conv2DTranspose`` with a dynamic
+    batch: the converter computes the shape), batch 1 to 3, with and without a bias, in every mode
+    (the XNNPACK delegate declines it: the optimized kernel runs)."""
+    from litert_kernel_check import int8, zero_point
+
+    r = rng_for("TRANSPOSE_CONV", "run-time shape", dtype)
+    for i in range(N_MODELS):
+        n, h, w, ci, oc = int(r.integers(1, 4)), int(r.integers(1, 5)), int(r.integers(1, 5)), int(r.integers(1, 4)), \
+            int(r.integers(1, 10))
+        kh, kw, sh, sw = int(r.integers(1, 4)), int(r.integers(1, 4)), int(r.integers(1, 3)), int(r.integers(1, 3))
+        oh, ow = h * sh, w * sw                                   # SAME padding
+        s_in, s_out, s_w = scale(r, -3, -1), scale(r, -3, 0), [scale(r, -3, -1) for _ in range(oc)]
+        z_in, z_out = (zero_point(r), zero_point(r)) if dtype == "int8" else (0, 0)
+        options = {"padding": "SAME", "stride_h": sh, "stride_w": sw, "fused_activation_function": "NONE"}
+        bias_type = "int32" if dtype == "int8" else "int64"
+        inputs = [T((4,), "int32"), T((oc, kh, kw, ci), "int8", s_w, 0, 0,
+                                      r.integers(-127, 128, (oc, kh, kw, ci)).astype(np.int8)),
+                  T((n, h, w, ci), dtype, s_in, z_in)]
+        if i % 2:
+            b_scale = (np.float64(np.float32(s_in)) * np.asarray(s_w, np.float32).astype(np.float64)).astype(np.float32)
+            inputs.append(T((oc,), bias_type, list(b_scale), 0, 0, r.integers(-3000, 3000, oc).astype(bias_type)))
+        x = int8(r, (n, h, w, ci)) if dtype == "int8" else _int16(r, (n, h, w, ci))
+        feeds = [np.array([n, oh, ow, oc], np.int32), x]
+        outs = [T((n, oh, ow, oc), dtype, s_out, z_out)]
+        check("TRANSPOSE_CONV", inputs, outs, options, feeds, version=3)
+        for mode in MODES:
+            check_mode("TRANSPOSE_CONV", inputs, outs, options, feeds, mode, version=3)

@@ -16,13 +16,19 @@ CONV_2D (``PopulateConvolutionQuantizationParams``).  int8 accumulates in int32 
 
 The fused activation clamps as for CONV_2D (``CalculateActivationRangeQuantized``).
 
+The output shape may be a run-time tensor (a Keras ``Conv2DTranspose`` with a dynamic batch: the
+converter computes it with SHAPE / STRIDED_SLICE / PACK); LiteRT then checks and sizes everything
+at Eval, and quantspec prepares the operator when it runs, for the shape it is given
+(:class:`DeferredTransposeConv`, one prepared record per shape).
+
 Computation: one exact GEMM per filter tap (``KH * KW`` products of the input pixels by the tap's
 ``[I, O]`` matrix, :func:`.._gemm.matmul_exact`), each added at its strided output positions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +39,7 @@ from . import _common as c
 from .base import Kernel, register
 from .conv import conv16_bias_type
 
-__all__ = ["TransposeConv"]
+__all__ = ["TransposeConv", "DeferredTransposeConv"]
 
 
 def scatter_taps(p, x: np.ndarray, bound: int) -> np.ndarray:
@@ -83,6 +89,19 @@ class TransposeConvParams:
     bias_int32: bool
 
 
+@dataclass(eq=False)
+class DeferredTransposeConv:
+    """TRANSPOSE_CONV with a run-time output shape: the operator's tensors and options, prepared at
+    compute for the shape given (``cache``: the prepared records by output shape and input shape)."""
+
+    inputs: list
+    outputs: list
+    options: dict
+    wide: bool
+    bias_int32: bool
+    cache: dict[tuple, Any] = field(default_factory=dict)
+
+
 @register
 class TransposeConv(Kernel):
     """TRANSPOSE_CONV (the reference kernel's scatter, as exact per-tap GEMMs)."""
@@ -108,7 +127,16 @@ class TransposeConv(Kernel):
                                                  "4-D (LiteRT rejects the model at prepare)",
                                                  (tuple(shape_t.shape), tuple(x.shape), tuple(w.shape))))
         if shape_t.data is None:
-            raise UnsupportedError(f"{op} output shape", "must be a constant for quantspec", None)
+            if shape_t.dtype.name != "int32":
+                raise DTypeError(f"{op} output shape", "must be int32 (LiteRT rejects the model)", shape_t.dtype.name)
+            bias = inputs[3] if len(inputs) == 4 else None
+            if wide:
+                bias_int32 = (conv16_bias_type(op, bias, options) if bias is not None else
+                              "int32" if c.option(options, "quantized_bias_type", "FLOAT32") == "INT32" else
+                              "int64") == "int32"
+            else:
+                bias_int32 = True
+            return DeferredTransposeConv(list(inputs), list(outputs), dict(options or {}), wide, bias_int32)
         out_shape = tuple(int(v) for v in np.asarray(shape_t.data).reshape(-1))
         sh, sw = c.option(options, "stride_h", 0, kind=int), c.option(options, "stride_w", 0, kind=int)
         if not (0 < sh <= 32767 and 0 < sw <= 32767):
@@ -178,7 +206,26 @@ class TransposeConv(Kernel):
                                    bounds, np.dtype(x.dtype.name), wide,
                                    bias_type == "int32")
 
-    def compute(self, p: TransposeConvParams, arrays):
+    def resolve(self, p: TransposeConvParams | DeferredTransposeConv, arrays) -> TransposeConvParams:
+        """The prepared record for this run: ``p`` itself, or, for a run-time output shape, the
+        operator prepared for the shape and the input given."""
+        if not isinstance(p, DeferredTransposeConv):
+            return p
+        shape = np.asarray(c.value(arrays, (), 0, "output shape"))
+        x = c.value(arrays, (), 2, "input")
+        key = (tuple(int(v) for v in shape.reshape(-1)), tuple(x.shape))
+        prepared = p.cache.get(key)
+        if prepared is None:
+            inputs = list(p.inputs)
+            inputs[0] = replace(inputs[0], data=shape.astype(np.int32))
+            inputs[2] = replace(inputs[2], shape=tuple(x.shape))
+            outputs = [replace(p.outputs[0], shape=key[0] if len(key[0]) == 4 else p.outputs[0].shape)]
+            prepared = self.prepare(inputs, outputs, p.options)
+            p.cache[key] = prepared
+        return prepared
+
+    def compute(self, p: TransposeConvParams | DeferredTransposeConv, arrays):
+        p = self.resolve(p, arrays)
         x = c.value(arrays, (), 2, "input")
         if x.dtype != p.dtype or tuple(x.shape) != p.input_shape:
             raise ShapeError(f"{self.name} input", f"must have the prepared shape {p.input_shape} and type {p.dtype}",

@@ -61,7 +61,7 @@ class TransposeConv(Kernel):
         return TransposeConvOptimized(p, not wide or bool(getattr(p, "bias_int32", False)))
 
     def compute(self, q: TransposeConvOptimized, arrays):
-        p = q.base
+        p = REGISTRY[self.name].resolve(q.base, arrays)       # a run-time output shape: prepared now
         if not q.vector:
             return REGISTRY[self.name].compute(p, arrays)
         x = c.value(arrays, (), 2, "input")
