@@ -20,7 +20,9 @@ Architectures (:data:`ARCHS`):
 - ``mobilenet_v2``, ``mobilenet_v3_small``, ``mobilenet_v3_large``, ``efficientnet_b0``,
   ``resnet50``, ``densenet121``: Keras applications, 10 classes, softmax output, on 64x64 images
   (EfficientNetB0 on 32x32, the smallest it takes, to keep it cheap: :data:`IMAGE_SIZES`);
-- ``keras_layers``: one small image model (16x16) made of many common Keras layers: Conv2D with a
+- ``keras_layers``: one small image model (16x16, a **dynamic batch dimension**: the converter
+  computes the Conv2DTranspose output shape and the reshapes at run time with SHAPE, STRIDED_SLICE,
+  PACK) made of many common Keras layers: Conv2D with a
   ReLU6, SeparableConv2D, DepthwiseConv2D, LeakyReLU, BatchNormalization, tanh, max and average
   pooling, the merge layers (Add, Multiply, Subtract, Maximum, Minimum, Concatenate), swish,
   bilinear UpSampling2D, Conv2DTranspose, ZeroPadding2D, Cropping2D, GELU, Reshape, Conv1D, global
@@ -89,13 +91,15 @@ __all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsu
 #: bump when a change to this script changes every model it makes (one arch: :data:`VERSIONS`)
 VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
-VERSIONS = {"efficientnet_b0": 2, "keras_layers": 2, "keras_layers_2": 2}
+VERSIONS = {"efficientnet_b0": 2, "keras_layers": 3, "keras_layers_2": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
          "densenet121", "keras_layers", "keras_layers_2", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
          "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64
+#: the image models with a dynamic batch dimension
+DYNAMIC_BATCH = ("keras_layers",)
 #: the CNNs with another image side
 IMAGE_SIZES = {"efficientnet_b0": 32, "keras_layers": 16, "keras_layers_2": 16, "upsampling_nearest": 16}
 #: text_transformer: sequence length, model width, heads, key width, feed-forward width (VOCAB as above)
@@ -281,7 +285,7 @@ def _layers_model(shape):
     """Many common Keras layers in one small image model (see the module docstring)."""
     tf = _tf()
     L = tf.keras.layers
-    inp = tf.keras.Input(shape, batch_size=1, name="image")
+    inp = tf.keras.Input(shape, batch_size=None, name="image")     # a dynamic batch
     x = L.Conv2D(8, 3, padding="same", activation="relu6")(inp)
     a = L.LeakyReLU(0.2)(L.SeparableConv2D(8, 3, padding="same")(x))
     b = L.Activation("relu")(L.DepthwiseConv2D(3, padding="same")(x))
@@ -365,7 +369,8 @@ def _convert(arch: str, quant: str) -> bytes:
         model = _keras_model(arch)
         images = _images(arch, CALIBRATION_SAMPLES, SEED + 2)
         _recalibrate(model, images)
-        spec = tf.TensorSpec((1, image_size(arch), image_size(arch), 3), tf.float32, name="image")
+        batch = None if arch in DYNAMIC_BATCH else 1
+        spec = tf.TensorSpec((batch, image_size(arch), image_size(arch), 3), tf.float32, name="image")
         fn = tf.function(lambda x: model(x, training=False), input_signature=[spec])
         samples = [images[k:k + 1] for k in range(len(images))]
         integer_io = True
