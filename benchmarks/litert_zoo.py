@@ -19,7 +19,8 @@ Architectures (:data:`ARCHS`):
 
 - ``mobilenet_v2``, ``mobilenet_v3_small``, ``mobilenet_v3_large``, ``efficientnet_b0``,
   ``resnet50``, ``densenet121``: Keras applications, 10 classes, softmax output, on 64x64 images
-  (EfficientNetB0 on 32x32, the smallest it takes, to keep it cheap: :data:`IMAGE_SIZES`);
+  (EfficientNetB0 on 32x32, the smallest it takes, to keep it cheap: :data:`IMAGE_SIZES`, and with
+  a dynamic batch dimension: :data:`DYNAMIC_BATCH`);
 - ``keras_layers``: one small image model (16x16, a **dynamic batch dimension**: the converter
   computes the Conv2DTranspose output shape and the reshapes at run time with SHAPE, STRIDED_SLICE,
   PACK) made of many common Keras layers: Conv2D with a
@@ -91,7 +92,7 @@ __all__ = ["ARCHS", "QUANTS", "VERSION", "build", "cache_dir", "op_names", "Unsu
 #: bump when a change to this script changes every model it makes (one arch: :data:`VERSIONS`)
 VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
-VERSIONS = {"efficientnet_b0": 2, "keras_layers": 3, "keras_layers_2": 2}
+VERSIONS = {"efficientnet_b0": 3, "keras_layers": 3, "keras_layers_2": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
          "densenet121", "keras_layers", "keras_layers_2", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
          "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
@@ -99,7 +100,7 @@ QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
 IMAGE = 64
 #: the image models with a dynamic batch dimension
-DYNAMIC_BATCH = ("keras_layers",)
+DYNAMIC_BATCH = ("keras_layers", "efficientnet_b0")
 #: the CNNs with another image side
 IMAGE_SIZES = {"efficientnet_b0": 32, "keras_layers": 16, "keras_layers_2": 16, "upsampling_nearest": 16}
 #: text_transformer: sequence length, model width, heads, key width, feed-forward width (VOCAB as above)

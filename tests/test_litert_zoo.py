@@ -19,7 +19,7 @@ where XNNPACK's arithmetic does), so they are compared like the others; a tensor
 (an empty tensor: "Invalid tensor size") is left out in every mode.
 
 Models and quantizations (``QUANTSPEC_ZOO_ARCHS`` / ``QUANTSPEC_ZOO_QUANTS``): MobileNetV2,
-MobileNetV3Small, EfficientNetB0 (32x32), two models of many common Keras layers (the first with a
+MobileNetV3Small, EfficientNetB0 (32x32, a dynamic batch: run at batch 1 and 3), two models of many common Keras layers (the first with a
 dynamic batch, run at batch 1 and 3, in int8 and int16x8), nearest-neighbour
 upsampling, a transformer encoder written with TensorFlow ops, a Keras
 text transformer with a dynamic batch dimension (run at batch 1 and batch 3: LiteRT resizes the
@@ -81,7 +81,7 @@ UNSUPPORTED = {("mobilenet_v3_small", "int16x8"): "16x8", ("mobilenet_v3_large",
 #: models no LiteRT resolver can run, and the rule quantspec (and check_model) reports for them
 LITERT_FAILS = {("transformer", "int16x8"): "no-int16-kernel"}
 #: the batch sizes the dynamic-batch models run at
-BATCHES = {"text_transformer": (1, 3), "keras_layers": (1, 3)}
+BATCHES = {"text_transformer": (1, 3), "keras_layers": (1, 3), "efficientnet_b0": (1, 3)}
 #: models LiteRT's reference resolver cannot load (an operator version BUILTIN_REF does not register),
 #: and its message; the stock resolvers run them
 REFERENCE_CANNOT_LOAD = {"upsampling_nearest": "Didn't find op for builtin opcode 'TILE' version '3'"}
