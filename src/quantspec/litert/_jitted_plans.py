@@ -474,32 +474,52 @@ def _fc8(x, w, corr, eff, zo, lo, hi, acc, out):
 fc8 = kernel(_fc8)
 
 
-def _gemm_rows(x, w, corr, mult, shift, eff, kind, zo, lo, hi, out):
+def _gemm_rows(x, w, outer, corr, mult, shift, eff, kind, zo, lo, hi, out):
     """An int8 GEMM of few rows (a convolution of a tiny image, a FULLY_CONNECTED) over int8 weights:
-    ``out[r, c] = clamp(requantize(a) + zo)``, ``a`` the int32-wrapped ``sum_k x[r, k] * w[c, k] +
+    ``out[r, c] = clamp(requantize(a) + zo)``, ``a`` the int32-wrapped ``sum_k x[r, k] * w[k, c] +
     corr[c]`` and the requantization of :func:`epilogue`'s ``kind`` (MBQM32, DOUBLE32, HALFUP32 or
-    FP32).  ``x`` the input codes (flat, its first ``rows * depth`` values), ``w`` the weights int8,
-    transposed (flat ``units * depth``).  Each sum is an int32 dot product, wrapping as the C++ int32
-    accumulator does (a sum modulo 2^32 in any order)."""
+    FP32).  ``x`` the input codes (flat, its first ``rows * depth`` values); ``w`` the int8 weights,
+    flat (depth, units) with ``outer`` (the sums run along the output channels: fewer input than
+    output channels), else transposed, flat (units, depth) (one dot product per output).  The sums
+    are int32, wrapping as the C++ int32 accumulator does (a sum modulo 2^32 in any order)."""
     units = corr.size
     depth = w.size // units
     rows = out.size // units
-    for r in range(rows):
-        xb = r * depth
-        ob = r * units
-        for c in range(units):
-            wb = c * depth
-            s = np.int32(0)
+    acc = np.zeros(rows * units, np.int32)
+    if outer:
+        for r in range(rows):
+            ab = r * units
             for k in range(depth):
-                s = np.int32(s + np.int32(np.int32(x[xb + k]) * np.int32(w[wb + k])))
-            a = wrap32(np.int64(s) + corr[c])
-            if kind == 4:
+                xv = np.int32(x[r * depth + k])
+                wb = k * units
+                for c in range(units):
+                    acc[ab + c] = np.int32(acc[ab + c] + np.int32(xv * np.int32(w[wb + c])))
+    else:
+        for r in range(rows):
+            xb = r * depth
+            for c in range(units):
+                wb = c * depth
+                s = np.int32(0)
+                for k in range(depth):
+                    s = np.int32(s + np.int32(np.int32(x[xb + k]) * np.int32(w[wb + k])))
+                acc[r * units + c] = s
+    # the requantization, one loop per kind (no branch inside a loop)
+    for r in range(rows):
+        ob = r * units
+        if kind == 4:
+            for c in range(units):
+                a = wrap32(np.int64(acc[ob + c]) + corr[c])
                 out[ob + c] = clamp(wrap32(mbqm_half_up(a, mult[c], shift[c]) + zo), lo, hi)
-            elif kind == 5:
-                out[ob + c] = requantize_fp32(a, eff[c], zo, lo, hi)
-            elif kind == 0:
+        elif kind == 5:
+            for c in range(units):
+                out[ob + c] = requantize_fp32(wrap32(np.int64(acc[ob + c]) + corr[c]), eff[c], zo, lo, hi)
+        elif kind == 0:
+            for c in range(units):
+                a = wrap32(np.int64(acc[ob + c]) + corr[c])
                 out[ob + c] = clamp(wrap32(mbqm(a, mult[c], shift[c]) + zo), lo, hi)
-            else:
+        else:
+            for c in range(units):
+                a = wrap32(np.int64(acc[ob + c]) + corr[c])
                 out[ob + c] = clamp(wrap32(round_double(a, eff[c]) + zo), lo, hi)
 
 

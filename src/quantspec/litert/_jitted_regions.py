@@ -240,7 +240,7 @@ def _region(code, a8, cb, src, dst):
         elif kind == GEMM_ROWS:
             units = ip[p + 4]
             q = p + 5
-            gemm_rows(a8[x:x + xn], t8[t:t + tn], ip[q:q + units], ip[q + units:q + 2 * units],
+            gemm_rows(a8[x:x + xn], t8[t:t + tn], ip[q + 3 * units] != 0, ip[q:q + units], ip[q + units:q + 2 * units],
                       ip[q + 2 * units:q + 3 * units], f64[m:m + mn], ip[p + 3], ip[p], ip[p + 1], ip[p + 2], out)
         elif kind == SOFTMAX_F32:
             softmax_table(a8[x:x + xn], ip[p], f32[f:f + fn - 1], f32[f + fn - 1], ip[p + 1], out)

@@ -101,11 +101,16 @@ class RowsGemmPlan(Plan):
     """An int8 GEMM of few rows and its requantization in one numba pass over int8 weights
     (:func:`~quantspec.litert._jitted_plans.gemm_rows`)."""
 
-    __slots__ = ("w", "corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "size", "shape")
+    __slots__ = ("w", "outer", "corr", "mult", "shift", "eff", "kind", "zo", "lo", "hi", "size", "shape")
 
     def __init__(self, kernel, q, w8, requant, rows, shape):
         super().__init__(kernel, q)
-        self.w = w8
+        units = requant.corr.size
+        depth = w8.shape[0]
+        # fewer input than output channels: sums along the output channels (measured 20-50 % faster
+        # there; one dot product per output where the depth is the longer)
+        self.outer = depth < units
+        self.w = own(w8 if self.outer else w8.T).reshape(-1)
         self.corr = requant.corr
         self.mult, self.shift, self.eff, self.kind = requant.mult, requant.shift, requant.eff, requant.kind
         self.zo, self.lo, self.hi = requant.zo, requant.lo, requant.hi
@@ -114,8 +119,8 @@ class RowsGemmPlan(Plan):
 
     def compute(self, unused, arrays):
         out = np.empty(self.size, np.int8)
-        args = (arrays[0].reshape(-1), self.w, self.corr, self.mult, self.shift, self.eff, self.kind, self.zo,
-                self.lo, self.hi, out)
+        args = (arrays[0].reshape(-1), self.w, self.outer, self.corr, self.mult, self.shift, self.eff, self.kind,
+                self.zo, self.lo, self.hi, out)
         entry = self.entry
         if entry is None:
             entry = self.entry = bind("gemm_rows", args)
@@ -124,12 +129,12 @@ class RowsGemmPlan(Plan):
 
 
 def _int8_weights(w) -> np.ndarray | None:
-    """The float32 (depth, units) matrix of integer weights as int8, transposed (flat units x depth);
-    None where one does not fit."""
+    """The float32 (depth, units) matrix of integer weights as int8 (depth, units); None where one
+    does not fit."""
     w8 = np.asarray(w).astype(np.int8)
     if not np.array_equal(w8.astype(np.float32), w):
         return None
-    return own(w8.T).reshape(-1)
+    return w8
 
 
 def _fully_connected(kernel, q, p, ins, outs, kind, multiplier=None, shift=None, scale=None, lo=None, hi=None):

@@ -446,7 +446,8 @@ def _lower_one(plan, o, ins, pools: _Pools, specs, reads):
     from . import modeplans as M
 
     if t is M.RowsGemmPlan:
-        p = pools.ints([plan.zo, plan.lo, plan.hi, plan.kind, plan.corr.size, *plan.corr, *plan.mult, *plan.shift])
+        p = pools.ints([plan.zo, plan.lo, plan.hi, plan.kind, plan.corr.size, *plan.corr, *plan.mult, *plan.shift,
+                        1 if plan.outer else 0])
         return _row(K.GEMM_ROWS, o, ins, p, pools.table(plan.w), m=(pools.doubles(plan.eff), plan.corr.size))
     if t is M.SoftmaxTablePlan:
         return _row(K.SOFTMAX_F32, o, ins, pools.ints([plan.cols, plan.zo]),
