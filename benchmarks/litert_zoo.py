@@ -33,6 +33,11 @@ Architectures (:data:`ARCHS`):
   SELECT), Reshape, Attention, Bidirectional(LSTM) unrolled, Dense with softplus (EXP, LOG) and
   softsign (ABS, DIV), PReLU, Softmax.  In int16x8 the
   converter refuses it (no 16x8 NEG, which LayerNormalization needs);
+- ``keras_layers_1d``: sequence layers (16 steps of 6 features): Conv1D, Conv1DTranspose,
+  DepthwiseConv1D, ZeroPadding1D, MaxPooling1D, Cropping1D, AveragePooling1D, Permute,
+  TimeDistributed(Dense), UnitNormalization (a float32 SQUARE between DEQUANTIZE and QUANTIZE, an
+  int8 SUM: BUILTIN_REF's reads int8 as uint8), global max and average pooling, Dot, Reshape,
+  Flatten, Concatenate, softmax.  In int16x8 the converter refuses it (no 16x8 SQUARE);
 - ``upsampling_nearest``: a convolution, ``UpSampling2D(interpolation="nearest")`` and a
   convolution.  The converter writes the upsampling as RESHAPE and TILE **version 3**, which the
   stock resolvers of ai-edge-litert 2.3.0 run and its reference resolver (BUILTIN_REF, TILE up to
@@ -94,7 +99,7 @@ VERSION = 1
 #: the version of the archs whose bytes changed since (their cache file names carry it)
 VERSIONS = {"efficientnet_b0": 3, "keras_layers": 3, "keras_layers_2": 2}
 ARCHS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0", "resnet50",
-         "densenet121", "keras_layers", "keras_layers_2", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
+         "densenet121", "keras_layers", "keras_layers_2", "keras_layers_1d", "upsampling_nearest", "transformer", "text_transformer", "lstm", "gru",
          "simple_rnn", "lstm_loop", "gru_loop", "simple_rnn_loop")
 QUANTS = ("int8", "int16x8")
 #: the image side of the CNNs
@@ -105,6 +110,8 @@ DYNAMIC_BATCH = ("keras_layers", "efficientnet_b0")
 IMAGE_SIZES = {"efficientnet_b0": 32, "keras_layers": 16, "keras_layers_2": 16, "upsampling_nearest": 16}
 #: text_transformer: sequence length, model width, heads, key width, feed-forward width (VOCAB as above)
 TEXT_SEQ, TEXT_WIDTH, TEXT_HEADS, TEXT_KEY, TEXT_FFN = 12, 32, 4, 8, 64
+#: keras_layers_1d: steps and features
+SEQUENCE_1D, FEATURES_1D = 16, 6
 #: lstm / gru: time steps, features, units, classes
 STEPS, FEATURES, UNITS, RNN_CLASSES = 10, 8, 16, 5
 #: classes of the CNNs' softmax classifier (few, so that the probabilities vary)
@@ -147,6 +154,8 @@ def input_size(arch: str) -> tuple[int, ...]:
         return (1, TEXT_SEQ)
     if arch in _RNNS:
         return (1, STEPS, FEATURES)
+    if arch == "keras_layers_1d":
+        return (1, SEQUENCE_1D, FEATURES_1D)
     return (1, image_size(arch), image_size(arch), 3)
 
 
@@ -266,6 +275,29 @@ def _keras_model(arch: str):
     raise ValueError(arch)  # pragma: no cover
 
 
+def _layers_1d():
+    """Sequence layers of Keras in one small model (see the module docstring), as a tf.function."""
+    import numpy as np
+
+    tf = _tf()
+    L = tf.keras.layers
+    inp = tf.keras.Input((SEQUENCE_1D, FEATURES_1D), batch_size=1, name="sequence")
+    x = L.Conv1D(8, 3, padding="same", activation="relu")(inp)
+    x = L.DepthwiseConv1D(3, padding="same")(L.Conv1DTranspose(8, 3, strides=2, padding="same")(x))
+    x = L.MaxPooling1D(2)(L.ZeroPadding1D(1)(x))
+    x = L.AveragePooling1D(2)(L.Cropping1D(1)(x))
+    x = L.UnitNormalization()(L.TimeDistributed(L.Dense(5))(L.Permute((2, 1))(x)))
+    y = L.GlobalMaxPooling1D()(x)
+    z = L.Dot(axes=1)([y, L.GlobalAveragePooling1D()(x)])
+    r = L.Flatten()(L.Reshape((5, 1))(y))
+    model = tf.keras.Model(inp, L.Dense(4, activation="softmax")(L.Concatenate()([r, z])))
+    spec = tf.TensorSpec((1, SEQUENCE_1D, FEATURES_1D), tf.float32, name="sequence")
+    fn = tf.function(lambda t: model(t, training=False), input_signature=[spec])
+    rng = np.random.default_rng(SEED + 7)
+    samples = [rng.uniform(-1, 1, (1, SEQUENCE_1D, FEATURES_1D)).astype(np.float32) for _ in range(CALIBRATION_SAMPLES)]
+    return fn, samples
+
+
 def _layers_model_2(shape):
     """More common Keras layers in one small image model (see the module docstring)."""
     tf = _tf()
@@ -365,6 +397,9 @@ def _convert(arch: str, quant: str) -> bytes:
         integer_io = False
     elif arch in _RNNS:
         fn, samples = _rnn(arch)
+        integer_io = True
+    elif arch == "keras_layers_1d":
+        fn, samples = _layers_1d()
         integer_io = True
     else:
         model = _keras_model(arch)

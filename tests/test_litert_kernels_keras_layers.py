@@ -9,7 +9,8 @@ resolver, 0 differing bytes:
 - EXP, LOG and ABS on int8 and int16 (the ``selu``, ``softplus`` and ``softsign`` activations):
   the float32 tables of ``expf`` / ``logf``, the rescaled absolute value;
 - DIV on int8 (``softsign``): fixed point with the divisor's Q0.31 reciprocal;
-- TRANSPOSE_CONV with a run-time output shape (``Conv2DTranspose`` with a dynamic batch).
+- TRANSPOSE_CONV with a run-time output shape (``Conv2DTranspose`` with a dynamic batch);
+- SQUARE on float32 (``UnitNormalization``, kept in float by the converter).
 """
 
 from __future__ import annotations
@@ -174,3 +175,15 @@ def test_transpose_conv_with_a_run_time_output_shape_matches_litert_in_every_mod
         check("TRANSPOSE_CONV", inputs, outs, options, feeds, version=3)
         for mode in MODES:
             check_mode("TRANSPOSE_CONV", inputs, outs, options, feeds, mode, version=3)
+
+
+def test_float_square_matches_litert_in_every_mode():
+    """SQUARE on float32 (the converter keeps Keras ``UnitNormalization``'s square in float): ``x * x``
+    with the special values (signed zeros, infinities, NaN, overflow, underflow)."""
+    r = rng_for("SQUARE")
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e20, -1e20, 1e-30, -3e-39, 1.5, -2.5], np.float32)
+    for x in (special, r.standard_normal((3, 7)).astype(np.float32) * np.float32(100)):
+        ins, outs = [T(x.shape, "float")], [T(x.shape, "float")]
+        check("SQUARE", ins, outs, None, [x], version=1)
+        for mode in MODES:
+            check_mode("SQUARE", ins, outs, None, [x], mode, version=1)

@@ -11,7 +11,9 @@ xnnpack       ``AUTO`` (the XNNPACK delegate, then the    every output and every
               optimized kernels)                          LiteRT exposes (see below)
 ============  ==========================================  ==========================================
 
-The outputs are compared with LiteRT as it runs by default and with
+In the reference mode quantspec runs SUM with ``sum_semantics="reference"`` (BUILTIN_REF's int8
+SUM reads int8 as uint8; quantspec's default is the correct sum).  The outputs are compared with
+LiteRT as it runs by default and with
 ``experimental_preserve_all_tensors``, which exposes the intermediates.  With the XNNPACK delegate the tensors inside
 a delegated partition are computed by XNNPACK in its own buffers; ai-edge-litert 2.3.0 still writes
 them back (each delegated operator's output is readable, and differs from the optimized kernels'
@@ -19,9 +21,9 @@ where XNNPACK's arithmetic does), so they are compared like the others; a tensor
 (an empty tensor: "Invalid tensor size") is left out in every mode.
 
 Models and quantizations (``QUANTSPEC_ZOO_ARCHS`` / ``QUANTSPEC_ZOO_QUANTS``): MobileNetV2,
-MobileNetV3Small, EfficientNetB0 (32x32, a dynamic batch: run at batch 1 and 3), two models of many common Keras layers (the first with a
-dynamic batch, run at batch 1 and 3, in int8 and int16x8), nearest-neighbour
-upsampling, a transformer encoder written with TensorFlow ops, a Keras
+MobileNetV3Small, EfficientNetB0 (32x32, a dynamic batch: run at batch 1 and 3), three models of
+many common Keras layers (the first with a dynamic batch, run at batch 1 and 3, in int8 and
+int16x8), nearest-neighbour upsampling, a transformer encoder written with TensorFlow ops, a Keras
 text transformer with a dynamic batch dimension (run at batch 1 and batch 3: LiteRT resizes the
 input, quantspec runs the larger batch), and unrolled Keras LSTM, GRU and SimpleRNN layers; int8 and
 int16x8.
@@ -29,7 +31,8 @@ int16x8.
 What the converter or LiteRT cannot do is asserted too:
 
 - the converter refuses MobileNetV3 in int16x8 (no 16x8 HARD_SWISH), the second layer model in
-  int16x8 (no 16x8 NEG, which LayerNormalization needs) and the dynamic-batch text
+  int16x8 (no 16x8 NEG, which LayerNormalization needs), the sequence-layer model in int16x8 (no
+  16x8 SQUARE, which UnitNormalization needs) and the dynamic-batch text
   transformer in int16x8 (its calibration records no range for the token input); converting a Keras
   LSTM, GRU or SimpleRNN that is not unrolled (a WHILE loop) in full-integer quantization crashes
   the converting process (SIGSEGV) in int8 and int16x8 alike;
@@ -64,7 +67,8 @@ from refs import require
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import litert_zoo  # noqa: E402
 
-DEFAULT = ("mobilenet_v2,mobilenet_v3_small,efficientnet_b0,keras_layers,keras_layers_2,upsampling_nearest,"
+DEFAULT = ("mobilenet_v2,mobilenet_v3_small,efficientnet_b0,keras_layers,keras_layers_2,keras_layers_1d,"
+           "upsampling_nearest,"
            "transformer,text_transformer,lstm,gru,simple_rnn,lstm_loop,gru_loop,simple_rnn_loop")
 _ARCHS = os.environ.get("QUANTSPEC_ZOO_ARCHS", DEFAULT)
 ARCHS = litert_zoo.ARCHS if _ARCHS == "all" else tuple(a for a in _ARCHS.split(",") if a)
@@ -75,6 +79,7 @@ SEED = int(os.environ.get("QUANTSPEC_TEST_SEED", "0"))
 #: what the converter cannot make, and how it says so
 UNSUPPORTED = {("mobilenet_v3_small", "int16x8"): "16x8", ("mobilenet_v3_large", "int16x8"): "16x8",
                ("keras_layers_2", "int16x8"): "16x8-bit not yet supported for op: 'NEG'",
+               ("keras_layers_1d", "int16x8"): "16x8-bit not yet supported for op: 'SQUARE'",
                ("text_transformer", "int16x8"): "Max and min for dynamic tensors",
                **{(f"{rnn}_loop", q): "crashes \\(SIGSEGV\\)" for rnn in ("lstm", "gru", "simple_rnn")
                   for q in ("int8", "int16x8")}}
@@ -150,7 +155,9 @@ def test_zoo_model_is_byte_identical_to_litert(arch, quant, batch, mode):
         except QuantSpecError:
             return
         raise AssertionError(f"quantspec's {mode} mode runs a model BUILTIN_REF cannot load")
-    ours = Interpreter(model, kernels=mode, preserve_all_tensors=True)
+    # BUILTIN_REF's int8 SUM reads int8 as uint8: quantspec's "reference" SUM semantics reproduce it
+    ours = Interpreter(model, kernels=mode, preserve_all_tensors=True,
+                       sum_semantics="reference" if mode == "reference" else "correct")
     rng = np.random.default_rng([SEED, sum(map(ord, arch)), len(quant), batch, MODES.index(mode)])
     sg = model.main
     compared = 0

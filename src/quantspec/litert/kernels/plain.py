@@ -8,6 +8,10 @@ over float32 / int32 (``reference_ops::ReduceGeneric``: each output is the sum o
 elements taken one by one in the input's row-major order, in the input type — float32 rounding
 after every addition, int32 wrapping).  int32 arithmetic wraps like the C++ does on x86.
 
+SQUARE on float32 (``K/square.cc``): the converter keeps Keras ``UnitNormalization``'s square in
+float32 between a DEQUANTIZE and a QUANTIZE; ``x * x``, one IEEE product, the same in every
+resolver.
+
 Each op keeps one kernel in the registry: :class:`TypeDispatch` wraps the quantized kernel and
 hands the model to the plain kernel when the op's first input is not a quantized type.
 """
@@ -22,10 +26,10 @@ import numpy as np
 from ...errors import DTypeError, UnsupportedError
 from . import _common as c
 from . import comparisons, elementwise, reduce  # noqa: F401 - the quantized kernels this module wraps
-from .base import REGISTRY, Kernel
+from .base import REGISTRY, Kernel, register
 from .reduce import resolve_axes
 
-__all__ = ["TypeDispatch", "PlainBinary", "PlainComparison", "PlainSum", "PLAIN_TYPES"]
+__all__ = ["TypeDispatch", "PlainBinary", "PlainComparison", "PlainSum", "Square", "PLAIN_TYPES"]
 
 #: the unquantized types the plain paths take
 PLAIN_TYPES = ("float", "int32", "int64", "bool")
@@ -177,3 +181,21 @@ def _install() -> None:
 
 
 _install()
+
+
+@register
+class Square(Kernel):
+    """SQUARE on float32: ``x * x``."""
+
+    name = "SQUARE"
+
+    def prepare(self, inputs, outputs, options):
+        (x,) = c.count(self.name, inputs, outputs, 1, names=("input",))
+        c.require_type(self.name, [("input", x)], ("float",), error=DTypeError)
+        c.require_same_type(x, outputs[0], "output", self.name)
+        return tuple(int(d) for d in x.shape)
+
+    def compute(self, p, arrays):
+        (x,) = c.check_arrays(self.name, arrays, [(0, p, np.dtype(np.float32))])
+        with np.errstate(all="ignore"):
+            return [(x * x).astype(np.float32)]
