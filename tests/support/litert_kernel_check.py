@@ -54,11 +54,12 @@ DATA_DEPENDENT = _data_dependent()
 
 
 def check_agrees(model: bytes, litert_fails: bool, op: str = "", model_options=None) -> None:
-    """check == run: ``check_model`` reports a rule LiteRT rejects or aborts on exactly when LiteRT
-    fails on the model (at allocate_tensors, or at invoke for a reason that is not the data)."""
+    """check == run: ``check_model`` for the reference kernels reports a rule LiteRT's BUILTIN_REF
+    rejects or aborts on exactly when it fails on the model (at allocate_tensors, or at invoke for a
+    reason that is not the data)."""
     from quantspec.litert import check_model
 
-    report = check_model(model)
+    report = check_model(model, kernels="reference")
     bad = report.rejected_by_litert
     if litert_fails:
         assert bad, f"{op}: LiteRT fails on the model, check_model reports no such rule: {report.render()}\n" \
