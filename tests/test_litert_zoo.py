@@ -37,8 +37,8 @@ What the converter or LiteRT cannot do is asserted too:
   LSTM, GRU or SimpleRNN that is not unrolled (a WHILE loop) in full-integer quantization crashes
   the converting process (SIGSEGV) in int8 and int16x8 alike;
 - nearest-neighbour ``UpSampling2D`` converts to TILE version 3, which LiteRT's BUILTIN_REF cannot
-  load (the stock resolvers run it); quantspec's reference mode should refuse it too, and does not
-  yet (it does not check operator versions): that case is a strict xfail;
+  load (the stock resolvers run it); quantspec's reference mode refuses it too (it resolves the
+  operator versions as each resolver does);
 - the int16x8 transformer encoder converts, but LiteRT has no int16 SQUARED_DIFFERENCE kernel: every
   resolver fails at invoke, and quantspec's interpreter refuses the model in every mode with the same
   rule (``no-int16-kernel``), which ``check_model`` reports.
@@ -90,13 +90,9 @@ BATCHES = {"text_transformer": (1, 3), "keras_layers": (1, 3), "efficientnet_b0"
 #: models LiteRT's reference resolver cannot load (an operator version BUILTIN_REF does not register),
 #: and its message; the stock resolvers run them
 REFERENCE_CANNOT_LOAD = {"upsampling_nearest": "Didn't find op for builtin opcode 'TILE' version '3'"}
-_VERSIONS_GAP = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "quantspec's interpreter does not check operator versions: its reference mode runs TILE version 3, which "
-    "LiteRT's BUILTIN_REF refuses to load"))
 
 CASES = [(a, q) for a in ARCHS for q in QUANTS if (a, q) not in UNSUPPORTED]
-RUNS = [pytest.param(a, q, b, m, marks=[_VERSIONS_GAP] if m == "reference" and a in REFERENCE_CANNOT_LOAD else
-                     []) for a, q in CASES if (a, q) not in LITERT_FAILS for b in BATCHES.get(a, (1,)) for m in MODES]
+RUNS = [(a, q, b, m) for a, q in CASES if (a, q) not in LITERT_FAILS for b in BATCHES.get(a, (1,)) for m in MODES]
 
 
 def _model(arch: str, quant: str) -> Path:
@@ -150,11 +146,10 @@ def test_zoo_model_is_byte_identical_to_litert(arch, quant, batch, mode):
     if mode == "reference" and arch in REFERENCE_CANNOT_LOAD:      # both refuse the model
         with pytest.raises(ValueError, match=REFERENCE_CANNOT_LOAD[arch]):
             _litert(data, mode, [])
-        try:
+        with pytest.raises(QuantSpecError, match="litert-load") as e:
             Interpreter(model, kernels=mode)
-        except QuantSpecError:
-            return
-        raise AssertionError(f"quantspec's {mode} mode runs a model BUILTIN_REF cannot load")
+        assert "TILE version 3" in str(e.value)
+        return
     # BUILTIN_REF's int8 SUM reads int8 as uint8: quantspec's "reference" SUM semantics reproduce it
     ours = Interpreter(model, kernels=mode, preserve_all_tensors=True,
                        sum_semantics="reference" if mode == "reference" else "correct")
@@ -218,12 +213,16 @@ def test_zoo_model_no_resolver_runs_is_refused_in_every_mode(arch, quant):
 
 @pytest.mark.parametrize("arch, quant", CASES)
 def test_zoo_check_reports_exactly_what_litert_fails_on(arch, quant):
-    """check == run: no rule LiteRT rejects or aborts on for the models it runs; a 16x8 model is
-    checked with the 16x8 rules."""
+    """check == run: no rule LiteRT rejects or aborts on for the models it runs (the reference
+    resolver's load refusal for those it cannot load); a 16x8 model is checked with the 16x8 rules."""
     from quantspec.litert import check_model
 
     report = check_model(_model(arch, quant))
-    if (arch, quant) not in LITERT_FAILS:
+    if arch in REFERENCE_CANNOT_LOAD:         # the reference resolver only, when it loads the model
+        assert {(v.rule, v.rejected_by(), v.verdict("reference").stage) for v in report.rejected_by_litert} == \
+            {("litert-load", ("reference",), "load")}, report.render()
+        assert not check_model(_model(arch, quant), kernels=["optimized", "xnnpack"]).rejected_by_litert
+    elif (arch, quant) not in LITERT_FAILS:
         assert not report.rejected_by_litert, report.render()
     assert report.mode == ("int16x8" if quant == "int16x8" else "int8")
 

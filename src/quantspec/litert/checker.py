@@ -653,7 +653,9 @@ def _check_op(c: _Collector, op: Operator, refusals: dict[int, tuple[str, Any, A
 def _load_checks(model: Model) -> list[Violation]:
     """The ``litert-load`` rule: what InterpreterBuilder refuses besides quantization parameters,
     located at the first operator that uses the operator code or the tensor (when one does)."""
-    from ._opversions import VERSIONS
+    import dataclasses
+
+    from ._opversions import REFERENCE_VERSIONS, VERSIONS
 
     out = []
 
@@ -688,6 +690,16 @@ def _load_checks(model: Model) -> list[Violation]:
         elif not span[0] <= version <= span[1]:
             add(f"operator code {k} names {name} version {version}, which LiteRT has no kernel for", span, version,
                 sg, op)
+        else:
+            ref = REFERENCE_VERSIONS.get(name)
+            if ref is None or not ref[0] <= version <= ref[1]:
+                # the stock resolvers register the version; BUILTIN_REF does not
+                add(f"operator code {k} names {name} version {version}, which LiteRT's reference kernels "
+                    "(BUILTIN_REF) have no kernel for", ref, version, sg, op)
+                runs = Verdict(RUNS, None, "the builtin op resolver registers this version")
+                out[-1] = dataclasses.replace(out[-1], resolvers=(
+                    ("reference", Verdict(REJECTS, "load", out[-1].litert_check)), ("optimized", runs),
+                    ("xnnpack", runs)))
     for sg in model.subgraphs:
         for t in sg.tensors:
             if t.is_variable and (t.data is not None or t.external_buffer):

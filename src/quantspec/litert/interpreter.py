@@ -22,6 +22,14 @@ a shape from a run-time tensor such as RESHAPE's shape or PAD's paddings, ARG_MA
 ``output_type``), the output takes the computed one and the operators that read it are prepared
 again for it.  An operator without a kernel, a variable or sparse tensor, an input of the wrong
 shape or type, or a missing input is a clear :mod:`quantspec.errors` error.
+
+Like LiteRT's ``InterpreterBuilder``, the interpreter resolves every operator code of the model
+before it prepares anything, against the operator versions the chosen mode's LiteRT resolver
+registers (:mod:`quantspec.litert._opversions`: ``REFERENCE_VERSIONS`` for the reference kernels,
+``VERSIONS`` for the optimized kernels and the XNNPACK mode, whose delegate takes operators only
+after the builtin resolver has resolved them all): a code whose version that resolver has no kernel
+for (TILE version 3 under ``BUILTIN_REF``), an operator LiteRT has no kernel for, or a custom
+operator is refused with the rule ``litert-load``, even where no operator uses the code.
 """
 
 from __future__ import annotations
@@ -547,6 +555,29 @@ def _check_live_memory(op: Operator, arrays: Mapping[int, Any], constants: Mappi
                          f"than half this machine's memory ({human_bytes(memory_limit())})", live)
 
 
+def _check_operator_codes(model: Model, mode: str) -> None:
+    """Refuse an operator code ``mode``'s LiteRT resolver cannot resolve, as LiteRT's
+    ``InterpreterBuilder`` does when it loads the model ("Didn't find op for builtin opcode 'TILE'
+    version '3'"): every code counts, used or not."""
+    from ._opversions import REFERENCE_VERSIONS, VERSIONS
+
+    table = REFERENCE_VERSIONS if mode == "reference" else VERSIONS
+    resolver = "BUILTIN_REF" if mode == "reference" else "the builtin op resolver"
+    for k, (name, version) in enumerate(model.operator_codes):
+        where = f"operator code {k} ({name} version {version})"
+        if name.startswith("CUSTOM"):
+            raise UnsupportedError(where, "is a custom operator LiteRT has no kernel for unless an application "
+                                   "registers one: LiteRT refuses to load the model (rule litert-load)")
+        span = table.get(name)
+        if span is None:
+            raise UnsupportedError(where, "names an operator LiteRT has no kernel for: LiteRT refuses to load "
+                                   "the model (rule litert-load)")
+        if not span[0] <= version <= span[1]:
+            raise UnsupportedError(where, f"has a version {resolver} ({mode} kernels) registers no kernel for: "
+                                   "LiteRT refuses to load the model (rule litert-load)", version,
+                                   detail=f"{name} versions {span[0]} to {span[1]}")
+
+
 def _check_tensor(t: Tensor) -> None:
     where = f"tensor {t.index} ({t.name!r})"
     if t.is_variable:
@@ -638,6 +669,7 @@ class Interpreter:
         self.num_threads = check_threads(num_threads)
         note_reproducing("ai-edge-litert")
         self.model: Model = load_model(model)
+        _check_operator_codes(self.model, self.kernels)
         self.sum_semantics = sum_semantics
         self.preserve_all_tensors = bool(preserve_all_tensors)
         self.signature: SignatureDef | None = None

@@ -7,7 +7,8 @@ checks that can fail for a model the reference kernels accept are modelled; they
 
 - every int8 activation tensor: per-tensor quantization (one scale, quantized dimension 0);
 - CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED: a constant int8 filter (per-tensor, or per-channel
-  along the output-channel dimension) with zero point 0, a constant int32 bias (required by the
+  along the output-channel dimension) with zero point 0 (a per-channel FULLY_CONNECTED filter or a
+  per-tensor DEPTHWISE_CONV_2D filter is taken whatever its zero point), a constant int32 bias (required by the
   convolutions), a fused activation other than TANH / SIGN_BIT; DEPTHWISE_CONV_2D's
   ``depth_multiplier`` option must divide the output channels and match them (the delegate uses
   the option; LiteRT's own kernel the shapes);
@@ -34,8 +35,12 @@ SPACE_TO_DEPTH, ...) give the reference kernels' bytes either way.
 Some models pass these checks and then make XNNPACK fail when the delegate builds its runtime;
 LiteRT's ``allocate_tensors`` then raises ("failed to create XNNPACK runtime") instead of falling
 back.  :func:`fails` says why for such an operator: an int8 activation whose scale is not positive,
-finite and normal or whose zero point is outside [-128, 127], or a CONV_2D / DEPTHWISE_CONV_2D /
-FULLY_CONNECTED / TRANSPOSE_CONV requantization scale ``f32(f32(s_in · s_w) / s_out)`` of 256 or more.
+finite and normal or whose zero point is outside [-128, 127]; a MAX_POOL_2D, TRANSPOSE, PAD, SLICE,
+SPACE_TO_DEPTH, RESIZE_BILINEAR or CONCATENATION whose input and output quantization differ; a
+CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED filter with a zero point that is not 0 (those it
+takes), a per-channel bias with a zero point that is not 0, a CONV_2D / DEPTHWISE_CONV_2D bias with
+another number of scales than the filter; or a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED /
+TRANSPOSE_CONV requantization scale ``f32(f32(s_in · s_w) / s_out)`` of 256 or more.
 """
 
 from __future__ import annotations
@@ -96,7 +101,10 @@ def _activation(options: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _filter(w: TensorSpec | None, axis: int) -> str | None:
+def _filter(w: TensorSpec | None, axis: int, zero_point: str = "") -> str | None:
+    """The delegate's filter check; ``zero_point`` ("per-channel" or "per-tensor") names the
+    filters it takes whatever their zero point (XNNPACK then refuses a non-zero one: see
+    :func:`fails`), the others it declines with a non-zero zero point."""
     if w is None:
         return "the filter is missing"
     if w.dtype.name != "int8":
@@ -110,7 +118,8 @@ def _filter(w: TensorSpec | None, axis: int) -> str | None:
         return f"the filter is quantized along dimension {p.quantized_dimension}, not {axis}"
     if len(p.scale) > 1 and (axis >= len(w.shape) or w.shape[axis] != len(p.scale)):
         return "the filter's scales do not match its channels"
-    if np.any(np.asarray(p.zero_point) != 0):
+    taken = zero_point == ("per-channel" if len(p.scale) > 1 else "per-tensor")
+    if np.any(np.asarray(p.zero_point) != 0) and not taken:
         return "the filter's zero point is not 0"
     for s in np.asarray(p.scale, np.float32):
         r = _scale_zp(float(s), 0, "the filter")
@@ -148,7 +157,7 @@ def _conv(inputs, outputs, options) -> str | None:
 def _depthwise(inputs, outputs, options) -> str | None:
     x, w, b = (list(inputs) + [None, None, None])[:3]
     out = outputs[0]
-    r = _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 3), _bias(b, True),
+    r = _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 3, "per-tensor"), _bias(b, True),
                _activation(options), _rank(x, "the input", 4, 4))
     if r:
         return r
@@ -165,7 +174,7 @@ def _fully_connected(inputs, outputs, options) -> str | None:
     out = outputs[0]
     if (options.get("weights_format") or "DEFAULT") != "DEFAULT":
         return "non-default weights format"
-    return _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 0), _bias(b, False),
+    return _first(_qint8(x, "the input"), _qint8(out, "the output"), _filter(w, 0, "per-channel"), _bias(b, False),
                   _activation(options))
 
 
@@ -389,12 +398,42 @@ def fails(name: str, inputs: Sequence[TensorSpec | None], outputs: Sequence[Tens
             r = _scale_zp(float(t.params.scale[0]), int(t.params.zero_point[0]), f"{role} {k}")
             if r:
                 return r
+    if name in SAME_QUANTIZATION:
+        ins = [t for t in (inputs if name == "CONCATENATION" else inputs[:1]) if t is not None]
+        out = outputs[0]
+        for t in ins:
+            if (t.params is not None and out.params is not None
+                    and (np.float32(t.params.scale[0]) != np.float32(out.params.scale[0])
+                         or int(t.params.zero_point[0]) != int(out.params.zero_point[0]))):
+                return "the input and the output have different quantization parameters"
     if name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-        return _requantization(inputs[0], inputs[1], outputs[0])
+        return _first(_gemm_parameters(name, inputs), _requantization(inputs[0], inputs[1], outputs[0]))
     if name == "TRANSPOSE_CONV":
         return _requantization(inputs[2], inputs[1], outputs[0])
     return None
 
+
+def _gemm_parameters(name: str, inputs: Sequence[TensorSpec | None]) -> str | None:
+    """The filter and bias parameters XNNPACK refuses when the delegate defines its tensors: a
+    filter zero point that is not 0 (the delegate passes it only where it takes such a filter:
+    per-channel FULLY_CONNECTED, per-tensor DEPTHWISE_CONV_2D), a per-channel bias with a zero point
+    that is not 0, and (convolutions) a bias with another number of scales than the filter."""
+    w = inputs[1]
+    b = inputs[2] if len(inputs) > 2 else None
+    if np.any(np.asarray(w.params.zero_point) != 0):
+        return "the filter's zero point is not 0"
+    if b is None or b.params is None:
+        return None
+    if len(b.params.scale) > 1 and np.any(np.asarray(b.params.zero_point) != 0):
+        return "a per-channel bias has a zero point that is not 0"
+    if name != "FULLY_CONNECTED" and len(b.params.scale) != len(w.params.scale):
+        return "the bias has another number of scales than the filter"
+    return None
+
+
+#: the operators XNNPACK gives one quantization to the input and the output of (it refuses them
+#: when the model's differ)
+SAME_QUANTIZATION = ("MAX_POOL_2D", "TRANSPOSE", "PAD", "SLICE", "SPACE_TO_DEPTH", "RESIZE_BILINEAR", "CONCATENATION")
 
 #: the operators whose filter (input index) XNNPACK quantizes per channel
 _GEMMS = {"CONV_2D": 1, "DEPTHWISE_CONV_2D": 1, "FULLY_CONNECTED": 1, "TRANSPOSE_CONV": 1}
