@@ -101,11 +101,9 @@ def test_int8_div_matches_litert_in_every_mode():
     """DIV on int8 (Keras ``softsign``, ``x / (1 + |x|)``): random parameters with broadcasting and the
     fused activations, divisors of both signs, every dividend; a zero divisor fails in LiteRT and is
     refused here."""
-    import litert_build
     from litert_kernel_check import int8, litert_outcome, quantspec_run, zero_point
     from quantspec.errors import QuantSpecError
 
-    litert_build.OPTIONS_TABLE.setdefault("DIV", "DivOptions")
     r = rng_for("DIV")
     done = 0
     for i in range(N_MODELS * 3):
@@ -187,3 +185,19 @@ def test_float_square_matches_litert_in_every_mode():
         check("SQUARE", ins, outs, None, [x], version=1)
         for mode in MODES:
             check_mode("SQUARE", ins, outs, None, [x], mode, version=1)
+
+
+def test_int16_exp_where_expf_overflows_matches_litert_in_every_mode():
+    """int16 EXP whose input range reaches past expf's overflow (about 88.7): LiteRT's interpolated
+    table gets NaN entries there (``inf - inf``), which x86 converts to 0 (``lut_int16``'s rule)."""
+    from quantspec.litert import fixedpoint16 as f16
+
+    x = np.arange(-(1 << 15), 1 << 15, dtype=np.int16).reshape(4, -1)
+    for s_in, s_out in ((1e-2, 1e-2), (4e-3, 2e-3), (3e-2, 5e-1)):
+        lut = f16.lut_int16(s_in, 0, s_out, 0, lambda v: np.exp(v.astype(np.float64)).astype(np.float32))
+        first = int(np.ceil((88.8 / s_in + 32768) / (65535 / 512)))    # the first entry past the overflow
+        assert first < 511 and np.all(lut[first:512] == 0), (s_in, s_out)
+        ins, outs = [T(x.shape, "int16", s_in, 0)], [T(x.shape, "int16", s_out, 0)]
+        check("EXP", ins, outs, None, [x])
+        for mode in MODES:
+            check_mode("EXP", ins, outs, None, [x], mode)

@@ -169,15 +169,6 @@ def test_reduce_extreme_scales_and_shapes(op):
 
 # -- REDUCE_PROD on quantized int8 / int16 --------------------------------------------------------
 
-def _prod_builder():
-    """The test model builder writes the ReducerOptions (keep_dims) of REDUCE_PROD / MAX / MIN as
-    MEAN's."""
-    import litert_build
-
-    for op in ("REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN"):
-        litert_build.OPTIONS_TABLE.setdefault(op, "ReducerOptions")
-
-
 def _prod_case(r, dtype: str, i: int):
     shp = shape(r, 4, 4)
     axes = _axes(r, len(shp))
@@ -210,7 +201,6 @@ def test_reduce_prod_quantized_matches_litert_in_every_mode(dtype):
     REDUCE_PROD: the optimized kernel runs), 0 differing bytes."""
     from litert_modes import check_mode
 
-    _prod_builder()
     r = rng_for("reduce_prod", dtype)
     for i in range(N_MODELS * 2):
         shp, axes, keep, out_shape, s_in, z_in, s_out, z_out, x = _prod_case(r, dtype, i)
@@ -237,7 +227,6 @@ def test_reduce_prod_quantized_edges(dtype):
     of one element, no axes, and a run-time axis; every mode."""
     from litert_modes import check_mode
 
-    _prod_builder()
     lo, hi = (-128, 127) if dtype == "int8" else (-(1 << 15), (1 << 15) - 1)
     zs = [(hi, lo), (lo, hi), (0, 0)] if dtype == "int8" else [(0, 0)]
     x = np.array([[lo, lo, lo, lo], [hi, hi, hi, hi], [lo, hi, lo, hi], [0, 1, -1, 2]], getattr(np, dtype))
@@ -265,7 +254,6 @@ def test_reduce_prod_optimized_copies_a_reduction_over_size_one_axes():
     the reference kernel requantizes: quantspec's modes follow each."""
     from litert_modes import check_mode
 
-    _prod_builder()
     x = np.array([[-100], [3], [50], [127]], np.int8)
     ins = [T((4, 1), "int8", 0.1, 2), T((1,), "int32", data=np.array([1], np.int32))]
     outs = [T((4,), "int8", 0.3, -5)]
@@ -277,7 +265,6 @@ def test_reduce_prod_optimized_copies_a_reduction_over_size_one_axes():
 def test_reduce_prod_quantized_refusals():
     """int16 needs zero points 0 (LiteRT rejects the model at prepare); a per-step scale of 2^14 or
     more needs a shift LiteRT's int64 requantization cannot do (undefined in C++)."""
-    _prod_builder()
     x = np.zeros((2, 3), np.int16)
     axis = T((1,), "int32", data=np.array([1], np.int32))
     ins = [T((2, 3), "int16", 0.5, 3), axis]
@@ -299,7 +286,6 @@ def test_reduce_prod_of_a_constant_is_computed_by_the_optimized_kernel_in_every_
     from litert_modes import litert_run
     from quantspec.litert import Interpreter
 
-    _prod_builder()
     x = np.array([[-100], [3], [50], [127]], np.int8)
     tensors = [T((4, 1), "int8", 0.1, 2, data=x), T((1,), "int32", data=np.array([1], np.int32)),
                T((4,), "int8", 0.3, -5), T((4,), "int8", 0.3, -5), T((4,), "int8", 0.3, -5)]
@@ -322,7 +308,6 @@ def test_reduce_max_min_match_litert_in_every_mode(op, dtype):
     keep_dims) in every mode against the matching resolver; a scalar input."""
     from litert_modes import MODES, check_mode
 
-    _prod_builder()
     r = rng_for(op, dtype)
     for i in range(N_MODELS * 2):
         shp = shape(r, 4, 5)
@@ -347,7 +332,6 @@ def test_reduce_max_min_match_litert_in_every_mode(op, dtype):
 def test_reduce_max_min_need_the_input_parameters(op):
     """LiteRT fails at eval where the output's scale or zero point is not the input's; quantspec refuses
     at prepare, naming the rule."""
-    _prod_builder()
     x = np.zeros((2, 3), np.int8)
     axis = T((1,), "int32", data=np.array([1], np.int32))
     for out, rule in [(T((2,), "int8", 0.25, 1), "same-scale"), (T((2,), "int8", 0.5, 2), "same-zero-point")]:

@@ -21,7 +21,7 @@ VERSIONS = {"BROADCAST_TO": 2}
 @pytest.fixture(autouse=True)
 def _options_tables(monkeypatch):
     # the options tables of the ops litert_build does not list (it writes none for them otherwise)
-    for op, table in (("ARG_MIN", "ArgMinOptions"), ("REDUCE_PROD", "ReducerOptions"), ("CAST", "CastOptions"),
+    for op, table in (("ARG_MIN", "ArgMinOptions"), ("CAST", "CastOptions"),
                       ("GATHER_ND", "GatherNdOptions")):
         monkeypatch.setitem(litert_build.OPTIONS_TABLE, op, table)
 

@@ -102,10 +102,11 @@ def lut_int16(input_scale, input_zero_point: int, output_scale, output_zero_poin
         body = np.clip((sample - bias).astype(f), f(INT16_MIN), f(INT16_MAX))
         last = np.clip(half_away_from_zero((transform(np.array([input_max], f)).astype(f) * inv).astype(f)),
                        f(INT16_MIN), f(INT16_MAX))
-    # a NaN entry (a transform that returns NaN) converts to INT16_MIN on x86 (cvttss2si gives
-    # INT32_MIN, narrowed): no LiteRT transform does
+    # a NaN entry (``inf - inf`` where the transform overflows, as expf does for EXP's large inputs,
+    # or a transform that returns NaN) passes std::min / std::max and converts to 0 on x86: the
+    # conversion to int16 goes through cvttss2si / cvttsd2si, which give INT32_MIN, whose low 16 bits are 0
     table = np.concatenate([body, last]).astype(np.float64)
-    table = np.where(np.isnan(table), INT16_MIN, table)
+    table = np.where(np.isnan(table), 0, table)
     return table.astype(np.int64).astype(np.int16)
 
 
