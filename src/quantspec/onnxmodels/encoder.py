@@ -26,7 +26,7 @@ from ..dtypes import qtype
 from ..errors import RangeError
 from .weights import Layout
 
-__all__ = ["Quantized", "quantize_weight", "non_finite_error", "transpose_into", "SLAB_BYTES"]
+__all__ = ["Quantized", "quantize_weight", "run_slabs", "non_finite_error", "transpose_into", "SLAB_BYTES"]
 
 #: source bytes per slab of rows (about)
 SLAB_BYTES = 16 << 20
@@ -144,6 +144,28 @@ def encode_slab(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, r0: int, r
     return x, got, sc, zp, stats[:3].copy()
 
 
+def run_slabs(slab, starts: range, workers: int | None = None) -> np.ndarray:
+    """``slab(start)`` for each start, on ``workers`` threads (default: the cores) when there are
+    several; each returns [sum (x-dq)^2, sum x^2, max |x-dq|], and the result is their sums and maximum."""
+    acc = np.zeros(3)
+
+    def add(stats: np.ndarray) -> None:
+        acc[0] += stats[0]
+        acc[1] += stats[1]
+        acc[2] = max(acc[2], stats[2])
+
+    if len(starts) > 1 and (workers or 2) > 1:
+        pool = LocalBackend(workers)
+        try:
+            pool.map(slab, starts, lambda _, stats: add(stats))
+        finally:
+            pool.close()
+    else:
+        for start in starts:
+            add(slab(start))
+    return acc
+
+
 def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: str, path: str = "",
                     workers: int | None = None) -> Quantized:
     """Quantize the weight ``w`` (its ONNX shape; ``dtype``: float, float16 or bfloat16) by scheme ``s``.
@@ -169,7 +191,6 @@ def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: 
         pshape_rows = (nrows, -(-cols // s.block))
     scale_rows = np.empty(pshape_rows, qtype(s.scale_type).dtype)
     zp_rows = np.empty(pshape_rows, t.dtype) if s.zero_point else None
-    acc = np.zeros(3)
 
     def slab(r0: int) -> np.ndarray:
         r1 = min(r0 + step, nrows)
@@ -184,21 +205,7 @@ def quantize_weight(s: Scheme, w: np.ndarray, dtype: str, layout: Layout, name: 
                 zp_rows[r0:r1] = zp
         return stats
 
-    def add(stats: np.ndarray) -> None:
-        acc[0] += stats[0]
-        acc[1] += stats[1]
-        acc[2] = max(acc[2], stats[2])
-
-    starts = range(0, nrows, step)
-    if len(starts) > 1 and (workers or 2) > 1:
-        pool = LocalBackend(workers)
-        try:
-            pool.map(slab, starts, lambda _, stats: add(stats))
-        finally:
-            pool.close()
-    else:
-        for r0 in starts:
-            add(slab(r0))
+    acc = run_slabs(slab, range(0, nrows, step), workers)
     if s.granularity == "tensor":
         scale = np.asarray(np.float32(params[0]))
         zp = np.asarray(params[1], t.dtype) if s.zero_point else None

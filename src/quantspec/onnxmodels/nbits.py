@@ -32,11 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._fastpath import jit
-from ..checkpoint.backend import LocalBackend
 from ..checkpoint.report import TensorReport
 from ..checkpoint.schemes import Scheme
 from ..errors import ModelError, UnsupportedError
-from .encoder import SLAB_BYTES, non_finite_error, quantize_weight
+from .encoder import SLAB_BYTES, non_finite_error, quantize_weight, run_slabs
 from .weights import Layout
 
 __all__ = ["NBitsWeight", "takes", "quantize", "pack", "dequantize", "DOMAIN", "BITS"]
@@ -94,7 +93,6 @@ def quantize(s: Scheme, w: np.ndarray, layout: Layout, name: str = "", path: str
     scales = np.empty((N, nb), np.float32)
     zps = np.empty((N, nb), np.uint8)
     tail = _odd_tail(K, block)
-    acc = np.zeros(3)
     x = np.ascontiguousarray(w, np.float32)
     cols = kernels.NBITS_COLUMNS
     step = max(1, SLAB_BYTES // max(1, 4 * K * cols)) * cols
@@ -106,21 +104,7 @@ def quantize(s: Scheme, w: np.ndarray, layout: Layout, name: str = "", path: str
             raise non_finite_error(name, path, divmod(int(bad), N))
         return part
 
-    def add(part: np.ndarray) -> None:
-        acc[0] += part[0]
-        acc[1] += part[1]
-        acc[2] = max(acc[2], part[2])
-
-    starts = range(0, N, step)
-    if len(starts) > 1 and (workers or 2) > 1:
-        pool = LocalBackend(workers)
-        try:
-            pool.map(slab, starts, lambda _, part: add(part))
-        finally:
-            pool.close()
-    else:
-        for c0 in starts:
-            add(slab(c0))
+    acc = run_slabs(slab, range(0, N, step), workers)
     zp_packed = None
     if s.zero_point:
         z = np.full((N, nb + nb % 2), 8, np.uint8)

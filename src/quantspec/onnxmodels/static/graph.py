@@ -229,3 +229,21 @@ def scale_zp_initializers(base: str, zero_point: np.ndarray, scale: np.ndarray, 
 
 def np_to_tensor(array: np.ndarray, name: str) -> TensorProto:
     return numpy_helper.from_array(array, name)
+
+
+def write_bias(g: Graph, bias: str, codes: np.ndarray, scale, float_dtype) -> tuple[str, str, str, int | None]:
+    """Add the initializers of a quantized bias as onnxruntime writes them in both formats: its int32
+    ``codes`` as ``{bias}_quantized``, its ``scale`` in the bias's float type (``float_dtype``, 1-D) as
+    ``{bias}_quantized_scale``, and an int32 zero point of 0, a scalar for one scale, else one per
+    scale.  Returns (codes, scale, zero point names, axis: 0 for several scales, else None)."""
+    q_name = bias + "_quantized"
+    g.append_initializer(numpy_helper.from_array(codes, q_name))
+    scale_data = np.asarray(scale, dtype=float_dtype).reshape(-1)
+    g.append_initializer(numpy_helper.from_array(scale_data, q_name + "_scale"))
+    if np.asarray(scale).size > 1:
+        zp = numpy_helper.from_array(np.zeros(np.asarray(scale).shape, dtype=np.int32).reshape(-1),
+                                     q_name + "_zero_point")
+    else:
+        zp = helper.make_tensor(q_name + "_zero_point", TensorProto.INT32, [], [0])
+    g.append_initializer(zp)
+    return q_name, q_name + "_scale", q_name + "_zero_point", 0 if scale_data.size > 1 else None

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ...errors import InvalidArgumentError, ModelError, UnsupportedError
 from . import params as P
-from .graph import FLOAT_TYPES, Graph, scale_zp_initializers
+from .graph import FLOAT_TYPES, Graph, scale_zp_initializers, write_bias
 from .options import StaticOptions
 from .overrides import Overrides
 from .registry import CONV_WEIGHT_AXIS, QDQ_RULES
@@ -451,19 +451,8 @@ class QDQWriter:
                 raise UnsupportedError("model", "a bias whose input has no quantization scale", bias)
             data = self.g.array(bias)
             scale = P.bias_scale(x_scale, w_scale, info.beta)
-            codes = P.quantize_bias(data, scale)
-            q_name = bias + "_quantized"
-            self.g.append_initializer(numpy_helper.from_array(codes, q_name))
-            scale_data = np.asarray(scale, dtype=data.dtype).reshape(-1)
-            self.g.append_initializer(numpy_helper.from_array(scale_data, q_name + "_scale"))
-            if np.asarray(scale).size > 1:
-                zp = numpy_helper.from_array(np.zeros(np.asarray(scale).shape, dtype=np.int32).reshape(-1),
-                                             q_name + "_zero_point")
-            else:
-                zp = helper.make_tensor(q_name + "_zero_point", TensorProto.INT32, [], [0])
-            self.g.append_initializer(zp)
-            axis = 0 if scale_data.size > 1 else None
-            self.written[bias] = _Written(q_name, q_name + "_scale", q_name + "_zero_point", axis)
+            q_name, s_name, z_name, axis = write_bias(self.g, bias, P.quantize_bias(data, scale), scale, data.dtype)
+            self.written[bias] = _Written(q_name, s_name, z_name, axis)
             self.g.remove_initializer(bias)
             self._add_nodes(helper.make_node("DequantizeLinear", [q_name, q_name + "_scale", q_name + "_zero_point"],
                                              [bias], bias + "_DequantizeLinear", axis=axis, domain=self.domain))

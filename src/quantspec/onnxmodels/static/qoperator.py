@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from ...errors import UnsupportedError
 from . import params as P
-from .graph import Graph, scale_zp_initializers
+from .graph import Graph, scale_zp_initializers, write_bias
 from .options import StaticOptions
 from .overrides import Overrides
 from .registry import QOPERATOR_RULES
@@ -337,19 +337,8 @@ class QOperatorWriter:
                 w_scale = new
         data = self.g.array(bias)
         scale = P.bias_scale(in_scale, w_scale, beta)
-        codes = P.quantize_bias(data, scale)
-        q_name = bias + "_quantized"
-        self.g.append_initializer(numpy_helper.from_array(codes, q_name))
-        scale_data = np.asarray(scale, dtype=data.dtype).reshape(-1)
-        self.g.append_initializer(numpy_helper.from_array(scale_data, q_name + "_scale"))
-        if np.asarray(scale).size > 1:
-            zp = numpy_helper.from_array(np.zeros(np.asarray(scale).shape, dtype=np.int32).reshape(-1),
-                                         q_name + "_zero_point")
-        else:
-            zp = helper.make_tensor(q_name + "_zero_point", TensorProto.INT32, [], [0])
-        self.g.append_initializer(zp)
-        self.values[bias] = _Value(q_name, q_name + "_scale", q_name + "_zero_point",
-                                   0 if scale_data.size > 1 else None, True)
+        q_name, s_name, z_name, axis = write_bias(self.g, bias, P.quantize_bias(data, scale), scale, data.dtype)
+        self.values[bias] = _Value(q_name, s_name, z_name, axis, True)
         self.weights.append(bias)
         return q_name
 
