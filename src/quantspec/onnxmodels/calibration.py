@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .io import tensor_size, without_initializers
 from ..errors import (DTypeError, InvalidArgumentError, QuantSpecError, RuntimeUnsupportedError, ShapeError,
                       UnsupportedError)
 
@@ -212,15 +213,9 @@ def _infer(proto):
     (``onnx.shape_inference`` with its default options), computed on a copy whose large initializers
     carry no values (the result is only read for its value infos)."""
     onnx = _onnx()
-    light = onnx.ModelProto()
-    for fd, value in proto.ListFields():              # every field but the graph's initializers, copied
-        if fd.name != "graph":
-            _copy_field(light, fd, value)
-    for fd, value in proto.graph.ListFields():
-        if fd.name != "initializer":
-            _copy_field(light.graph, fd, value)
+    light = without_initializers(proto)              # every field but the graph's initializers, copied
     for t in proto.graph.initializer:
-        if t.ByteSize() > _SHAPE_DATA_UP_TO:           # name, type and dims only
+        if tensor_size(t) > _SHAPE_DATA_UP_TO:           # name, type and dims only
             skeleton = light.graph.initializer.add()
             skeleton.name, skeleton.data_type = t.name, t.data_type
             skeleton.dims.extend(t.dims)
@@ -231,20 +226,6 @@ def _infer(proto):
     except Exception as e:
         raise InvalidArgumentError("model", "must pass onnx's shape inference (onnxruntime's quantizer runs it "
                                    "first)", detail=f"{type(e).__name__}: {e}") from None
-
-
-def _copy_field(dst, fd, value) -> None:
-    if _repeated(fd):
-        getattr(dst, fd.name).extend(value)
-    elif fd.message_type is not None:
-        getattr(dst, fd.name).CopyFrom(value)
-    else:
-        setattr(dst, fd.name, value)
-
-
-def _repeated(fd) -> bool:
-    flag = getattr(fd, "is_repeated", None)          # newer protobuf; ``label`` before
-    return bool(flag) if flag is not None else fd.label == fd.LABEL_REPEATED
 
 
 @dataclass(frozen=True)
@@ -491,13 +472,7 @@ def _session(proto, names: list[str]):
 
     onnx = _onnx()
     ort = ort_module()
-    m = onnx.ModelProto()
-    for fd, value in proto.ListFields():
-        if fd.name != "graph":
-            _copy_field(m, fd, value)
-    for fd, value in proto.graph.ListFields():
-        if fd.name != "initializer":
-            _copy_field(m.graph, fd, value)
+    m = without_initializers(proto)
     handed, values = [], []
     for t in proto.graph.initializer:
         a = _array(t)
