@@ -63,7 +63,7 @@ def op_options() -> dict:
     flatbuffer_conversions.cc ``ParseOpData``: ``op->builtin_options_as_<Table>()``), for the ops of
     the int8 spec list and QUANTIZE / DEQUANTIZE; None: the op has no options.  The test model
     builder (tests/support/litert_build.py) keeps this table; it is copied from there."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
     try:
         from litert_build import OPTIONS_TABLE
     finally:
