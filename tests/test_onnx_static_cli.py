@@ -101,6 +101,7 @@ def _one_error_line(capsys, *words):
     (["calibrate", "{d}/m.onnx", "{d}/missing.npz"], ["DATA.npz", "exists"]),
     (["calibrate", "{d}/m.onnx", "{d}/m.onnx"], ["DATA.npz", ".npz"]),
     (["calibrate", "{d}/m.onnx", "{d}/wrong.npz"], ["DATA.npz", "'y'"]),
+    (["calibrate", "{d}/m.onnx", "{d}/plain.npy"], ["DATA.npz", "not a single .npy array"]),
     (["calibrate", "{d}/nosuch.onnx", "{d}/d.npz"], ["model", "exists"]),
     (["calibrate", "{d}/m.onnx", "{d}/d64.npz"], ["dtype", "float64"]),
     (["convert", "{d}/m.onnx", "{d}/o.onnx", "--static", "--scheme", "int8", "--calibration", "{d}/d.npz"],
@@ -115,6 +116,7 @@ def test_bad_input_exit_2(files, capsys, argv, words):
     d, x = files
     np.savez(d / "wrong.npz", y=x)
     np.savez(d / "d64.npz", x=x.astype(np.float64))
+    np.save(d / "plain.npy", x)
     assert main([a.format(d=d) for a in argv]) == 2
     _one_error_line(capsys, *words)
     assert not (d / "o.onnx").exists()

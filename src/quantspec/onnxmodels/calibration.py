@@ -315,10 +315,11 @@ def _read_npz(path, argument: str = "calibration_data") -> dict[str, np.ndarray]
     if not p.is_file():
         raise InvalidArgumentError(argument, "must be an .npz file that exists", str(path))
     try:
-        with np.load(str(p), allow_pickle=False) as f:
-            if not hasattr(f, "files"):
-                raise InvalidArgumentError(argument, "must be an .npz file (one array per model input), not a single "
-                                           ".npy array", str(path))
+        f = np.load(str(p), allow_pickle=False)
+        if not hasattr(f, "files"):                   # a .npy file: numpy gives its one array
+            raise InvalidArgumentError(argument, "must be an .npz file (one array per model input), not a single "
+                                       ".npy array", str(path))
+        with f:
             return {k: f[k] for k in f.files}
     except InvalidArgumentError:
         raise
