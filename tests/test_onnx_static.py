@@ -6,6 +6,7 @@ optimizations and ORT_DISABLE_ALL)."""
 from __future__ import annotations
 
 import copy
+import warnings
 import os
 from collections import Counter
 
@@ -389,6 +390,28 @@ def test_bad_inputs(tmp_path):
         quantize_static(tmp_path / "junk.onnx", tmp_path / "x.onnx", CNN_DATA)
     with pytest.raises(InvalidArgumentError, match="model_output"):
         quantize_static(CNN, 3, CNN_DATA)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("poison", [np.nan, np.inf])
+def test_non_finite_calibration_data_fails_as_in_onnxruntime(tmp_path, fmt, poison):
+    """NaN or infinite activations give a range with no scale: onnxruntime's quantizer fails its
+    assertion ("scale issue"); quantspec raises a RangeError naming the tensor, and writes nothing."""
+    from quantspec.errors import RangeError
+    from quantspec.onnxmodels import quantize_static
+
+    data = {k: v.copy() for k, v in CNN_DATA.items()}
+    first = next(iter(data))
+    data[first].reshape(-1)[::37] = poison
+    with pytest.raises(AssertionError, match="scale issue"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ort_quantize(CNN, data, tmp_path, fmt)
+    out = tmp_path / "ours.onnx"
+    with pytest.raises(RangeError, match="calibration_data: gives tensor '.*' a range with no quantization scale"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quantize_static(CNN, out, data, quant_format=fmt)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import RangeError
+
 #: element type name -> (numpy dtype, ONNX TensorProto type number)
 QTYPES = {"uint8": (np.uint8, 2), "int8": (np.int8, 3), "uint16": (np.uint16, 4), "int16": (np.int16, 5)}
 
@@ -49,9 +51,11 @@ def qrange(qtype: str, reduce_range: bool = False, symmetric: bool = False) -> t
 
 
 def scale_zero_point(rmin: np.ndarray, rmax: np.ndarray, qmin: np.ndarray, qmax: np.ndarray, symmetric: bool,
-                     min_real_range: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     min_real_range: float | None = None, name: str = "") -> tuple[np.ndarray, np.ndarray]:
     """``(zero_point, scale)`` for the real range ``[rmin, rmax]`` (arrays of one value, any shape, their
-    dtype kept for the scale)."""
+    dtype kept for the scale).  A range whose scale is not a number >= 0 (a NaN in it: NaN or infinite
+    values in the tensor) is a RangeError naming the tensor ``name``, where onnxruntime's
+    ``compute_scale_zp`` fails its assertion ("scale issue")."""
     rmin = np.minimum(rmin, np.array(0, dtype=rmin.dtype))
     rmax = np.maximum(rmax, np.array(0, dtype=rmax.dtype))
     if min_real_range is not None:
@@ -62,7 +66,13 @@ def scale_zero_point(rmin: np.ndarray, rmax: np.ndarray, qmin: np.ndarray, qmax:
         rmin, rmax = -absmax, +absmax
     width = np.array(rmax, dtype=np.float64) - np.array(rmin, dtype=np.float64)
     steps = np.array(qmax, dtype=np.float64) - np.array(qmin, dtype=np.float64)
-    scale = np.array(width / steps)
+    with np.errstate(invalid="ignore"):
+        scale = np.array(width / steps)
+    if not scale >= 0:
+        what = f"tensor {name!r}" if name else "a tensor"
+        raise RangeError("calibration_data", f"gives {what} a range with no quantization scale: the tensor holds NaN "
+                         "or infinite values (onnxruntime's quantizer fails here too, 'scale issue')",
+                         f"[{_shown(rmin)}, {_shown(rmax)}]")
     if scale < np.finfo(rmax.dtype).tiny:
         return np.array(0, dtype=qmin.dtype), np.array(1.0, dtype=rmax.dtype)
     if symmetric:
@@ -207,12 +217,18 @@ def snapped_uint8(rmin, rmax, qmin: int, qmax: int, min_real_range: float | None
     return zero_point, scale
 
 
+def _shown(a) -> str:
+    a = np.asarray(a).ravel()
+    return str(float(a[0])) if a.size == 1 else str(a.tolist())
+
+
 def activation_params(lowest: np.ndarray, highest: np.ndarray, qtype: str, symmetric: bool,
-                      min_real_range: float | None, restricted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                      min_real_range: float | None, restricted: bool = False,
+                      name: str = "") -> tuple[np.ndarray, np.ndarray]:
     """``(zero_point, scale)`` of an activation from its calibrated range (the range's shape kept), or
     the ActivationRestrictedAsymmetric pair (0-d) for asymmetric uint8 when ``restricted``."""
     qmin, qmax = qrange(qtype, False, symmetric)
-    pair = scale_zero_point(np.asarray(lowest), np.asarray(highest), qmin, qmax, symmetric, min_real_range)
+    pair = scale_zero_point(np.asarray(lowest), np.asarray(highest), qmin, qmax, symmetric, min_real_range, name)
     if restricted and qtype == "uint8" and not symmetric:
         return snapped_uint8(lowest, highest, int(qmin), int(qmax), min_real_range)
     return pair

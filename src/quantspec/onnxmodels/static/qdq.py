@@ -74,7 +74,8 @@ class QDQWriter:
         self.params = {}
         for name, r in ranges.items():
             zp, sc = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
-                                         self.min_real_range, bool(options.opt("ActivationRestrictedAsymmetric")))
+                                         self.min_real_range, bool(options.opt("ActivationRestrictedAsymmetric")),
+                                         name)
             self.params[name] = (zp.squeeze(), sc.squeeze())
 
     # -- marking ---------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ class QOperatorWriter:
         for name, r in ranges.items():
             self.params[name] = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
                                                     self.min_real_range,
-                                                    bool(options.opt("ActivationRestrictedAsymmetric")))
+                                                    bool(options.opt("ActivationRestrictedAsymmetric")), name)
         self.values: dict[str, _Value] = {}
         self.new_nodes: list = []
         self.tensor_names = {o.name for o in graph.graph.output} | {i.name for i in graph.graph.input}
