@@ -369,6 +369,7 @@ def test_zoo_qoperator(tmp_path, fmt, extra, exclude):
      "InvalidArgumentError", "zero_point"),
     ({"extra_options": {"BlockSize": 32}}, "UnsupportedError", "BlockSize"),
     ({"extra_options": ["ActivationSymmetric"]}, "DTypeError", "extra_options"),
+    ({"extra_options": {"ActivationSymetric": True}}, "InvalidArgumentError", "ActivationSymetric"),
 ])
 def test_bad_options(tmp_path, kwargs, error, words):
     import quantspec.errors as E

@@ -47,6 +47,8 @@ CALIBRATION_KEYS = ("CalibTensorRangeSymmetric", "CalibMovingAverage", "CalibMov
                     "CalibMaxIntermediateOutputs", "CalibPercentile", "CalibStridedMinMax")
 #: keys onnxruntime honours that change the output, refused unless at their neutral value
 _REFUSED = {"EnableSubgraph": False, "SmoothQuant": False, "BlockSize": 0, "DefaultTensorType": None}
+#: keys onnxruntime 1.31.1 reads only when SmoothQuant is on (refused above)
+_SMOOTH_QUANT_ONLY = ("SmoothQuantAlpha", "SmoothQuantFolding")
 
 
 def _enum_name(value: Any) -> Any:
@@ -134,6 +136,12 @@ def normalize_options(*, quant_format: Any = "qdq", per_channel: Any = False, re
     if not isinstance(extra_options, (dict, type(None))):
         raise DTypeError("extra_options", "must be a dict of onnxruntime's extra option keys", extra_options)
     extra = dict(extra_options or {})
+    known = (*EXTRA_DEFAULTS, *CALIBRATION_KEYS, *_REFUSED, *_SMOOTH_QUANT_ONLY)
+    for key in extra:
+        if key not in known:
+            # onnxruntime ignores a key it does not read: a misspelt option would silently change nothing
+            raise InvalidArgumentError(f"extra_options[{key!r}]", "must be one of onnxruntime 1.31.1's "
+                                       "quantize_static options (" + ", ".join(sorted(map(str, known))) + ")", key)
     for key, neutral in _REFUSED.items():
         if key in extra and extra[key] not in (neutral, None, {}, 0, False):
             raise UnsupportedError(f"extra_options[{key!r}]", "is not reproduced (only its default is)", extra[key])
