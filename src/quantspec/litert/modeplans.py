@@ -45,7 +45,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._fastpath import jit
-from .plans.base import Plan, Requant, Scratch, bind, exact_chunks, own
+from .plans.base import Plan, Requant, bind, exact_chunks, own
 
 __all__ = ["make", "self_pair", "few_rows", "ROWS_GEMM", "RowsGemmPlan", "ModeDepthwisePlan", "LanePairPlan", "SpatialMeanPlan",
            "ReduceFp32Plan", "SoftmaxTablePlan", "QuantizeLanesPlan", "LaneTablesPlan", "XnnQuantizePlan",
@@ -394,12 +394,9 @@ def _xnnpack_reduce(kernel, q, ins, outs):
     n = math.prod(shape[a] for a in axes)
     if n == 0:
         return None
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        scale = q.scale
-        if q.mean:
-            scale = np.float32(scale * np.float32(np.float32(1) / np.float32(n)))
-        zp = np.float32(np.float32(q.output_zero_point)
-                        - np.float32(np.float32(np.float32(n) * np.float32(q.input_zero_point)) * scale))
+    from .kernels.xnnpack.reduce import conversion
+
+    scale, zp = conversion(q, n)
     plan = ReduceFp32Plan(kernel, q)
     plan.outer = math.prod(shape[:axes[0]])
     plan.red = n

@@ -20,7 +20,7 @@ from .. import _common as c
 from .. import reduce as ref
 from ._fp32 import to_float32
 
-__all__ = ["Mean", "Sum"]
+__all__ = ["Mean", "Sum", "conversion"]
 
 _INT8 = np.dtype(np.int8)
 
@@ -32,6 +32,18 @@ class XnnReduce:
     input_zero_point: int
     output_zero_point: int
     mean: bool
+
+
+def conversion(q: XnnReduce, n: int) -> tuple[np.float32, np.float32]:
+    """The float32 ``(scale, zp')`` of the int32 -> qs8 conversion of a sum of ``n`` elements (see the
+    module docstring)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        scale = q.scale
+        if q.mean:
+            scale = np.float32(scale * np.float32(np.float32(1) / np.float32(n)))
+        zp = np.float32(np.float32(q.output_zero_point)
+                        - np.float32(np.float32(np.float32(n) * np.float32(q.input_zero_point)) * scale))
+    return scale, zp
 
 
 class _Reduce:
@@ -52,12 +64,8 @@ class _Reduce:
         if x.size == 0 or n == 0:
             return [np.zeros(out_shape, np.int8)]
         total = wrap_int32(x.astype(np.int64).sum(axis=axes) if axes else x.astype(np.int64))
+        scale, zp = conversion(q, n)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            scale = q.scale
-            if q.mean:
-                scale = np.float32(scale * np.float32(np.float32(1) / np.float32(n)))
-            zp = np.float32(np.float32(q.output_zero_point)
-                            - np.float32(np.float32(np.float32(n) * np.float32(q.input_zero_point)) * scale))
             v = np.float32(1) * (to_float32(total) * scale).astype(np.float32) + zp
             v = np.where(np.isnan(v), np.float32(0), v)
         out = np.clip(np.rint(v.astype(np.float32)), -128, 127).astype(np.int8)
