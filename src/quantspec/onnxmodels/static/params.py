@@ -232,3 +232,13 @@ def activation_params(lowest: np.ndarray, highest: np.ndarray, qtype: str, symme
     if restricted and qtype == "uint8" and not symmetric:
         return snapped_uint8(lowest, highest, int(qmin), int(qmax), min_real_range)
     return pair
+
+
+def activation_table(ranges: dict, options) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{tensor: (zero_point, scale)}`` of every calibrated tensor (``ranges``: ``{name: Range}``) under
+    ``options`` (:class:`.options.StaticOptions`): its activation type and symmetry, MinimumRealRange and
+    ActivationRestrictedAsymmetric, as both writers compute them before they quantize anything."""
+    restricted = bool(options.opt("ActivationRestrictedAsymmetric"))
+    return {name: activation_params(r.lowest, r.highest, options.activation_type, options.activation_symmetric,
+                                    options.opt("MinimumRealRange"), restricted, name)
+            for name, r in ranges.items()}

@@ -71,12 +71,8 @@ class QDQWriter:
         self.report_weights: list[str] = []
         adjust_ranges(graph, ranges, options)
         self.ranges = ranges
-        self.params = {}
-        for name, r in ranges.items():
-            zp, sc = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
-                                         self.min_real_range, bool(options.opt("ActivationRestrictedAsymmetric")),
-                                         name)
-            self.params[name] = (zp.squeeze(), sc.squeeze())
+        self.params = {name: (zp.squeeze(), sc.squeeze())
+                       for name, (zp, sc) in P.activation_table(ranges, options).items()}
 
     # -- marking ---------------------------------------------------------------------------------
     def _quantizable(self, name: str) -> bool:

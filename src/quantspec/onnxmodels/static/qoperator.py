@@ -57,11 +57,7 @@ class QOperatorWriter:
         self.act_num = P.QTYPES[self.act][1]
         self.min_real_range = options.opt("MinimumRealRange")
         adjust_ranges(graph, ranges, options)
-        self.params = {}
-        for name, r in ranges.items():
-            self.params[name] = P.activation_params(r.lowest, r.highest, self.act, options.activation_symmetric,
-                                                    self.min_real_range,
-                                                    bool(options.opt("ActivationRestrictedAsymmetric")), name)
+        self.params = P.activation_table(ranges, options)
         self.values: dict[str, _Value] = {}
         self.new_nodes: list = []
         self.tensor_names = {o.name for o in graph.graph.output} | {i.name for i in graph.graph.input}
